@@ -1,0 +1,77 @@
+"""The small protocol between search and neural-network backends.
+
+Search depends on this module only; a backend (such as ``backend_xla``) implements
+:class:`Network` and registers a loader under a name with :func:`register_backend`, the way
+lc0's backends register themselves with its network factory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+POLICY_SIZE = 1858
+"""Number of entries in lc0's policy head (its 1858-move table)."""
+
+INPUT_PLANES = 112
+"""Number of 8x8 input planes of every lc0 input format."""
+
+
+@dataclass(frozen=True)
+class NetworkOutput:
+    """Heads of a network for a batch of N positions.
+
+    policy: float32 [N, 1858] raw logits (before softmax).
+    q: float32 [N], W - L from the side to move's view (or the value of a value-only net).
+    d: float32 [N], draw probability (0 for a network without a WDL head).
+    m: float32 [N], moves left in plies (0 for a network without a moves-left head).
+    """
+
+    policy: np.ndarray
+    q: np.ndarray
+    d: np.ndarray
+    m: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.q.shape[0])
+
+
+@runtime_checkable
+class Network(Protocol):
+    """A loaded network that evaluates batches of encoded positions."""
+
+    input_format: int
+    """lc0 input format the network expects (1 = classical 112 planes)."""
+    has_wdl: bool
+    has_mlh: bool
+    max_batch: int
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        """Evaluate float32 planes [N, 112, 8, 8]; any N >= 1 (backends split large batches)."""
+        ...
+
+
+NetworkLoader = Callable[[str, str], Network]
+"""loader(weights_path, backend_options) -> Network."""
+
+_BACKENDS: dict[str, NetworkLoader] = {}
+
+
+def register_backend(name: str, loader: NetworkLoader) -> None:
+    """Make a backend available under ``name`` (e.g. "xla")."""
+    _BACKENDS[name] = loader
+
+
+def backend_names() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def load_network(path: str, options: str = "", backend: str = "xla") -> Network:
+    """Load ``path`` with the named backend; raises ValueError naming the allowed backends."""
+    if backend not in _BACKENDS and backend == "xla":
+        import backend_xla  # noqa: F401  (registers itself on import)
+    if backend not in _BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: expected one of {backend_names()}")
+    return _BACKENDS[backend](path, options)
