@@ -1,0 +1,42 @@
+"""Shared fixtures: the ``../shared`` ground truth produced by lc0 itself.
+
+Tests that need it skip with a reason when it is absent (it lives beside the repository root).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED = REPO_ROOT.parent / "shared"
+LC0 = SHARED / "lc0"
+
+
+def need_shared(*parts: str) -> Path:
+    """Path inside ../shared/lc0, or skip the calling test when it is missing."""
+    path = LC0.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"../shared is absent here: {path} not found")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def shared_positions() -> list[dict]:
+    """The 301 positions (fen + moves) of ../shared/lc0/positions.jsonl."""
+    return read_jsonl(need_shared("positions.jsonl"))
+
+
+@pytest.fixture(scope="session")
+def maia1100_ref() -> list[dict]:
+    """lc0's outputs of maia-1100 on every shared position (see ../shared/README.md)."""
+    return read_jsonl(need_shared("maia", "ref-maia-1100.jsonl.gz"))
