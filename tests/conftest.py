@@ -40,3 +40,28 @@ def shared_positions() -> list[dict]:
 def maia1100_ref() -> list[dict]:
     """lc0's outputs of maia-1100 on every shared position (see ../shared/README.md)."""
     return read_jsonl(need_shared("maia", "ref-maia-1100.jsonl.gz"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run tests marked slow (skipped by default to keep CI short)")
+
+
+def _jax_has_gpu() -> bool:
+    try:
+        import jax
+
+        return any(d.platform == "gpu" for d in jax.devices())
+    except Exception:  # no jax, or no usable accelerator plugin
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    run_slow = config.getoption("--run-slow")
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    has_gpu = _jax_has_gpu() if gpu_items else False
+    for item in items:
+        if "slow" in item.keywords and not run_slow:
+            item.add_marker(pytest.mark.skip(reason="slow test: run with --run-slow"))
+        if "gpu" in item.keywords and not has_gpu:
+            item.add_marker(pytest.mark.skip(reason="needs a GPU visible to JAX; none here"))
