@@ -1,0 +1,184 @@
+"""ONNX graph -> JAX function for one static batch size (which XLA then compiles).
+
+The conversion happens while JAX traces the function: every node's handler runs once, values known
+at conversion time stay numpy (so ``Shape``/``Slice``/``Concat`` chains fold to constants), and only
+the nodes the requested outputs depend on are converted. Initializers larger than
+``max_inline_constant_size`` bytes become parameters of the function, uploaded once and shared by
+every batch size; smaller ones are inlined into the HLO as constants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import onnx
+
+from . import ops
+from .errors import NetworkError, UnsupportedOpError
+from .onnx_io import is_float, onnx_to_np_dtype, tensor_to_numpy
+
+DEFAULT_MAX_INLINE_CONSTANT_SIZE = 1024
+"""Initializers up to this many bytes are inlined in the HLO; larger ones are parameters."""
+
+ONNX_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Name, static shape and numpy dtype of a graph input or output."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+def _opset(model: onnx.ModelProto) -> int:
+    for entry in model.opset_import:
+        if entry.domain in ONNX_DOMAINS:
+            return int(entry.version)
+    return 1
+
+
+class Converter:
+    """Holds one parsed model; :meth:`function` builds the JAX function for a batch size.
+
+    ``float_override``: numpy dtype to compute every floating tensor in (None: as the model says).
+    ``io_dtype``: dtype of the function's floating inputs/outputs (None: as the model says).
+    """
+
+    def __init__(self, model: onnx.ModelProto, source: str, *, outputs: Sequence[str] | None = None,
+                 float_override: Any = None, io_dtype: Any = None, base_dir=None,
+                 max_inline_constant_size: int = DEFAULT_MAX_INLINE_CONSTANT_SIZE) -> None:
+        self.model = model
+        self.source = source
+        self.opset = _opset(model)
+        self.float_override = None if float_override is None else np.dtype(float_override)
+        self.io_dtype = None if io_dtype is None else np.dtype(io_dtype)
+        graph = model.graph
+        self.constants: dict[str, np.ndarray] = {}
+        self.params: dict[str, np.ndarray] = {}
+        for init in graph.initializer:
+            value = tensor_to_numpy(init, base_dir, source)
+            if self.float_override is not None and is_float(value.dtype):
+                value = value.astype(self.float_override)
+            if value.nbytes > max_inline_constant_size:
+                self.params[init.name] = value
+            else:
+                self.constants[init.name] = value
+        initializer_names = set(self.constants) | set(self.params)
+        self.inputs = [i for i in graph.input if i.name not in initializer_names]
+        produced = {o for n in graph.node for o in n.output} | initializer_names
+        produced |= {i.name for i in self.inputs}
+        self.output_names = list(outputs) if outputs else [o.name for o in graph.output]
+        for name in self.output_names:
+            if name not in produced:
+                raise NetworkError(
+                    f"{source}: expected output {name!r} in the graph, got outputs "
+                    f"{[o.name for o in graph.output]}")
+        self.nodes = self._needed_nodes()
+        self._check_ops()
+        used = {i for n in self.nodes for i in n.input} | set(self.output_names)
+        self.params = {k: v for k, v in self.params.items() if k in used}
+        self.inputs = [i for i in self.inputs if i.name in used]
+
+    def _needed_nodes(self) -> list[onnx.NodeProto]:
+        """Nodes the requested outputs depend on, in graph (topological) order."""
+        producer = {o: n for n in self.model.graph.node for o in n.output}
+        needed: set[int] = set()
+        stack = list(self.output_names)
+        seen: set[str] = set()
+        while stack:
+            name = stack.pop()
+            if name in seen or name not in producer:
+                continue
+            seen.add(name)
+            node = producer[name]
+            needed.add(id(node))
+            stack.extend(i for i in node.input if i)
+        return [n for n in self.model.graph.node if id(n) in needed]
+
+    def _check_ops(self) -> None:
+        bad = [n for n in self.nodes
+               if n.domain not in ONNX_DOMAINS or ops.handler_for(n.op_type) is None]
+        if bad:
+            first = bad[0]
+            more = f" (and {len(bad) - 1} more nodes)" if len(bad) > 1 else ""
+            domain = f" from domain {first.domain!r}" if first.domain not in ONNX_DOMAINS else ""
+            raise UnsupportedOpError(
+                f"{self.source}: node {first.name!r} uses unsupported op {first.op_type}{domain}"
+                f"{more}; supported ops: {', '.join(ops.supported_ops())}")
+
+    def input_specs(self, batch_size: int) -> list[TensorSpec]:
+        """Shapes/dtypes of the graph inputs with a dynamic leading dim set to ``batch_size``."""
+        specs = []
+        for value in self.inputs:
+            ttype = value.type.tensor_type
+            dims = []
+            for i, d in enumerate(ttype.shape.dim):
+                if d.HasField("dim_value") and d.dim_value > 0:
+                    dims.append(int(d.dim_value))
+                elif i == 0:
+                    dims.append(batch_size)
+                else:
+                    raise NetworkError(
+                        f"{self.source}: input {value.name!r}: expected a static size for dim {i}, "
+                        f"got {d.dim_param or 'unknown'!r} (only the batch dim may be dynamic)")
+            dtype = onnx_to_np_dtype(ttype.elem_type, f"{self.source}: input {value.name!r}")
+            specs.append(TensorSpec(value.name, tuple(dims), self._io(dtype)))
+        return specs
+
+    def _io(self, dtype: np.dtype) -> np.dtype:
+        return self.io_dtype if self.io_dtype is not None and is_float(dtype) else dtype
+
+    def _compute(self, dtype: np.dtype) -> np.dtype:
+        return self.float_override if self.float_override is not None and is_float(dtype) else dtype
+
+    def function(self, batch_size: int) -> tuple[Callable, list[TensorSpec]]:
+        """``fn(params: dict, *inputs) -> tuple(outputs)`` for ``batch_size`` and its input specs."""
+        specs = self.input_specs(batch_size)
+        model_dtypes = [onnx_to_np_dtype(v.type.tensor_type.elem_type) for v in self.inputs]
+
+        def fn(params: dict, *inputs):
+            env: dict[str, Any] = dict(self.constants)
+            env.update(params)
+            for value, x, dtype in zip(self.inputs, inputs, model_dtypes):
+                env[value.name] = x.astype(self._compute(dtype))
+            for node in self.nodes:
+                self._run_node(node, env)
+            outs = []
+            for name in self.output_names:
+                y = env[name]
+                if isinstance(y, np.ndarray):
+                    import jax.numpy as jnp
+
+                    y = jnp.asarray(y)
+                outs.append(y.astype(self._io(y.dtype)))
+            return tuple(outs)
+
+        return fn, specs
+
+    def _run_node(self, node: onnx.NodeProto, env: dict[str, Any]) -> None:
+        try:
+            args = [env[name] if name else None for name in node.input]
+        except KeyError as exc:
+            raise NetworkError(f"{self.source}: node {node.name!r} (op {node.op_type}): "
+                               f"expected input {exc.args[0]!r} to be computed earlier, got none "
+                               "(graph not topologically sorted?)") from None
+        static = all(a is None or ops.is_static(a) for a in args)
+        if static:
+            xp = np
+        else:
+            import jax.numpy as xp
+        ctx = ops.NodeContext(node, self.opset, xp, self.source, self.float_override)
+        try:
+            result = ops.handler_for(node.op_type)(ctx, *args)
+        except NetworkError:
+            raise
+        except Exception as exc:
+            raise ctx.error(f"conversion failed: {type(exc).__name__}: {exc}") from exc
+        results = result if isinstance(result, tuple) else (result,)
+        for name, value in zip(node.output, results):
+            if name:
+                env[name] = np.asarray(value) if static and not hasattr(value, "aval") else value

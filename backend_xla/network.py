@@ -1,0 +1,189 @@
+"""A loaded lc0 network: converted once, compiled per batch size, evaluated by padding."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+
+from engine.backend import INPUT_PLANES, POLICY_SIZE, NetworkOutput
+
+from . import runtime
+from .convert import Converter
+from .errors import NetworkError
+from .onnx_io import load_model, parse_dtype
+from .options import batch_sizes, parse_options
+
+INPUT_NAME = "/input/planes"
+OUTPUT_POLICY = "/output/policy"
+OUTPUT_WDL = "/output/wdl"
+OUTPUT_VALUE = "/output/value"
+OUTPUT_MLH = "/output/mlh"
+INPUT_FORMAT_KEY = "lc0_input_format"
+BOARD = 8
+
+ProgressCallback = Callable[[int, int, int], None]
+"""progress(batch_size_just_compiled, number_ready, number_total)."""
+
+
+def _read_model(path: str | os.PathLike | onnx.ModelProto, options: str):
+    """(model, source name, directory for external data)."""
+    if isinstance(path, onnx.ModelProto):
+        return path, f"<ONNX model {path.graph.name or 'unnamed'}>", None
+    p = Path(path)
+    if p.name.endswith(".pb.gz") or p.suffix == ".pb":
+        try:
+            from .lc0 import load_lc0_onnx
+        except ImportError as exc:
+            raise NetworkError(f"{p}: lc0 weight files need backend_xla.lc0, which is not "
+                               f"available ({exc}); convert it to ONNX with lc0 leela2onnx") from exc
+        model = load_lc0_onnx(str(p), options)
+        return model, str(p), p.parent
+    return load_model(p), str(p), p.parent
+
+
+class XlaNetwork:
+    """An lc0 network compiled with XLA for a set of batch sizes ("buckets").
+
+    ``evaluate(planes)`` takes float32 [N, 112, 8, 8] for any N >= 1: it pads to the smallest
+    ready bucket that fits (padding rows are zeros) and splits batches larger than the biggest.
+    The smallest bucket is compiled at load time, the others in a background thread
+    (``ready_sizes`` tells which are done; ``warmup()`` waits for all of them).
+    """
+
+    def __init__(self, path: str | os.PathLike | onnx.ModelProto, options: str = "") -> None:
+        self.options = parse_options(options)
+        model, self.source, base_dir = _read_model(path, options)
+        self.name = Path(self.source).name
+        graph_inputs = {i.name for i in model.graph.input}
+        if INPUT_NAME not in graph_inputs:
+            raise NetworkError(f"{self.source}: expected input {INPUT_NAME!r}, got "
+                               f"{sorted(graph_inputs)}")
+        outputs = [o.name for o in model.graph.output]
+        if OUTPUT_POLICY not in outputs or not ({OUTPUT_WDL, OUTPUT_VALUE} & set(outputs)):
+            raise NetworkError(f"{self.source}: expected outputs {OUTPUT_POLICY!r} and "
+                               f"{OUTPUT_WDL!r} or {OUTPUT_VALUE!r}, got {outputs}")
+        self.has_wdl = OUTPUT_WDL in outputs
+        self.has_mlh = OUTPUT_MLH in outputs
+        wanted = [OUTPUT_POLICY, OUTPUT_WDL if self.has_wdl else OUTPUT_VALUE]
+        wanted += [OUTPUT_MLH] if self.has_mlh else []
+        meta = {p.key: p.value for p in model.metadata_props}
+        fmt = meta.get(INPUT_FORMAT_KEY) or self.options["input_format"] or 1
+        try:
+            self.input_format = int(fmt)
+        except ValueError:
+            raise NetworkError(f"{self.source}: metadata {INPUT_FORMAT_KEY}: expected an integer, "
+                               f"got {fmt!r}") from None
+        data_type = self.options["data_type"]
+        self.converter = Converter(
+            model, self.source, outputs=wanted, base_dir=base_dir,
+            float_override=parse_dtype(data_type) if data_type else None,
+            io_dtype=parse_dtype(self.options["io_datatype"]),
+            max_inline_constant_size=self.options["max_inline_constant_size"])
+        self.sizes = batch_sizes(self.options)
+        self.max_batch = self.sizes[-1]
+        self.device = runtime.setup(self.options)
+        self.params = runtime.upload(self.converter.params, self.device)
+        self._compiled: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self.compile_seconds: dict[int, float] = {}
+        self._compile(self.sizes[0])
+        if len(self.sizes) > 1:
+            if self.options["background_compile"]:
+                self._thread = threading.Thread(target=self._compile_rest, daemon=True,
+                                                name="xlazero-compile")
+                self._thread.start()
+            else:
+                self._compile_rest()
+
+    # -- compilation -------------------------------------------------------------------------
+    def _compile(self, batch_size: int) -> None:
+        start = time.perf_counter()
+        executable = runtime.compile_function(self.converter, batch_size, self.params, self.device)
+        with self._lock:
+            self._compiled[batch_size] = executable
+            self.compile_seconds[batch_size] = time.perf_counter() - start
+
+    def _compile_rest(self, progress: ProgressCallback | None = None) -> None:
+        try:
+            for size in self.sizes:
+                if size not in self.ready_sizes:
+                    self._compile(size)
+                if progress:
+                    progress(size, len(self.ready_sizes), len(self.sizes))
+        except BaseException as exc:  # reported by warmup()/evaluate(), never lost
+            self._error = exc
+
+    @property
+    def ready_sizes(self) -> list[int]:
+        with self._lock:
+            return sorted(self._compiled)
+
+    def warmup(self, progress: ProgressCallback | None = None) -> None:
+        """Compile every batch size now (waiting for the background thread), reporting progress."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
+        self._compile_rest(progress)
+        if self._error is not None:
+            raise self._error
+
+    # -- evaluation --------------------------------------------------------------------------
+    def _pick(self, n: int) -> int:
+        ready = self.ready_sizes
+        for size in ready:
+            if size >= n:
+                return size
+        return ready[-1]
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        """planes float32 [N, 112, 8, 8] -> NetworkOutput with N rows."""
+        planes = np.asarray(planes)
+        if planes.ndim != 4 or planes.shape[1:] != (INPUT_PLANES, BOARD, BOARD) or not len(planes):
+            raise NetworkError(f"{self.source}: evaluate: expected planes [N>=1, {INPUT_PLANES}, "
+                               f"{BOARD}, {BOARD}], got shape {list(planes.shape)}")
+        if self._error is not None:
+            raise self._error
+        planes = planes.astype(np.float32, copy=False)
+        parts = []
+        start = 0
+        while start < len(planes):
+            size = self._pick(len(planes) - start)
+            chunk = planes[start:start + size]
+            parts.append(self._run(size, chunk))
+            start += len(chunk)
+        outs = [np.concatenate(col) for col in zip(*parts)]
+        return self._heads(outs)
+
+    def _run(self, size: int, chunk: np.ndarray) -> list[np.ndarray]:
+        n = len(chunk)
+        if n < size:
+            chunk = np.concatenate([chunk, np.zeros((size - n,) + chunk.shape[1:], chunk.dtype)])
+        with self._lock:
+            executable = self._compiled[size]
+        io = self.converter.input_specs(size)[0].dtype
+        results = executable(self.params, chunk.astype(io, copy=False))
+        return [np.asarray(r)[:n].astype(np.float32) for r in results]
+
+    def _heads(self, outs: list[np.ndarray]) -> NetworkOutput:
+        policy = outs[0].reshape(len(outs[0]), -1)
+        if policy.shape[1] != POLICY_SIZE:
+            raise NetworkError(f"{self.source}: {OUTPUT_POLICY}: expected {POLICY_SIZE} logits, "
+                               f"got {policy.shape[1]}")
+        value = outs[1].reshape(len(policy), -1)
+        if self.has_wdl:
+            q, d = value[:, 0] - value[:, 2], value[:, 1]
+        else:
+            q, d = value[:, 0], np.zeros(len(policy), np.float32)
+        m = outs[2].reshape(-1) if self.has_mlh else np.zeros(len(policy), np.float32)
+        return NetworkOutput(policy=policy, q=q.astype(np.float32), d=d.astype(np.float32),
+                             m=m.astype(np.float32))

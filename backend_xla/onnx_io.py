@@ -1,0 +1,87 @@
+"""Reading ONNX files strictly: every failure becomes a :class:`NetworkError` naming the file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .errors import NetworkError
+
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
+
+
+def is_float(dtype) -> bool:
+    """True for every floating dtype, bfloat16 included (numpy reports its kind as 'V')."""
+    return np.dtype(dtype) in FLOAT_DTYPES
+
+
+def onnx_to_np_dtype(elem_type: int, where: str = "") -> np.dtype:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except Exception as exc:  # onnx raises KeyError/ValueError depending on version
+        raise NetworkError(f"{where}: unsupported ONNX element type {elem_type}") from exc
+
+
+def parse_dtype(name: str) -> np.dtype:
+    """'f32' | 'f16' | 'bf16' -> numpy dtype."""
+    return {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": BFLOAT16}[name]
+
+
+def check_external_data(model: onnx.ModelProto, base_dir: Path, source: str) -> None:
+    """Refuse external-data references that point outside the model's directory."""
+    root = base_dir.resolve()
+    tensors = list(model.graph.initializer)
+    for node in model.graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                tensors.append(attr.t)
+    for tensor in tensors:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        location = {e.key: e.value for e in tensor.external_data}.get("location", "")
+        target = (root / location).resolve()
+        if os.path.isabs(location) or not target.is_relative_to(root):
+            raise NetworkError(
+                f"{source}: initializer {tensor.name!r} refers to external data {location!r} "
+                f"outside the model's directory {root}; refusing to read it"
+            )
+        if not target.is_file():
+            raise NetworkError(
+                f"{source}: initializer {tensor.name!r}: external data file {target} not found"
+            )
+
+
+def tensor_to_numpy(tensor: onnx.TensorProto, base_dir: Path | None = None,
+                    source: str = "") -> np.ndarray:
+    """An initializer or Constant tensor as numpy (raw_data, typed fields or external data)."""
+    try:
+        return np.asarray(
+            numpy_helper.to_array(tensor, base_dir=str(base_dir) if base_dir else "")
+        )
+    except Exception as exc:
+        raise NetworkError(f"{source}: cannot read tensor {tensor.name!r}: {exc}") from exc
+
+
+def load_model(path: str | os.PathLike) -> onnx.ModelProto:
+    """Parse an ONNX file without loading external data; errors name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise NetworkError(f"{path}: no such network file")
+    data = path.read_bytes()
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as exc:
+        raise NetworkError(f"{path}: not a valid ONNX file ({type(exc).__name__}: {exc})") from exc
+    if not model.graph.node or not model.graph.output:
+        raise NetworkError(
+            f"{path}: not a valid ONNX file (expected a graph with nodes and outputs, got "
+            f"{len(model.graph.node)} nodes, {len(model.graph.output)} outputs; truncated?)"
+        )
+    check_external_data(model, path.parent, str(path))
+    return model

@@ -1,0 +1,77 @@
+"""Reductions (opset < 13/18: axes attribute; later: optional axes input)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import NodeContext, register
+
+# Opset in which each reduction's ``axes`` moved from attribute to input.
+AXES_INPUT_SINCE = {"ReduceSum": 13}
+AXES_INPUT_SINCE_DEFAULT = 18
+
+
+def _reduce(kind):
+    def handler(ctx: NodeContext, x, axes=None):
+        since = AXES_INPUT_SINCE.get(ctx.node.op_type, AXES_INPUT_SINCE_DEFAULT)
+        if ctx.opset >= since:
+            axes = None if axes is None else ctx.ints(axes, "axes")
+        else:
+            axes = ctx.attr("axes")
+        keepdims = bool(ctx.attr("keepdims", 1))
+        if not axes:
+            if ctx.attr("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(len(x.shape)))
+        axes = tuple(ctx.axes(axes, len(x.shape)))
+        xp = ctx.xp
+        if kind == "sumsquare":
+            return xp.sum(x * x, axis=axes, keepdims=keepdims)
+        if kind == "logsumexp":
+            return xp.log(xp.sum(xp.exp(x), axis=axes, keepdims=keepdims))
+        if kind == "l2":
+            return xp.sqrt(xp.sum(x * x, axis=axes, keepdims=keepdims))
+        if kind == "l1":
+            return xp.sum(xp.abs(x), axis=axes, keepdims=keepdims)
+        out = getattr(xp, kind)(x, axis=axes, keepdims=keepdims)
+        return out.astype(x.dtype) if isinstance(out, np.ndarray) or hasattr(out, "astype") else out
+
+    return handler
+
+
+register("ReduceMean")(_reduce("mean"))
+register("ReduceSum")(_reduce("sum"))
+register("ReduceMax")(_reduce("max"))
+register("ReduceMin")(_reduce("min"))
+register("ReduceProd")(_reduce("prod"))
+register("ReduceSumSquare")(_reduce("sumsquare"))
+register("ReduceLogSumExp")(_reduce("logsumexp"))
+register("ReduceL1")(_reduce("l1"))
+register("ReduceL2")(_reduce("l2"))
+
+
+@register("GlobalAveragePool")
+def global_average_pool(ctx: NodeContext, x):
+    return ctx.xp.mean(x, axis=tuple(range(2, len(x.shape))), keepdims=True)
+
+
+@register("GlobalMaxPool")
+def global_max_pool(ctx: NodeContext, x):
+    return ctx.xp.max(x, axis=tuple(range(2, len(x.shape))), keepdims=True)
+
+
+@register("ArgMax", "ArgMin")
+def arg_extreme(ctx: NodeContext, x):
+    axis = ctx.axes([ctx.attr("axis", 0)], len(x.shape), "axis")[0]
+    keepdims = bool(ctx.attr("keepdims", 1))
+    xp = ctx.xp
+    flip = ctx.attr("select_last_index", 0)
+    if flip:
+        x = xp.flip(x, axis=axis)
+    fn = xp.argmax if ctx.node.op_type == "ArgMax" else xp.argmin
+    idx = fn(x, axis=axis)
+    if flip:
+        idx = x.shape[axis] - 1 - idx
+    if keepdims:
+        idx = xp.expand_dims(idx, axis)
+    return idx.astype(np.int64)

@@ -1,0 +1,139 @@
+"""Backend options in lc0's ``--backend-opts`` syntax: ``key=value,key=value``.
+
+Every option is declared once in :data:`OPTIONS` (name, type, default, allowed values, help);
+parsing, validation, error messages and the documentation table all read that table.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import OptionError
+
+DATA_TYPES = ("f32", "f16", "bf16")
+LIST_SEPARATOR = ";"
+"""Separates the items of a list value (``batch_buckets=1;8;32``): ',' already separates options."""
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    type: str  # "int" | "str" | "choice" | "int_list" | "path"
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    min: int | None = None
+    max: int | None = None
+    aliases: tuple[str, ...] = ()
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "xlazero" / "jax")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("device", "int", 0, "index of the JAX device to run on", min=0),
+    Option("data_type", "choice", None,
+           "compute type (default: the network's own float type)", choices=DATA_TYPES,
+           aliases=("datatype",)),
+    Option("io_datatype", "choice", "f32", "type of the executables' inputs and outputs",
+           choices=DATA_TYPES),
+    Option("max_batch", "int", 512, "largest compiled batch size; larger batches are split",
+           min=1, max=1 << 16),
+    Option("steps", "int", 16,
+           "number of compiled batch sizes: max_batch*k/steps for k = 1..steps (as lc0's XLA)",
+           min=1, max=1024),
+    Option("batch_buckets", "int_list", None,
+           "explicit batch sizes, ';'-separated (e.g. 1;8;32;256); overrides max_batch/steps",
+           min=1, max=1 << 16),
+    Option("plugin_path", "path", None, "PjRT plugin .so to register with JAX (e.g. a GPU plugin)"),
+    Option("cache_dir", "str", "default",
+           "JAX persistent compilation cache directory ('none' disables; default: "
+           "$XDG_CACHE_HOME/xlazero/jax)"),
+    Option("input_format", "int", None,
+           "lc0 input format, used when the ONNX file has no lc0_input_format metadata", min=1),
+    Option("max_inline_constant_size", "int", 1024,
+           "initializers up to this many bytes are inlined in the HLO; larger are parameters",
+           min=0),
+    Option("background_compile", "int", 1,
+           "1: compile the smallest batch size now and the rest in a background thread; "
+           "0: compile all at load", min=0, max=1),
+)
+
+_BY_NAME = {o.name: o for o in OPTIONS} | {a: o for o in OPTIONS for a in o.aliases}
+
+
+def _allowed(opt: Option) -> str:
+    if opt.choices:
+        return "one of " + ", ".join(opt.choices)
+    if opt.type in ("int", "int_list"):
+        rng = f" in [{opt.min}, {opt.max}]" if opt.max is not None else (
+            f" >= {opt.min}" if opt.min is not None else "")
+        return ("';'-separated integers" if opt.type == "int_list" else "an integer") + rng
+    return "a path" if opt.type == "path" else "a string"
+
+
+def _int(opt: Option, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise OptionError(
+            f"backend option {opt.name}: expected {_allowed(opt)}, got {text!r}") from None
+    if (opt.min is not None and value < opt.min) or (opt.max is not None and value > opt.max):
+        raise OptionError(f"backend option {opt.name}: expected {_allowed(opt)}, got {value}")
+    return value
+
+
+def parse_options(text: str) -> dict[str, Any]:
+    """Parse ``key=value,...`` into a dict with every option (defaults filled in)."""
+    values = {o.name: o.default for o in OPTIONS}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, raw = item.partition("=")
+        key, raw = key.strip(), raw.strip()
+        opt = _BY_NAME.get(key)
+        if opt is None:
+            raise OptionError(
+                f"unknown backend option {key!r}: expected one of {', '.join(o.name for o in OPTIONS)}")
+        if not sep:
+            raise OptionError(f"backend option {key}: expected {key}=VALUE, got {item!r}")
+        if opt.type == "int":
+            value: Any = _int(opt, raw)
+        elif opt.type == "int_list":
+            parts = [p for p in raw.split(LIST_SEPARATOR) if p.strip()]
+            if not parts:
+                raise OptionError(f"backend option {opt.name}: expected {_allowed(opt)}, got {raw!r}")
+            value = sorted({_int(opt, p.strip()) for p in parts})
+        elif opt.type == "choice":
+            if raw not in opt.choices:
+                raise OptionError(
+                    f"backend option {opt.name}: expected {_allowed(opt)}, got {raw!r}")
+            value = raw
+        else:
+            value = raw
+        values[opt.name] = value
+    return values
+
+
+def batch_sizes(values: dict[str, Any]) -> list[int]:
+    """The batch sizes to compile, ascending (explicit buckets or lc0's max_batch/steps rule)."""
+    if values["batch_buckets"]:
+        return list(values["batch_buckets"])
+    max_batch, steps = values["max_batch"], values["steps"]
+    return sorted({max(1, max_batch * (i + 1) // steps) for i in range(steps)})
+
+
+def options_table_markdown() -> str:
+    """The option table as Markdown (for docs/backend.md and the README)."""
+    rows = ["| option | type | default | allowed | help |", "|---|---|---|---|---|"]
+    for o in OPTIONS:
+        name = o.name + "".join(f" (alias `{a}`)" for a in o.aliases)
+        rows.append(f"| `{name}` | {o.type} | {o.default if o.default is not None else '–'} | "
+                    f"{_allowed(o)} | {o.help} |")
+    return "\n".join(rows)
