@@ -171,9 +171,12 @@ def position_masks(
 def _step_masks(pos, us: bool, repeated: bool) -> list[int]:
     """13 masks of one history step: our six piece types, theirs, the repetition plane."""
     ours, theirs = (pos.occupied_w, pos.occupied_b) if us else (pos.occupied_b, pos.occupied_w)
-    pieces = (pos.pawns, pos.knights, pos.bishops, pos.rooks, pos.queens, pos.kings)
-    return [p & ours for p in pieces] + [p & theirs for p in pieces] + [
-        ALL_ONES if repeated else 0
+    p, n, b, r, q, k = pos.pawns, pos.knights, pos.bishops, pos.rooks, pos.queens, pos.kings
+    # Spelled out: this runs 8 times per encoded position.
+    return [
+        p & ours, n & ours, b & ours, r & ours, q & ours, k & ours,
+        p & theirs, n & theirs, b & theirs, r & theirs, q & theirs, k & theirs,
+        ALL_ONES if repeated else 0,
     ]
 
 
@@ -239,8 +242,18 @@ def encode_planes(
 
 
 def transform_of(board: chess.Board, input_format: int = 1) -> int:
-    """Canonical transform lc0 applies to ``board`` (0 for non-canonical formats)."""
+    """Canonical transform lc0 applies to ``board`` (0 for non-canonical formats).
+
+    It depends on the current position only (pieces and castling rights), so this skips the
+    history walk of :func:`position_masks`."""
     rules = format_rules(input_format)
     if not rules.canonical:
         return NO_TRANSFORM
-    return position_masks(board, rules, HistoryFill.FEN_ONLY).transform
+    us = board.turn
+    ours, theirs = board.occupied_co[us], board.occupied_co[not us]
+    pieces = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings)
+    masks = [p & ours for p in pieces] + [p & theirs for p in pieces]
+    castling = board.castling_rights
+    if us == chess.BLACK:
+        masks = [mirror_ranks(m) for m in masks]
+    return choose_transform(masks, castling)
