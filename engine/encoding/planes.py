@@ -199,28 +199,26 @@ def encode_masks(
     return [position_masks(b, rules, fill) for b in boards]
 
 
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
+_BYTE_TO_ROW = _BYTE_BITS.astype(np.float32)
+"""[256, 8] float32: the 8 squares (files a..h) of one rank byte; one gather decodes planes."""
+
+
 def masks_to_planes(encoded: Sequence[EncodedMasks]) -> np.ndarray:
     """float32 planes [N, 112, 8, 8] from encoded masks (frame flip, transform, rule50)."""
     n = len(encoded)
-    flat = np.array([m for e in encoded for m in e.masks], dtype=np.uint64).reshape(
-        n, INPUT_PLANES
-    )
-    black = np.fromiter((e.black_to_move for e in encoded), dtype=bool, count=n)
-    if black.any():
+    # Little-endian uint64: byte r of a mask is rank r, bit f of that byte is file f.
+    flat = np.array([m for e in encoded for m in e.masks], dtype="<u8").reshape(n, INPUT_PLANES)
+    black = [k for k, e in enumerate(encoded) if e.black_to_move]
+    if black:
         flat[black] = flat[black].byteswap()  # rank r <-> rank 7 - r: one byte per rank
-    bits = np.unpackbits(
-        flat.astype("<u8").view(np.uint8).reshape(n, INPUT_PLANES, 8, 1), axis=-1,
-        bitorder="little",
-    ).reshape(n, INPUT_PLANES, 8, 8)
-    planes = bits.astype(np.float32)
+    planes = _BYTE_TO_ROW[flat.view(np.uint8).reshape(n, INPUT_PLANES, 8)]
     planes[:, RULE50_PLANE] = np.array([e.rule50_value for e in encoded], np.float32)[
         :, None, None
     ]
-    transforms = np.fromiter((e.transform for e in encoded), dtype=np.int64, count=n)
-    for t in np.unique(transforms):
-        if t != NO_TRANSFORM:
-            rows = np.flatnonzero(transforms == t)
-            planes[rows] = transform_planes(planes[rows], int(t))
+    for t in {e.transform for e in encoded} - {NO_TRANSFORM}:
+        rows = [k for k, e in enumerate(encoded) if e.transform == t]
+        planes[rows] = transform_planes(planes[rows], t)
     return planes
 
 
