@@ -17,7 +17,7 @@ import onnx
 
 from . import ops
 from .errors import NetworkError, UnsupportedOpError
-from .onnx_io import is_float, onnx_to_np_dtype, tensor_to_numpy
+from .onnx_io import device_dtype, is_float, onnx_to_np_dtype, tensor_to_numpy
 
 DEFAULT_MAX_INLINE_CONSTANT_SIZE = 1024
 """Initializers up to this many bytes are inlined in the HLO; larger ones are parameters."""
@@ -144,7 +144,7 @@ class Converter:
             env: dict[str, Any] = dict(self.constants)
             env.update(params)
             for value, x, dtype in zip(self.inputs, inputs, model_dtypes):
-                env[value.name] = x.astype(self._compute(dtype))
+                env[value.name] = x.astype(device_dtype(self._compute(dtype)))
             for node in self.nodes:
                 self._run_node(node, env)
             outs = []
@@ -154,7 +154,7 @@ class Converter:
                     import jax.numpy as jnp
 
                     y = jnp.asarray(y)
-                outs.append(y.astype(self._io(y.dtype)))
+                outs.append(y.astype(device_dtype(self._io(y.dtype))))
             return tuple(outs)
 
         return fn, specs

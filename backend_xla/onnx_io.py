@@ -28,6 +28,14 @@ def onnx_to_np_dtype(elem_type: int, where: str = "") -> np.dtype:
         raise NetworkError(f"{where}: unsupported ONNX element type {elem_type}") from exc
 
 
+def device_dtype(dtype) -> np.dtype:
+    """The dtype JAX holds ``dtype`` in: it runs without x64, so 64-bit types become 32-bit."""
+    dtype = np.dtype(dtype)
+    if dtype.itemsize == 8 and dtype.kind in "iuf":
+        return np.dtype(f"{dtype.kind}4")
+    return dtype
+
+
 def parse_dtype(name: str) -> np.dtype:
     """'f32' | 'f16' | 'bf16' -> numpy dtype."""
     return {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": BFLOAT16}[name]

@@ -26,7 +26,7 @@ _SUPPORTED = {
 }
 _OPTION_ALIASES = {"policy_head": "policy_head", "policy-head": "policy_head",
                    "value_head": "value_head", "value-head": "value_head",
-                   "data_type": "data_type", "onnx-data-type": "data_type",
+                   "onnx-data-type": "data_type",
                    "onnx_data_type": "data_type", "opset": "opset", "onnx-opset": "opset"}
 
 
@@ -97,7 +97,7 @@ def parse_options(options: str) -> dict[str, str]:
 def load_lc0_onnx(path: str | os.PathLike, options: str = "") -> onnx.ModelProto:
     """Read an lc0 weight file and build its ONNX model.
 
-    ``options``: comma-separated ``key=value``; ``policy_head``, ``value_head``, ``data_type``
+    ``options``: comma-separated ``key=value``; ``policy_head``, ``value_head``, ``onnx_data_type``
     (f32/f16/bf16), ``opset``. A file that embeds an ONNX model (lc0's NETWORK_ONNX) returns it,
     with the input format recorded.
     """

@@ -44,7 +44,7 @@ def div(ctx: NodeContext, a, b):
     if np.dtype(a.dtype).kind in "iu":
         # ONNX integer division truncates toward zero (like C), not floor like Python.
         q = xp.abs(a) // xp.abs(b)
-        return (q * xp.sign(a) * xp.sign(b)).astype(a.dtype)
+        return q * xp.sign(a) * xp.sign(b)
     return xp.divide(a, b)
 
 
@@ -186,12 +186,12 @@ def clip(ctx: NodeContext, x, lo=None, hi=None):
 
 @register("Cast")
 def cast(ctx: NodeContext, x):
-    from ..onnx_io import onnx_to_np_dtype
+    from ..onnx_io import device_dtype, onnx_to_np_dtype
 
     to = ctx.float_dtype(onnx_to_np_dtype(ctx.attr("to"), ctx.node.name))
     if is_static(x):
         return np.asarray(x).astype(to)
-    return x.astype(to)
+    return x.astype(device_dtype(to))
 
 
 @register("CastLike")
