@@ -1,0 +1,283 @@
+"""Every engine option, declared once.
+
+The table :data:`OPTIONS` drives the ``uci`` option list, ``setoption``, the command line
+(``--lc0-style-name=value``) and the README table (``python -m engine.options --markdown``).
+Names, flags and defaults follow lc0's (src/search/classic/params.cc, src/engine.cc) where lc0 has
+the option; differences are noted in the help text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+CHECK, SPIN, COMBO, STRING, FLOAT = "check", "spin", "combo", "string", "float"
+"""Option kinds. FLOAT is sent to the GUI as a UCI ``string`` (UCI has no float type), as lc0 does."""
+
+DEFAULT_WEIGHTS = "<default>"
+"""WeightsFile value meaning the project's shipped ``nets/default.onnx``."""
+
+
+class OptionError(ValueError):
+    """A bad option name or value; the message names the option."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One engine option: its UCI name, kind, default, bounds or choices, help and command-line flag."""
+
+    name: str
+    kind: str
+    default: Any
+    help: str
+    flag: str
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def parse(self, text: str) -> Any:
+        """Convert a UCI/command-line value to the option's type; raise OptionError if it does not fit."""
+        text = text.strip()
+        if self.kind == CHECK:
+            low = text.lower()
+            if low in ("true", "1", "on", "yes"):
+                return True
+            if low in ("false", "0", "off", "no"):
+                return False
+            raise OptionError(f"option {self.name}: expected true or false, got {text!r}")
+        if self.kind in (SPIN, FLOAT):
+            try:
+                value: float = int(text) if self.kind == SPIN else float(text)
+            except ValueError:
+                what = "an integer" if self.kind == SPIN else "a number"
+                raise OptionError(f"option {self.name}: expected {what}, got {text!r}") from None
+            if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+                raise OptionError(
+                    f"option {self.name}: expected a value in [{self.min}, {self.max}], got {text}")
+            return value
+        if self.kind == COMBO:
+            for choice in self.choices:
+                if choice.lower() == text.lower():
+                    return choice
+            raise OptionError(f"option {self.name}: expected one of {list(self.choices)}, got {text!r}")
+        return text
+
+    def uci_line(self) -> str:
+        """The ``option name … type …`` line of the ``uci`` answer."""
+        if self.kind == CHECK:
+            return f"option name {self.name} type check default {'true' if self.default else 'false'}"
+        if self.kind == SPIN:
+            return f"option name {self.name} type spin default {self.default} min {int(self.min)} max {int(self.max)}"
+        if self.kind == COMBO:
+            vars_ = " ".join(f"var {c}" for c in self.choices)
+            return f"option name {self.name} type combo default {self.default} {vars_}"
+        default = self.default if self.kind == STRING else _format_float(self.default)
+        return f"option name {self.name} type string default {default}"
+
+
+def _format_float(value: float) -> str:
+    return f"{value:g}"
+
+
+def _o(name, kind, default, flag, help, min=None, max=None, choices=()):
+    return Option(name=name, kind=kind, default=default, help=help, flag=flag, min=min, max=max,
+                  choices=tuple(choices))
+
+
+OPTIONS: tuple[Option, ...] = (
+    # --- network -------------------------------------------------------------------------------
+    _o("WeightsFile", STRING, DEFAULT_WEIGHTS, "weights",
+       "Network file (.onnx, or .pb.gz where supported). <default> is the project's nets/default.onnx "
+       "(untrained)."),
+    _o("Backend", STRING, "xla", "backend",
+       "Network backend: xla (JAX/XLA) or random (lc0's --backend=random: pseudo-random outputs, "
+       "for testing)."),
+    _o("BackendOptions", STRING, "", "backend-opts",
+       "Backend parameters in lc0 syntax, e.g. batch=64,dtype=f16."),
+    # --- search ------------------------------------------------------------------------------------
+    _o("MinibatchSize", SPIN, 0, "minibatch-size",
+       "Positions gathered for one network evaluation. 0 uses a backend-suggested size.", 0, 1024),
+    _o("CPuct", FLOAT, 1.745, "cpuct", "cpuct_init of the PUCT formula.", 0.0, 100.0),
+    _o("CPuctBase", FLOAT, 38739.0, "cpuct-base", "cpuct_base: cpuct grows by "
+       "CPuctFactor*ln((N+CPuctBase)/CPuctBase).", 1.0, 1e9),
+    _o("CPuctFactor", FLOAT, 3.894, "cpuct-factor", "Multiplier of the cpuct growth term.", 0.0, 1000.0),
+    _o("CPuctAtRoot", FLOAT, 1.745, "cpuct-at-root", "CPuct at the root (with RootHasOwnCpuctParams).",
+       0.0, 100.0),
+    _o("CPuctBaseAtRoot", FLOAT, 38739.0, "cpuct-base-at-root",
+       "CPuctBase at the root (with RootHasOwnCpuctParams).", 1.0, 1e9),
+    _o("CPuctFactorAtRoot", FLOAT, 3.894, "cpuct-factor-at-root",
+       "CPuctFactor at the root (with RootHasOwnCpuctParams).", 0.0, 1000.0),
+    _o("RootHasOwnCpuctParams", CHECK, False, "root-has-own-cpuct-params",
+       "Use the *AtRoot cpuct parameters at the root."),
+    _o("FpuStrategy", COMBO, "reduction", "fpu-strategy",
+       "First-play urgency of unvisited moves: reduction (parent Q minus FpuValue*sqrt(visited policy)) "
+       "or absolute (FpuValue).", choices=("reduction", "absolute")),
+    _o("FpuValue", FLOAT, 0.330, "fpu-value", "FPU reduction or absolute value.", -100.0, 100.0),
+    _o("FpuStrategyAtRoot", COMBO, "same", "fpu-strategy-at-root",
+       "FpuStrategy at the root; same = as FpuStrategy.", choices=("reduction", "absolute", "same")),
+    _o("FpuValueAtRoot", FLOAT, 1.0, "fpu-value-at-root", "FpuValue at the root (unless strategy is same).",
+       -100.0, 100.0),
+    _o("PolicyTemperature", FLOAT, 1.359, "policy-softmax-temp",
+       "Softmax temperature of the policy head over the legal moves.", 0.1, 10.0),
+    _o("MaxCollisionEvents", SPIN, 917, "max-collision-events",
+       "Collision events allowed while gathering one minibatch.", 1, 65536),
+    _o("MaxCollisionVisits", SPIN, 80000, "max-collision-visits",
+       "Collision visits allowed while gathering one minibatch.", 1, 100000000),
+    _o("OutOfOrderEval", CHECK, True, "out-of-order-eval",
+       "Back up cache hits and terminal nodes immediately while gathering a minibatch."),
+    _o("MaxOutOfOrderEvalsFactor", FLOAT, 2.4, "max-out-of-order-evals-factor",
+       "Out-of-order evaluations allowed per minibatch, as a multiple of MinibatchSize.", 0.0, 100.0),
+    _o("NNCacheSize", SPIN, 200000, "nncache",
+       "Positions kept in the network evaluation cache (lc0 <= 0.30 default; lc0 0.31+ uses 2000000, "
+       "too much memory for Python objects).", 0, 999999999),
+    _o("CacheHistoryLength", SPIN, 0, "cache-history-length",
+       "Earlier positions included in the cache key (0: the position, rule50 and repetition only).", 0, 7),
+    _o("TwoFoldDraws", CHECK, True, "two-fold-draws",
+       "Score a position repeated once inside the search tree as a draw."),
+    _o("StickyEndgames", CHECK, True, "sticky-endgames",
+       "Propagate proven wins, losses and draws up the tree."),
+    _o("SmartPruningFactor", FLOAT, 1.33, "smart-pruning-factor",
+       "Stop early when the best move cannot be overtaken in the remaining time (0 disables).", 0.0, 10.0),
+    _o("MovesLeftMaxEffect", FLOAT, 0.0345, "moves-left-max-effect",
+       "Maximum bonus of the moves-left utility (networks with a moves-left head).", 0.0, 1.0),
+    _o("MovesLeftThreshold", FLOAT, 0.8, "moves-left-threshold",
+       "|Q| above which the moves-left utility applies.", 0.0, 1.0),
+    _o("MovesLeftSlope", FLOAT, 0.0027, "moves-left-slope", "Moves-left utility per ply of difference.",
+       0.0, 1.0),
+    _o("MovesLeftConstantFactor", FLOAT, 0.0, "moves-left-constant-factor",
+       "Constant term of the moves-left scaling.", -1.0, 1.0),
+    _o("MovesLeftScaledFactor", FLOAT, 1.6521, "moves-left-scaled-factor",
+       "|Q| term of the moves-left scaling.", -2.0, 2.0),
+    _o("MovesLeftQuadraticFactor", FLOAT, -0.6521, "moves-left-quadratic-factor",
+       "Q^2 term of the moves-left scaling.", -1.0, 1.0),
+    _o("DrawScore", FLOAT, 0.0, "draw-score",
+       "Score of a draw for the side to move at the root (-1..1).", -1.0, 1.0),
+    _o("Temperature", FLOAT, 0.0, "temperature",
+       "Choose the move at random with probability N^(1/T); 0 plays the most visited move.", 0.0, 100.0),
+    _o("TempDecayMoves", SPIN, 0, "tempdecay-moves",
+       "Moves over which Temperature decays linearly to 0 (0: no decay).", 0, 640),
+    _o("TempDecayDelayMoves", SPIN, 0, "tempdecay-delay-moves", "Moves before the decay starts.", 0, 100),
+    _o("TempCutoffMove", SPIN, 0, "temp-cutoff-move",
+       "From this move on TempEndgame is used (0: never).", 0, 1000),
+    _o("TempEndgame", FLOAT, 0.0, "temp-endgame", "Temperature from TempCutoffMove on.", 0.0, 100.0),
+    _o("TempValueCutoff", FLOAT, 100.0, "temp-value-cutoff",
+       "Moves whose win percentage is more than this below the best are never chosen by temperature.",
+       0.0, 100.0),
+    _o("TempVisitOffset", FLOAT, 0.0, "temp-visit-offset", "Added to visit counts before temperature.",
+       -1000.0, 1000.0),
+    _o("MultiPV", SPIN, 1, "multipv", "Number of principal variations reported.", 1, 500),
+    _o("PerPVCounters", CHECK, False, "per-pv-counters", "Report nodes of each PV's move in MultiPV."),
+    _o("ScoreType", COMBO, "WDL_mu", "score-type", "How `score cp` is computed from the WDL.",
+       choices=("centipawn", "centipawn_with_drawscore", "centipawn_2019", "centipawn_2018",
+                "win_percentage", "Q", "W-L", "WDL_mu")),
+    _o("VerboseMoveStats", CHECK, False, "verbose-move-stats",
+       "Print N, P, Q, D, M, U, S, V of every root move before bestmove."),
+    _o("LogLiveStats", CHECK, False, "log-live-stats", "Print the verbose stats with every info update."),
+    _o("RamLimitMb", SPIN, 0, "ramlimit-mb",
+       "Stop growing the tree at about this much memory (0: built-in cap of 1,000,000 nodes).", 0, 100000000),
+    # --- time --------------------------------------------------------------------------------------
+    _o("MoveOverheadMs", SPIN, 200, "move-overhead",
+       "Time kept in reserve for each move (GUI and network lag).", 0, 100000000),
+    _o("TimeManager", STRING, "legacy", "time-manager",
+       "lc0's legacy time manager, optionally with parameters: "
+       "legacy(slowmover=1.0,midpoint-move=51.5,steepness=7.0,immediate-use=1.0,"
+       "first-move-bonus=1.8,book-ply-bonus=0.25)."),
+    _o("Ponder", CHECK, True, "ponder", "Allow pondering (go ponder / ponderhit)."),
+    # --- UCI ---------------------------------------------------------------------------------------
+    _o("UCI_ShowWDL", CHECK, False, "show-wdl", "Add `wdl W D L` (per mille) to info lines."),
+    _o("UCI_Chess960", CHECK, False, "chess960", "Chess960 castling (king takes rook) in moves."),
+    _o("LogFile", STRING, "", "logfile", "Append the UCI dialogue to this file (empty: no log)."),
+)
+
+BY_NAME: dict[str, Option] = {o.name.lower(): o for o in OPTIONS}
+BY_FLAG: dict[str, Option] = {o.flag: o for o in OPTIONS}
+
+
+def find(name: str) -> Option:
+    """Option by UCI name (case-insensitive, as UCI wants); OptionError names the known ones."""
+    option = BY_NAME.get(name.strip().lower())
+    if option is None:
+        known = ", ".join(o.name for o in OPTIONS)
+        raise OptionError(f"unknown option {name!r}: expected one of {known}")
+    return option
+
+
+def defaults() -> dict[str, Any]:
+    """Option name -> default value."""
+    return {o.name: o.default for o in OPTIONS}
+
+
+def parse_command_line(argv: Iterable[str]) -> dict[str, Any]:
+    """``--flag=value`` / ``--flag value`` / ``--flag`` (booleans) / ``--no-flag`` -> {name: value}.
+
+    Raises OptionError naming an unknown flag or a bad value.
+    """
+    values: dict[str, Any] = {}
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not arg.startswith("--"):
+            raise OptionError(f"unexpected argument {arg!r}: expected --option=value")
+        body = arg[2:]
+        name, eq, text = body.partition("=")
+        option = BY_FLAG.get(name)
+        if option is None and name.startswith("no-") and not eq:
+            negated = BY_FLAG.get(name[3:])
+            if negated is not None and negated.kind == CHECK:
+                values[negated.name] = False
+                continue
+        if option is None:
+            raise OptionError(f"unknown flag --{name}: see `python -m engine.options --markdown`")
+        if not eq:
+            if option.kind == CHECK and (i >= len(args) or args[i].startswith("--")):
+                values[option.name] = True
+                continue
+            if i >= len(args):
+                raise OptionError(f"flag --{name}: expected a value")
+            text = args[i]
+            i += 1
+        values[option.name] = option.parse(text)
+    return values
+
+
+def markdown_table() -> str:
+    """The options as a markdown table for the README."""
+    lines = ["| UCI option | flag | type | default | range / choices | meaning |",
+             "|---|---|---|---|---|---|"]
+    for o in OPTIONS:
+        if o.kind == CHECK:
+            default = "true" if o.default else "false"
+        elif o.kind == FLOAT:
+            default = _format_float(o.default)
+        else:
+            default = str(o.default) if o.default != "" else "(empty)"
+        if o.kind == COMBO:
+            rng = ", ".join(o.choices)
+        elif o.kind in (SPIN, FLOAT):
+            rng = f"{o.min:g} … {o.max:g}"
+        else:
+            rng = ""
+        kind = "number" if o.kind == FLOAT else o.kind
+        help_ = o.help.replace("|", "\\|")
+        lines.append(f"| `{o.name}` | `--{o.flag}` | {kind} | `{default}` | {rng} | {help_} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="xlazero options")
+    parser.add_argument("--markdown", action="store_true", help="print the options as a markdown table")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown_table())
+    else:
+        for o in OPTIONS:
+            print(o.uci_line())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

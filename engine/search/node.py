@@ -1,0 +1,106 @@
+"""The search tree: nodes with their edges' statistics stored as arrays at the parent.
+
+lc0 keeps each child's N, WL, D, M in the child node and walks edges one by one. Here a node stores
+its children's statistics in numpy arrays (one entry per legal move) so that the PUCT score of all
+moves is a handful of vector operations; each child node mirrors its own entry as scalars.
+
+Perspective (as lc0's Node): a node's ``wl`` is W-L from the view of the player who made the move
+*into* the node, so a parent maximises its children's ``wl``. ``m`` is the expected number of plies
+left from the node.
+"""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+
+
+class Terminal:
+    """Proven outcome of a node, from the view of the player who moved into it."""
+
+    __slots__ = ("wl", "d", "m", "kind")
+
+    def __init__(self, wl: float, d: float, m: float, kind: str) -> None:
+        self.wl = wl
+        self.d = d
+        self.m = m
+        self.kind = kind  # "mate", "stalemate", "rule50", "material", "threefold", "twofold"
+
+
+class Node:
+    """A position in the tree.
+
+    Own statistics (scalars): n (completed visits), wl, d, m (running averages).
+    After expansion, per edge i (arrays of length k = number of legal moves, sorted by prior):
+      moves[i]  chess.Move            p[i]    prior (softmax of policy logits, PolicyTemperature)
+      cn[i]     child completed visits cnif[i] child visits in flight
+      cq[i]     child wl               cd[i]   child d          cm[i]  child m
+      children[i] Node or None (not yet visited)
+    """
+
+    __slots__ = ("parent", "index", "n", "wl", "d", "m", "terminal", "pending",
+                 "moves", "p", "cn", "cnif", "cq", "cd", "cm", "children", "visited_policy")
+
+    def __init__(self, parent: "Node | None" = None, index: int = 0) -> None:
+        self.parent = parent
+        self.index = index
+        self.n = 0
+        self.wl = 0.0
+        self.d = 0.0
+        self.m = 0.0
+        self.terminal: Terminal | None = None
+        self.pending = False  # queued for a network evaluation not yet backed up
+        self.moves: tuple[chess.Move, ...] | None = None
+        self.p: np.ndarray | None = None
+        self.cn = self.cnif = self.cq = self.cd = self.cm = None
+        self.children: list[Node | None] | None = None
+        self.visited_policy = 0.0
+
+    @property
+    def expanded(self) -> bool:
+        return self.moves is not None
+
+    def expand(self, moves: tuple[chess.Move, ...], priors: np.ndarray) -> None:
+        """Create the edges; ``moves`` sorted by decreasing prior (lc0's SortEdges)."""
+        k = len(moves)
+        self.moves = moves
+        self.p = priors
+        self.cn = np.zeros(k)
+        self.cnif = np.zeros(k)
+        self.cq = np.zeros(k)
+        self.cd = np.zeros(k)
+        self.cm = np.zeros(k)
+        self.children = [None] * k
+
+    def child(self, i: int) -> "Node":
+        """The child behind edge i, created on first use."""
+        node = self.children[i]
+        if node is None:
+            node = Node(self, i)
+            self.children[i] = node
+        return node
+
+    def move_path(self) -> list[chess.Move]:
+        """Moves from the root of the tree to this node."""
+        moves = []
+        node = self
+        while node.parent is not None:
+            moves.append(node.parent.moves[node.index])
+            node = node.parent
+        moves.reverse()
+        return moves
+
+    def detach(self) -> None:
+        """Make this node a root (tree reuse): forget the parent."""
+        self.parent = None
+        self.index = 0
+
+    def count_nodes(self) -> int:
+        """Nodes in this subtree (iterative; for memory accounting and tests)."""
+        total, stack = 0, [self]
+        while stack:
+            node = stack.pop()
+            total += 1
+            if node.children:
+                stack.extend(c for c in node.children if c is not None)
+        return total

@@ -1,0 +1,249 @@
+"""What the search reports: best-move ranking, info lines (as lc0's SendUciInfo) and the
+VerboseMoveStats lines (as lc0's GetVerboseStats). Plain values; the UCI layer formats them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import chess
+import numpy as np
+
+from engine.search.node import Node
+from engine.search.select import compute_cpuct, compute_fpu, moves_left_utility
+
+if TYPE_CHECKING:
+    from engine.search.search import Search
+
+WDL_MU_FALLBACK = 0.996
+"""lc0: report centipawns instead of WDL mu when |WL| + D exceeds this."""
+
+WDL_MAX_S = 1.4
+"""lc0's WDLMaxS default (bounds the WDL scale)."""
+
+
+@dataclass(frozen=True)
+class ThinkingInfo:
+    """One ``info`` line: statistics of one principal variation (multipv index, 1-based)."""
+
+    depth: int
+    seldepth: int
+    time_ms: int
+    nodes: int
+    nps: int
+    hashfull: int
+    score_cp: int | None
+    mate: int | None
+    wdl: tuple[int, int, int]
+    multipv: int | None
+    pv: tuple[chess.Move, ...]
+    moves_left: int | None = None
+
+
+def draw_score_at(search: "Search", depth: int) -> float:
+    """lc0's GetDrawScore(is_odd_depth): DrawScore for white at the root, sign alternating."""
+    root_black = search.root_board.turn == chess.BLACK
+    ds = search.params.draw_score
+    return ds if ((depth % 2 == 1) == root_black) else -ds
+
+
+def best_children(search: "Search", node: Node, count: int, depth: int = 0) -> list[int]:
+    """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature: terminal wins first (shortest),
+    then most visits, then higher Q, then higher prior; terminal losses last (longest first)."""
+    if node.n == 0 or not node.expanded:
+        return []
+    ds = draw_score_at(search, depth)
+    mask = search._mask if node is search.root else None
+    keys = []
+    for i in range(len(node.moves)):
+        if mask is not None and not mask[i]:
+            continue
+        n = node.cn[i]
+        child = node.children[i]
+        t = child.terminal if (child is not None and n > 0) else None
+        if t is not None and t.wl > 0:
+            key = (4, -t.m, 0.0, 0.0)
+        elif t is not None and t.wl < 0:
+            key = (0, t.m, 0.0, 0.0)
+        else:
+            q = node.cq[i] + ds * node.cd[i] if n > 0 else 0.0
+            key = (2, n, q, float(node.p[i]))
+        keys.append((key, i))
+    keys.sort(key=lambda kv: kv[0], reverse=True)
+    return [i for _, i in keys[:count]]
+
+
+def wdl_mu(wl: float, d: float) -> float:
+    """lc0's WDLRescale (no contempt): the logistic model's mu of a WDL, 0 when too extreme."""
+    w = (1.0 + wl - d) / 2.0
+    l = (1.0 - wl - d) / 2.0
+    eps = 1e-4
+    if not (eps < w < 1 - eps and eps < d < 1 - eps and eps < l < 1 - eps):
+        return 0.0
+    a = math.log(1.0 / l - 1.0)
+    b = math.log(1.0 / w - 1.0)
+    return (a - b) / (a + b)
+
+
+def score_cp(score_type: str, wl: float, d: float, q: float, has_wdl: bool) -> int:
+    """Centipawn score by lc0's ScoreType (default WDL_mu: 100*mu when reasonable)."""
+    if score_type == "centipawn_with_drawscore":
+        s = 90 * math.tan(1.5637541897 * q)
+    elif score_type == "centipawn":
+        s = 90 * math.tan(1.5637541897 * wl)
+    elif score_type == "centipawn_2019":
+        s = 295 * wl / (1 - 0.976953126 * wl ** 14)
+    elif score_type == "centipawn_2018":
+        s = 290.680623072 * math.tan(1.548090806 * wl)
+    elif score_type == "win_percentage":
+        s = wl * 5000 + 5000
+    elif score_type == "Q":
+        s = q * 10000
+    elif score_type == "W-L":
+        s = wl * 10000
+    else:  # WDL_mu
+        mu = wdl_mu(wl, d)
+        cp = 45 * math.tan(1.56728071628 * wl)
+        use_mu = (has_wdl and mu != 0.0 and abs(wl) + d < WDL_MU_FALLBACK
+                  and (abs(mu) < 1.0 or abs(cp) < abs(100 * mu)))
+        s = 100 * mu if use_mu else cp
+    return int(round(s))
+
+
+def wdl_permille(wl: float, d: float) -> tuple[int, int, int]:
+    """W, D, L in per mille summing to 1000 (lc0's rounding)."""
+    w = max(0, int(round(500.0 * (1.0 + wl - d))))
+    l = max(0, int(round(500.0 * (1.0 - wl - d))))
+    dd = 1000 - w - l
+    if dd < 0:
+        w = min(1000, max(0, w + dd // 2))
+        l = 1000 - w
+        dd = 0
+    return w, dd, l
+
+
+def make_infos(search: "Search") -> list[ThinkingInfo]:
+    """One ThinkingInfo per principal variation (MultiPV)."""
+    root = search.root
+    p = search.params
+    elapsed = search.elapsed_ms()
+    playouts = search._total_playouts
+    depth = int(search._cum_depth // playouts) if playouts else 0
+    nps = int(playouts * 1000 / elapsed) if elapsed > 0 else 0
+    common = dict(depth=depth, seldepth=search._max_depth, time_ms=int(elapsed),
+                  nodes=playouts + search._initial_visits, nps=nps, hashfull=search.cache.hashfull())
+    draw_score = draw_score_at(search, 0)
+    default_wl, default_d = -root.wl, root.d
+    infos = []
+    edges = best_children(search, root, p.multipv)
+    if not edges and root.n > 0:
+        wl, d = default_wl, default_d
+        infos.append(ThinkingInfo(**common, score_cp=score_cp(p.score_type, wl, d, wl + draw_score * d,
+                                                             search.network.has_wdl),
+                                  mate=None, wdl=wdl_permille(wl, d), multipv=None, pv=()))
+    for rank, i in enumerate(edges, 1):
+        visited = root.cn[i] > 0
+        wl = float(root.cq[i]) if visited else default_wl
+        d = float(root.cd[i]) if visited else default_d
+        q = wl + draw_score * d
+        child = root.children[i]
+        mate = None
+        if visited and child is not None and child.terminal is not None and wl != 0.0:
+            mate = int(math.copysign(round(child.terminal.m) // 2 + 1, wl))
+        moves_left = None
+        if search.network.has_mlh:
+            m = float(root.cm[i]) if visited else 1.0 + root.m
+            moves_left = int((1.0 + m) / 2.0)
+        info = dict(common)
+        if p.per_pv_counters:
+            info["nodes"] = int(root.cn[i])
+        infos.append(ThinkingInfo(
+            **info, score_cp=None if mate is not None else score_cp(p.score_type, wl, d, q,
+                                                                     search.network.has_wdl),
+            mate=mate, wdl=wdl_permille(wl, d), multipv=rank if p.multipv > 1 else None,
+            pv=tuple(principal_variation(search, i)), moves_left=moves_left))
+    return infos
+
+
+def principal_variation(search: "Search", first: int) -> list[chess.Move]:
+    """Root move ``first`` followed by the best child at each level."""
+    node = search.root
+    pv = [node.moves[first]]
+    child = node.children[first]
+    depth = 1
+    while child is not None and child.expanded and child.n > 0:
+        best = best_children(search, child, 1, depth)
+        if not best:
+            break
+        pv.append(child.moves[best[0]])
+        child = child.children[best[0]]
+        depth += 1
+    return pv
+
+
+def verbose_stats(search: "Search") -> list[str]:
+    """lc0's VerboseMoveStats lines for the root: worst move first, best last, then the node line."""
+    from engine import encoding
+
+    root = search.root
+    if not root.expanded:
+        return []
+    p = search.params
+    draw_score = draw_score_at(search, 0)
+    fpu = compute_fpu(p, root, True, draw_score)
+    cpuct = compute_cpuct(p, root.n, True)
+    u_coeff = cpuct * math.sqrt(max(root.n - 1, 1))
+    visited = root.cn > 0
+    q = np.where(visited, root.cq + draw_score * root.cd, fpu)
+    u = u_coeff * root.p / (1.0 + root.cn + root.cnif)
+    mu = moves_left_utility(p, root, q) if search.network.has_mlh else None
+    mu = mu if mu is not None else np.zeros_like(q)
+    board = search.root_board
+    indices = encoding.policy_indices(board, 1)
+    order = sorted(range(len(root.moves)), key=lambda i: (root.cn[i], q[i] + u[i]))
+    lines = []
+    for i in order:
+        move = root.moves[i]
+        head = _head(board.uci(move), indices.get(move, -1), int(root.cn[i]), int(root.cnif[i]),
+                     float(root.p[i]))
+        child = root.children[i]
+        if child is not None and child.n > 0:
+            stats = _stats(child.wl, child.d, child.m, child.wl + draw_score * child.d)
+        else:
+            stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
+        tail = f"(U: {u[i]:6.5f}) (S: {q[i] + u[i] + mu[i]:8.5f}) "
+        lines.append(head + stats + tail + _value(search, board, child, move, 1.0, draw_score))
+    head = _head("node ", len(root.moves), root.n, int(root.cnif.sum()), root.visited_policy)
+    lines.append(head + _stats(-root.wl, root.d, root.m, -root.wl + draw_score * root.d)
+                 + _value(search, board, root, None, -1.0, draw_score))
+    return lines
+
+
+def _head(label: str, index: int, n: int, nif: int, prior: float) -> str:
+    pct = f"{prior * 100:5.1f}" if prior >= 0.99995 else f"{prior * 100:5.2f}"
+    return f"{label:<5} ({index:<4}) N: {n:7d} (+{nif:2d}) (P: {pct}%) "
+
+
+def _stats(wl: float, d: float, m: float, q: float) -> str:
+    return f"(WL: {wl:8.5f}) (D: {d:5.3f}) (M: {m:4.1f}) (Q: {q:8.5f}) "
+
+
+def _value(search: "Search", board: chess.Board, node: Node | None, move: chess.Move | None,
+           sign: float, draw_score: float) -> str:
+    """(V: …): the network's own value of the position (from the cache), terminal value, or -.----."""
+    v = None
+    if node is not None and node.terminal is not None:
+        t = node.terminal
+        v = t.wl + sign * draw_score * t.d
+    elif node is not None:
+        b = board.copy(stack=False) if move is not None else board
+        if move is not None:
+            b.push(move)
+        entry = search.cache.get((b._transposition_key(), b.halfmove_clock))
+        if entry is not None:
+            v = -entry.q
+    text = f"(V: {sign * v:7.4f}) " if v is not None else "(V:  -.----) "
+    if node is not None and node.terminal is not None:
+        text += "(T) "
+    return text

@@ -1,0 +1,107 @@
+"""PUCT selection as lc0's classic search (search.cc: ComputeCpuct, GetFpu, PickNodesToExtendTask).
+
+    cpuct(N) = CPuct + CPuctFactor * ln((N + CPuctBase) / CPuctBase)
+    U_i      = cpuct(N) * sqrt(max(N - 1, 1)) * P_i / (1 + N_i + n_in_flight_i)
+    Q_i      = WL_i + draw_score * D_i          for visited children (N_i > 0)
+             = fpu                              otherwise
+    fpu      = -Q_parent - FpuValue * sqrt(sum of P over visited children)     (reduction)
+             = FpuValue                                                       (absolute)
+    S_i      = Q_i + U_i + M_i   (M_i: moves-left utility, networks with that head)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from engine.search.node import Node
+from engine.search.params import SearchParams
+
+
+def compute_cpuct(params: SearchParams, n: int, at_root: bool) -> float:
+    """cpuct for a node with ``n`` completed visits."""
+    init, base, factor = params.cpuct_params(at_root)
+    return init + (factor * math.log((n + base) / base) if factor else 0.0)
+
+
+def compute_fpu(params: SearchParams, node: Node, at_root: bool, draw_score: float) -> float:
+    """First-play urgency: the value assumed for the node's unvisited children."""
+    if params.fpu_absolute_at_root if at_root else params.fpu_absolute:
+        return params.fpu_value_at_root if at_root else params.fpu_value
+    value = params.fpu_value_at_root if at_root else params.fpu_value
+    # lc0: -node->GetQ(-draw_score) - value * sqrt(visited_policy)
+    return -(node.wl - draw_score * node.d) - value * math.sqrt(node.visited_policy)
+
+
+def moves_left_utility(params: SearchParams, node: Node, q: np.ndarray) -> np.ndarray | None:
+    """lc0's MEvaluator.GetMUtility for every child (None when it does not apply at this node).
+
+    Applies when |Q| of the node exceeds MovesLeftThreshold; favours shorter wins and longer losses.
+    Unvisited children get 0.
+    """
+    thr = params.moves_left_threshold
+    if abs(node.wl) <= thr:
+        return None
+    m = np.clip(params.moves_left_slope * (node.cm - node.m),
+                -params.moves_left_max_effect, params.moves_left_max_effect)
+    m = m * np.sign(-q)
+    aq = np.abs(q)
+    if 0.0 < thr < 1.0:
+        aq = np.maximum(0.0, aq - thr) / (1.0 - thr)
+    m = m * (params.moves_left_constant_factor + params.moves_left_scaled_factor * aq
+             + params.moves_left_quadratic_factor * aq * aq)
+    return np.where(node.cn > 0, m, 0.0)
+
+
+def child_scores(params: SearchParams, node: Node, at_root: bool, draw_score: float,
+                 use_mlh: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """(Q+M per child, P * puct_mult per child, puct_mult) of an expanded node.
+
+    The PUCT score is ``qm + pu / (1 + cn + cnif)``.
+    """
+    cpuct = compute_cpuct(params, node.n, at_root)
+    puct_mult = cpuct * math.sqrt(max(node.n - 1, 1))
+    fpu = compute_fpu(params, node, at_root, draw_score)
+    visited = node.cn > 0
+    q = np.where(visited, node.cq + draw_score * node.cd, fpu)
+    if use_mlh:
+        mu = moves_left_utility(params, node, q)
+        if mu is not None:
+            q = q + mu
+    return q, node.p * puct_mult, puct_mult
+
+
+def assign_visits(qm: np.ndarray, pu: np.ndarray, cn: np.ndarray, cnif: np.ndarray, visits: int,
+                  mask: np.ndarray | None = None) -> dict[int, int]:
+    """Share ``visits`` among children as lc0's multi-visit picking does.
+
+    The best child takes as many visits as it can before its score falls below the second best's;
+    ``cnif`` (visits in flight) is increased in place by what each child receives. ``mask`` (root
+    searchmoves) excludes children. Returns child index -> visits.
+    """
+    score = qm + pu / (1.0 + cn + cnif)
+    if mask is not None:
+        score = np.where(mask, score, -np.inf)
+    out: dict[int, int] = {}
+    k = len(score)
+    while visits > 0:
+        best = int(np.argmax(score))
+        take = 1
+        if visits > 1 and k > 1:
+            second = np.partition(score, k - 2)[k - 2]
+            qb, pb = qm[best], pu[best]
+            denom = 1.0 + cn[best] + cnif[best]
+            if second <= qb:
+                take = visits  # U only shrinks towards Q, which already beats the second best
+            else:
+                # Largest t with qb + pb / (denom + t - 1) >= second: the t-th visit still wins.
+                take = int(pb / (second - qb) - denom) + 1
+            take = max(1, min(take, visits))
+        elif visits > 1:
+            take = visits
+        out[best] = out.get(best, 0) + take
+        cnif[best] += take
+        visits -= take
+        score[best] = qm[best] + pu[best] / (1.0 + cn[best] + cnif[best])
+    return out
