@@ -28,6 +28,8 @@ class GameHistory:
 
     def __init__(self, board: chess.Board) -> None:
         self._stack = board._stack  # python-chess's per-move states (see module docstring)
+        # python-chess's own snapshot type (private, stable since 1.0): the current position
+        # then looks exactly like the stacked ones.
         self._current = chess._BoardState(board)
         self.last = len(self._stack)
         """Index of the current position."""

@@ -53,6 +53,8 @@ class EncodedMasks:
 def _castling_rooks(board: chess.Board) -> tuple[int, int, int, int]:
     """(white queen-side, white king-side, black queen-side, black king-side) rook squares
     with castling rights, as bitboards (0 when the right is absent)."""
+    if not board.castling_rights:
+        return 0, 0, 0, 0  # the common case; skips python-chess's rights validation
     rights = board.clean_castling_rights()
     if rights != board.castling_rights:
         raise ValueError(
