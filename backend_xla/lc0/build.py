@@ -60,6 +60,16 @@ def build_onnx(weights: Lc0Weights, data_type: str = "f32", policy_head: str = "
     ``policy_head``/``value_head`` select heads of multi-head networks (lc0's ``--policy-head``,
     ``--value-head``). ``metadata_props["lc0_input_format"]`` records the input format.
     """
+    try:
+        return _build(weights, data_type, policy_head, value_head, opset, real_mish)
+    except WeightsError as e:
+        if weights.path in str(e):
+            raise
+        raise WeightsError(f"{weights.path}: {e}") from e  # layer decoding errors name the layer only
+
+
+def _build(weights: Lc0Weights, data_type: str, policy_head: str, value_head: str, opset: int,
+           real_mish: bool) -> onnx.ModelProto:
     check_format(weights)
     graph = GraphBuilder(data_type, opset, weights.path)
     conv = Converter(weights, graph, opset, real_mish)
