@@ -1,0 +1,140 @@
+"""Every way loading can fail gives one clear NetworkError naming the file (never a crash)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import backend_xla
+from backend_xla import NetworkError, OptionError, UnsupportedOpError
+from backend_xla.options import batch_sizes, parse_options
+from xla_testutil import TEST_OPTIONS, need_shared
+
+
+def _tiny_lc0_model(op: str = "Relu", batch_dim="batch", domain: str = "") -> onnx.ModelProto:
+    """An lc0-shaped graph: planes -> Flatten -> MatMul -> policy, plus a value head."""
+    planes = helper.make_tensor_value_info("/input/planes", onnx.TensorProto.FLOAT,
+                                           [batch_dim, 112, 8, 8])
+    w = numpy_helper.from_array(np.full((7168, 1858), 1e-3, np.float32), "w")
+    wv = numpy_helper.from_array(np.full((7168, 1), 1e-3, np.float32), "wv")
+    nodes = [
+        helper.make_node("Flatten", ["/input/planes"], ["flat"], name="flatten"),
+        helper.make_node(op, ["flat"], ["act"], name="act_node", domain=domain),
+        helper.make_node("MatMul", ["act", "w"], ["/output/policy"], name="policy"),
+        helper.make_node("MatMul", ["act", "wv"], ["v"], name="value_mm"),
+        helper.make_node("Tanh", ["v"], ["/output/value"], name="value"),
+    ]
+    outs = [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None)
+            for n in ("/output/policy", "/output/value")]
+    graph = helper.make_graph(nodes, "tiny", [planes], outs, [w, wv])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_tiny_model_loads(tmp_path):
+    net = backend_xla.load_network(_tiny_lc0_model(), TEST_OPTIONS)
+    out = net.evaluate(np.ones((3, 112, 8, 8), np.float32))
+    np.testing.assert_allclose(out.policy, np.full((3, 1858), 7168e-3 * 1), rtol=1e-5)
+    np.testing.assert_allclose(out.q, np.tanh(np.full(3, 7.168)), rtol=1e-5)
+    assert not net.has_wdl and not out.d.any()
+
+
+def test_not_onnx(tmp_path):
+    path = tmp_path / "net.onnx"
+    path.write_text("this is not a network")
+    with pytest.raises(NetworkError, match=r"net\.onnx.*not a valid ONNX"):
+        backend_xla.load_network(path)
+
+
+def test_truncated(tmp_path):
+    data = need_shared("maia", "maia-1100.onnx").read_bytes()
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(NetworkError, match=r"cut\.onnx.*not a valid ONNX"):
+        backend_xla.load_network(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(NetworkError, match="no such network file"):
+        backend_xla.load_network(tmp_path / "absent.onnx")
+
+
+def test_unsupported_op_names_op_node_file_and_supported(tmp_path):
+    path = tmp_path / "odd.onnx"
+    onnx.save(_tiny_lc0_model(op="Hardmax"), path)
+    with pytest.raises(UnsupportedOpError) as info:
+        backend_xla.load_network(path)
+    msg = str(info.value)
+    assert "odd.onnx" in msg and "Hardmax" in msg and "act_node" in msg and "Conv" in msg
+
+
+def test_foreign_domain_is_unsupported():
+    with pytest.raises(UnsupportedOpError, match="com.microsoft"):
+        backend_xla.load_network(_tiny_lc0_model(op="Relu", domain="com.microsoft"))
+
+
+def test_missing_input_and_output():
+    model = _tiny_lc0_model()
+    model.graph.input[0].name = "planes"
+    with pytest.raises(NetworkError, match="expected input '/input/planes'"):
+        backend_xla.load_network(model)
+    model = _tiny_lc0_model()
+    del model.graph.output[1]
+    with pytest.raises(NetworkError, match="/output/wdl"):
+        backend_xla.load_network(model)
+
+
+def test_non_static_shape():
+    model = _tiny_lc0_model()
+    model.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "height"
+    with pytest.raises(NetworkError, match="expected a static size for dim 2"):
+        backend_xla.load_network(model, TEST_OPTIONS)
+
+
+def test_external_data_outside_directory_is_refused(tmp_path):
+    model = _tiny_lc0_model()
+    init = model.graph.initializer[0]
+    init.ClearField("raw_data")
+    init.data_location = onnx.TensorProto.EXTERNAL
+    init.external_data.add(key="location", value="../../etc/passwd")
+    path = tmp_path / "ext.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(NetworkError, match=r"ext\.onnx.*outside the model's directory"):
+        backend_xla.load_network(path)
+
+
+def test_external_data_inside_directory_loads(tmp_path):
+    path = tmp_path / "ext.onnx"
+    onnx.save(_tiny_lc0_model(), path, save_as_external_data=True, location="weights.bin",
+              size_threshold=1024)
+    net = backend_xla.load_network(path, TEST_OPTIONS)
+    assert net.evaluate(np.zeros((1, 112, 8, 8), np.float32)).policy.shape == (1, 1858)
+
+
+def test_bad_planes_shape():
+    net = backend_xla.load_network(_tiny_lc0_model(), TEST_OPTIONS)
+    with pytest.raises(NetworkError, match=r"expected planes \[N>=1, 112, 8, 8\], got shape \[2, 112, 64\]"):
+        net.evaluate(np.zeros((2, 112, 64), np.float32))
+
+
+@pytest.mark.parametrize("text,pattern", [
+    ("bogus=1", "unknown backend option 'bogus'"),
+    ("max_batch=0", r"max_batch: expected an integer in \[1, 65536\], got 0"),
+    ("max_batch=lots", "max_batch: expected an integer"),
+    ("data_type=f64", "data_type: expected one of f32, f16, bf16, got 'f64'"),
+    ("batch_buckets=", "batch_buckets: expected"),
+    ("steps", "expected steps=VALUE"),
+    ("device=7", "device: expected an index below"),
+])
+def test_option_errors(text, pattern):
+    with pytest.raises(OptionError, match=pattern):
+        backend_xla.load_network(_tiny_lc0_model(), text)
+
+
+def test_option_parsing_and_batch_sizes():
+    values = parse_options("datatype=bf16, max_batch=100,steps=4")
+    assert values["data_type"] == "bf16"
+    assert batch_sizes(values) == [25, 50, 75, 100]  # lc0: max_batch * (i + 1) / steps
+    assert batch_sizes(parse_options("")) == list(range(32, 513, 32))
+    assert batch_sizes(parse_options("batch_buckets=256;1;32,max_batch=8")) == [1, 32, 256]
