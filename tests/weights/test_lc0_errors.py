@@ -10,6 +10,7 @@ import sys
 import zlib
 
 import numpy as np
+import onnx
 import pytest
 
 from backend_xla.lc0 import WeightsError, build_onnx, load_lc0_onnx, read_weights
@@ -190,3 +191,14 @@ def test_cli_reports_errors(tmp_path):
 def test_message_reads_unset_fields_as_absent():
     layer = Message("Layer")
     assert layer.params is None and layer.dims == [] and not layer.has("params")
+
+
+def test_cli_converts_like_build_onnx(tmp_path):
+    src = shared("zoo", "bt-e64h4-multihead-pedense-gating-mish-smolgen-wdl-mlh.pb.gz")
+    out = tmp_path / "net.onnx"
+    run = subprocess.run([sys.executable, os.path.join(REPO, "bin", "leela2onnx"), f"--input={src}",
+                          f"--output={out}", "--policy-head=optimistic", "--value-head=q",
+                          "--onnx-data-type=f16"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    want = build_onnx(read_weights(src), "f16", policy_head="optimistic", value_head="q")
+    assert onnx.load(out).graph == want.graph
