@@ -133,7 +133,7 @@ def options_table_markdown() -> str:
     """The option table as Markdown (for docs/backend.md and the README)."""
     rows = ["| option | type | default | allowed | help |", "|---|---|---|---|---|"]
     for o in OPTIONS:
-        name = o.name + "".join(f" (alias `{a}`)" for a in o.aliases)
-        rows.append(f"| `{name}` | {o.type} | {o.default if o.default is not None else '–'} | "
+        name = f"`{o.name}`" + "".join(f" (alias `{a}`)" for a in o.aliases)
+        rows.append(f"| {name} | {o.type} | {o.default if o.default is not None else '–'} | "
                     f"{_allowed(o)} | {o.help} |")
     return "\n".join(rows)

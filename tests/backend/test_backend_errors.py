@@ -138,3 +138,28 @@ def test_option_parsing_and_batch_sizes():
     assert batch_sizes(values) == [25, 50, 75, 100]  # lc0: max_batch * (i + 1) / steps
     assert batch_sizes(parse_options("")) == list(range(32, 513, 32))
     assert batch_sizes(parse_options("batch_buckets=256;1;32,max_batch=8")) == [1, 32, 256]
+
+
+def test_background_compile_warmup_and_splitting():
+    """Smallest size compiled at load, the rest in the background; warmup reports progress;
+    batches are padded to a ready size or split, and results don't depend on the split."""
+    net = backend_xla.load_network(_tiny_lc0_model(), "batch_buckets=2;4;8,cache_dir=none")
+    assert 2 in net.ready_sizes
+    seen = []
+    net.warmup(lambda size, ready, total: seen.append((size, ready, total)))
+    assert net.ready_sizes == [2, 4, 8] and seen[-1][1:] == (3, 3)
+    planes = np.random.default_rng(0).random((19, 112, 8, 8)).astype(np.float32)
+    whole = net.evaluate(planes)  # 8 + 8 + 4 (padded from 3)
+    rows = [net.evaluate(planes[i:i + 1]) for i in (0, 9, 18)]
+    for i, row in zip((0, 9, 18), rows):
+        np.testing.assert_allclose(row.policy[0], whole.policy[i], rtol=1e-6)
+    assert len(whole) == 19
+
+
+def test_docs_list_every_option():
+    from backend_xla.options import OPTIONS
+    from conftest import REPO_ROOT
+
+    docs = (REPO_ROOT / "docs" / "backend.md").read_text()
+    missing = [o.name for o in OPTIONS if f"`{o.name}`" not in docs]
+    assert not missing, f"expected docs/backend.md to document every option, got none for {missing}"
