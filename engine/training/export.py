@@ -1,0 +1,78 @@
+"""Export trained params to lc0's weight format (``.pb.gz``) and to ONNX.
+
+The ``.pb.gz`` is written with ``backend_xla.lc0``'s protobuf encoder in the layout lc0 reads
+(``net.proto``): SE_WITH_HEADFORMAT, POLICY_CONVOLUTION, VALUE_WDL, input format 1, ReLU;
+convolution blocks carry weights and biases only (no batch norm), dense layers are stored
+[out][in] as lc0 expects. The ONNX file is built from the *read-back* ``.pb.gz`` with
+``backend_xla.lc0.build_onnx``, so both files hold the same network.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from backend_xla.lc0 import build_onnx, read_weights
+from backend_xla.lc0.protowire import Message
+from backend_xla.lc0.weights import ENC_FLOAT32
+from backend_xla.lc0.writer import encode_layer, write_weights
+
+WEIGHT_MAGIC = 0x1C0
+MIN_VERSION = (0, 21, 0)
+"""lc0 version that introduced this network format (as Maia's files declare)."""
+NETWORK_FORMAT = dict(input=1, output=2, network=4, policy=2, value=2, moves_left=0,
+                      default_activation=0)
+"""INPUT_CLASSICAL_112_PLANE, OUTPUT_WDL, NETWORK_SE_WITH_HEADFORMAT, POLICY_CONVOLUTION,
+VALUE_WDL, no moves-left head, ReLU."""
+LICENSE = "MIT"
+
+
+def _layer(values, encoding: int) -> Message:
+    return encode_layer(np.asarray(values, np.float32), encoding)
+
+
+def _conv(p: dict, enc: int) -> Message:
+    return Message("ConvBlock", {"weights": _layer(p["w"], enc), "biases": _layer(p["b"], enc)})
+
+
+def _dense_w(p: dict, enc: int) -> Message:
+    """lc0 stores a dense layer's weights [out][in]; ours are [in, out]."""
+    return _layer(np.asarray(p["w"]).T, enc)
+
+
+def params_to_net(params: dict, encoding: int = ENC_FLOAT32, training_steps: int = 0) -> Message:
+    """The ``Net`` message of ``params`` (see :mod:`engine.training.model`)."""
+    residual = []
+    for blk in params["blocks"]:
+        se = Message("SEunit", {"w1": _dense_w(blk["se1"], encoding), "b1": _layer(blk["se1"]["b"], encoding),
+                                "w2": _dense_w(blk["se2"], encoding), "b2": _layer(blk["se2"]["b"], encoding)})
+        residual.append(Message("Residual", {"conv1": _conv(blk["conv1"], encoding),
+                                             "conv2": _conv(blk["conv2"], encoding), "se": se}))
+    weights = Message("Weights", {
+        "input": _conv(params["input"], encoding), "residual": residual,
+        "policy1": _conv(params["policy1"], encoding), "policy": _conv(params["policy"], encoding),
+        "value": _conv(params["value"], encoding),
+        "ip1_val_w": _dense_w(params["value1"], encoding), "ip1_val_b": _layer(params["value1"]["b"], encoding),
+        "ip2_val_w": _dense_w(params["value2"], encoding), "ip2_val_b": _layer(params["value2"]["b"], encoding),
+    })
+    fmt = Message("Format", {"weights_encoding": 1,
+                             "network_format": Message("NetworkFormat", dict(NETWORK_FORMAT))})
+    version = Message("EngineVersion", dict(zip(("major", "minor", "patch"), MIN_VERSION)))
+    fields = {"magic": WEIGHT_MAGIC, "license": LICENSE, "min_version": version, "format": fmt,
+              "weights": weights}
+    if training_steps:
+        fields["training_params"] = Message("TrainingParams", {"training_steps": training_steps})
+    return Message("Net", fields)
+
+
+def export(params: dict, pb_path: str | os.PathLike, onnx_path: str | os.PathLike | None = None,
+           encoding: int = ENC_FLOAT32, training_steps: int = 0) -> None:
+    """Write ``pb_path`` (lc0 ``.pb.gz``) and, if given, ``onnx_path`` built from the read-back file."""
+    Path(pb_path).parent.mkdir(parents=True, exist_ok=True)
+    write_weights(params_to_net(params, encoding, training_steps), pb_path)
+    if onnx_path is not None:
+        model = build_onnx(read_weights(pb_path))
+        onnx.save(model, os.fspath(onnx_path))

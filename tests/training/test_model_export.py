@@ -1,0 +1,109 @@
+"""Training step and export: the exported lc0 .pb.gz and its ONNX conversion, run by the engine's
+own backend (backend_xla, checked against lc0 elsewhere), reproduce the JAX model."""
+
+from __future__ import annotations
+
+import zlib
+
+import jax
+import numpy as np
+import pytest
+
+import backend_xla
+from backend_xla.lc0 import read_weights
+from engine.training.export import export
+from engine.training.model import NetConfig, forward, init_params
+from engine.training.plot import write_loss_png
+from engine.training.train import losses, train_step
+
+TINY = NetConfig(blocks=2, filters=16)
+TOLERANCE = 1e-4
+
+
+def _planes(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    planes = (rng.random((n, 112, 8, 8)) < 0.2).astype(np.float32)
+    planes[:, 109] = rng.integers(0, 100, n)[:, None, None]  # rule50 plane holds the count
+    return planes
+
+
+@pytest.fixture(scope="module")
+def tiny_params():
+    """A tiny model with every weight and bias random (He init leaves biases at zero)."""
+    params = init_params(TINY, seed=3)
+    rng = np.random.default_rng(4)
+    return jax.tree_util.tree_map(
+        lambda a: np.asarray(a) + 0.1 * rng.standard_normal(a.shape).astype(np.float32), params)
+
+
+@pytest.fixture(scope="module")
+def exported(tiny_params, tmp_path_factory):
+    out = tmp_path_factory.mktemp("export")
+    export(tiny_params, out / "tiny.pb.gz", out / "tiny.onnx", training_steps=7)
+    return out
+
+
+@pytest.mark.parametrize("name", ["tiny.pb.gz", "tiny.onnx"])
+def test_exported_files_reproduce_the_jax_model(tiny_params, exported, name):
+    planes = _planes(6, seed=5)
+    policy, wdl_logits = (np.asarray(x) for x in forward(tiny_params, planes))
+    wdl = np.asarray(jax.nn.softmax(wdl_logits, axis=-1))
+    net = backend_xla.load_network(str(exported / name))
+    out = net.evaluate(planes)
+    assert net.input_format == 1 and net.has_wdl and not net.has_mlh
+    np.testing.assert_allclose(out.policy, policy, atol=TOLERANCE, rtol=0)
+    np.testing.assert_allclose(out.q, wdl[:, 0] - wdl[:, 2], atol=TOLERANCE, rtol=0)
+    np.testing.assert_allclose(out.d, wdl[:, 1], atol=TOLERANCE, rtol=0)
+
+
+def test_exported_weight_file_declares_the_architecture(exported):
+    w = read_weights(exported / "tiny.pb.gz")
+    assert w.format.name("network") == "NETWORK_SE_WITH_HEADFORMAT"
+    assert w.format.name("policy") == "POLICY_CONVOLUTION"
+    assert w.format.name("value") == "VALUE_WDL"
+    assert w.format.input == 1 and w.format.default_activation == 0
+    assert len(w.weights.residual) == TINY.blocks
+    assert w.net.training_params.training_steps == 7
+
+
+def test_training_steps_lower_the_loss_on_a_fixed_set():
+    params = init_params(TINY, seed=0)
+    rng = np.random.default_rng(1)
+    n = 32
+    planes = _planes(n, seed=2)
+    legal = rng.random((n, 1858)) < 0.03
+    target = np.zeros((n, 1858), np.float32)
+    for i in range(n):
+        moves = rng.choice(np.flatnonzero(legal[i]), 2, replace=False)
+        target[i, moves] = [0.7, 0.3]
+    wdl = rng.dirichlet([1, 1, 1], n).astype(np.float32)
+    before = [float(x) for x in losses(params, planes, target, legal, wdl)]
+    # Independent check of the policy loss at init: cross-entropy over legal moves only.
+    logits = np.asarray(forward(params, planes)[0], np.float64)
+    masked = np.where(legal, logits, -np.inf)
+    logp = masked - np.log(np.exp(masked - masked.max(1, keepdims=True)).sum(1, keepdims=True)) \
+        - masked.max(1, keepdims=True)
+    expected = -np.mean(np.sum(target * np.where(target > 0, logp, 0.0), axis=1))
+    assert before[0] == pytest.approx(expected, rel=1e-4)
+    m = jax.tree_util.tree_map(np.zeros_like, params)
+    v = jax.tree_util.tree_map(np.zeros_like, params)
+    for step in range(40):
+        params, m, v, _ = train_step(params, m, v, float(step), 3e-3, planes, target, legal, wdl,
+                                     weight_decay=1e-4)
+    after = [float(x) for x in losses(params, planes, target, legal, wdl)]
+    assert after[0] < 0.5 * before[0]
+    assert after[1] < before[1]
+
+
+def test_loss_png_is_a_valid_image(tmp_path):
+    path = tmp_path / "losses.png"
+    write_loss_png(path, {"train": [[20, 3.0, 1.0, 0.1], [40, 2.5, 0.9, 0.2]], "val": [[40, 2.6, 0.95, 0.2]]})
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    idat_len = int.from_bytes(data[33:37], "big")
+    raw = zlib.decompress(data[41:41 + idat_len])
+    assert len(raw) == height * (1 + 3 * width)
+    pixels = np.frombuffer(raw, np.uint8).reshape(height, 1 + 3 * width)[:, 1:].reshape(height, width, 3)
+    colours = {tuple(c) for c in pixels.reshape(-1, 3)}
+    assert (40, 90, 200) in colours and (210, 40, 40) in colours

@@ -1,0 +1,111 @@
+"""Training records: generation (with a fake engine in place of Stockfish), chunk files, decoding.
+
+The truth for planes is the engine's own encoder (engine.encoding.encode_planes) applied to the
+position rebuilt from the stored game; for policy targets, python-chess's legal moves.
+"""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+
+from engine.encoding import encode_planes, policy_indices
+from engine.training import datagen
+from engine.training.datagen import GenConfig, chunk_path, generate, make_chunk
+from engine.training.records import (dense_policy, legal_mask, list_chunks, masks_to_planes,
+                                     read_chunk, write_chunk)
+from engine.training.stockfish import MATE_CP, Line, _parse_info
+
+FAKE_LINES = 3
+
+
+class FakeEngine:
+    """Stands in for Stockfish: up to FAKE_LINES legal moves (chosen from the position's move
+    count, so replays are deterministic) with decreasing scores and a fixed WDL."""
+
+    def __init__(self, *args, **kwargs):
+        self.calls = 0
+
+    def new_game(self):
+        pass
+
+    def analyse(self, moves, nodes):
+        self.calls += 1
+        board = chess.Board()
+        for m in moves:
+            board.push_uci(m)
+        legal = sorted(board.legal_moves, key=lambda m: m.uci())
+        rng = np.random.default_rng(len(moves))
+        pick = rng.permutation(len(legal))[:FAKE_LINES]
+        return [Line(legal[j].uci(), 50 - 40 * k, (300, 500, 200)) for k, j in enumerate(pick)]
+
+    def close(self):
+        pass
+
+
+CFG = dict(positions_per_chunk=60, nodes=1, multipv=FAKE_LINES, workers=1, max_opening_plies=4)
+
+
+@pytest.fixture(scope="module")
+def chunk():
+    return make_chunk(FakeEngine(), GenConfig(out_dir="unused", **CFG), 0)
+
+
+def test_chunk_round_trips_through_a_file(chunk, tmp_path):
+    path = tmp_path / "c.npz"
+    write_chunk(path, chunk)
+    back = read_chunk(path)
+    assert list_chunks(tmp_path) == [path]
+    for name in chunk.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(back, name), getattr(chunk, name), err_msg=name)
+    assert [back.board(i).fen() for i in range(len(back))] == [chunk.board(i).fen() for i in range(len(chunk))]
+
+
+def test_stored_masks_decode_to_the_engine_planes(chunk):
+    assert len(chunk) >= CFG["positions_per_chunk"]
+    planes = masks_to_planes(chunk.masks, chunk.rule50, chunk.black)
+    for i in range(len(chunk)):
+        np.testing.assert_array_equal(planes[i], encode_planes(chunk.board(i)), err_msg=f"position {i}")
+    assert chunk.black.any() and (chunk.rule50 > 0).any()  # both frames and rule50 exercised
+
+
+def test_policy_targets_are_the_engine_moves_and_legal(chunk):
+    fake = FakeEngine()
+    dense = dense_policy(chunk.policy_idx, chunk.policy_prob)
+    legal = legal_mask(chunk.legal)
+    np.testing.assert_allclose(dense.sum(axis=1), 1.0, rtol=1e-6)
+    for i in range(len(chunk)):
+        board = chunk.board(i)
+        index_of = policy_indices(board)
+        moves = str(chunk.games[chunk.game_of[i]]).split()[: chunk.ply[i]]
+        lines = fake.analyse(moves, 1)
+        expected = [index_of[chess.Move.from_uci(l.move)] for l in lines]
+        assert list(chunk.policy_idx[i][: len(expected)]) == expected
+        assert set(np.flatnonzero(legal[i])) == set(index_of.values())
+        assert np.all(legal[i][dense[i] > 0])
+        # Softmax over scores 40 cp apart at POLICY_TEMPERATURE_CP: each next move gets e^-0.8.
+        p = chunk.policy_prob[i][: len(expected)]
+        np.testing.assert_allclose(p[1:] / p[:-1], np.exp(-40 / datagen.POLICY_TEMPERATURE_CP), rtol=1e-5)
+    np.testing.assert_allclose(chunk.wdl, np.tile([0.3, 0.5, 0.2], (len(chunk), 1)), rtol=1e-6)
+
+
+def test_generation_resumes_by_skipping_finished_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr(datagen, "Stockfish", FakeEngine)
+    cfg = GenConfig(out_dir=str(tmp_path), chunks=2, **CFG)
+    generate(cfg)
+    first, second = chunk_path(cfg, 0), chunk_path(cfg, 1)
+    kept_mtime, redo_bytes = first.stat().st_mtime_ns, read_chunk(second)
+    second.unlink()
+    generate(cfg)
+    assert first.stat().st_mtime_ns == kept_mtime
+    again = read_chunk(second)
+    np.testing.assert_array_equal(again.games, redo_bytes.games)  # chunk k depends on (seed, k) only
+
+
+def test_stockfish_info_lines_parse():
+    k, line = _parse_info("info depth 12 seldepth 17 multipv 2 score cp -35 wdl 20 870 110 nodes 9000 "
+                          "nps 1 hashfull 1 tbhits 0 time 9 pv e7e5 g1f3".split())
+    assert (k, line) == (2, Line("e7e5", -35, (20, 870, 110)))
+    k, line = _parse_info("info depth 5 multipv 1 score mate -3 wdl 0 0 1000 nodes 10 pv h7h6".split())
+    assert line.cp == -(MATE_CP - 3)
