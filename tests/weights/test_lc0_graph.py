@@ -95,3 +95,13 @@ def test_policy_maps_and_position_encoding_match_lc0():
     np.testing.assert_array_equal(attention_policy_map(), attn)
     np.testing.assert_array_equal(position_encoding(), pos.reshape(64, 64))
     assert len(set(conv_policy_map().tolist())) == 1858  # a permutation into the 80x64 output
+
+
+def test_opset18_real_mish_equals_lc0():
+    """lc0's leela2onnx with opset 18 emits a real Mish op instead of Softplus-Tanh-Mul."""
+    weights = read_weights(shared("zoo", "se-b4f64-polconv-valclassical-mish.pb.gz"))
+    theirs = onnx.load(shared("zoo", "se-b4f64-polconv-valclassical-mish-opset18.onnx"))
+    ours = build_onnx(weights, opset=18, real_mish=True)
+    assert ours.opset_import[0].version == 18
+    assert any(n.op_type == "Mish" for n in ours.graph.node)
+    _assert_same_graph(ours, theirs, "se-b4f64 mish --onnx-opset=18")
