@@ -2,10 +2,7 @@
 
 All generated from the geometry of the moves (no tables copied):
 
-* the 1858 moves: for each from-square a1..h8 (side-to-move frame), every queen-line and knight
-  destination in square order; then the promotions from the 7th rank (to each of up to three
-  8th-rank squares, as queen, rook, bishop; the suffix-less move stands for the knight
-  promotion, lc0's default);
+* the 1858 moves themselves come from ``engine.encoding`` (one table for encoder and heads);
 * convolution policy: 80 planes x 64 from-squares; planes 0-55 are queen moves (direction N, NE,
   E, SE, S, SW, W, NW, each distance 1-7), 56-63 knight moves (clockwise from (+1,+2)), 64-72
   the promotions (towards file -1, 0, +1; as rook, bishop, queen);
@@ -19,45 +16,25 @@ from functools import lru_cache
 
 import numpy as np
 
-POLICY_SIZE = 1858
+from engine.backend import POLICY_SIZE
+from engine.encoding.policy import POLICY_MOVES
+
 CONV_POLICY_PLANES = 80
 ATTN_POLICY_SIZE = 67 * 64
 _QUEEN_DIRECTIONS = ((0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1))
 _KNIGHT_JUMPS = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
-_PROMOTION_PIECES = ("q", "r", "b")  # order within the policy table and the attention map
+_PROMOTION_PIECES = ("q", "r", "b")  # order of the attention map's promotion logits
 _CONV_PROMOTION_ORDER = ("r", "b", "q")  # order of the convolution underpromotion planes
 _FILES = "abcdefgh"
 
 
-def _name(square: int) -> str:
-    return f"{_FILES[square % 8]}{square // 8 + 1}"
-
-
-def _on_board(file: int, rank: int) -> bool:
-    return 0 <= file < 8 and 0 <= rank < 8
-
-
-@lru_cache(maxsize=1)
 def policy_moves() -> tuple[str, ...]:
-    """The 1858 moves in lc0's policy order, UCI-like in the side-to-move frame."""
-    moves = []
-    for src in range(64):
-        f, r = src % 8, src // 8
-        dests = set()
-        for df, dr in _QUEEN_DIRECTIONS:
-            for dist in range(1, 8):
-                if _on_board(f + df * dist, r + dr * dist):
-                    dests.add((r + dr * dist) * 8 + f + df * dist)
-        for df, dr in _KNIGHT_JUMPS:
-            if _on_board(f + df, r + dr):
-                dests.add((r + dr) * 8 + f + df)
-        moves += [_name(src) + _name(dst) for dst in sorted(dests)]
-    for f in range(8):
-        for to_file in (f - 1, f, f + 1):
-            if 0 <= to_file < 8:
-                moves += [f"{_FILES[f]}7{_FILES[to_file]}8{p}" for p in _PROMOTION_PIECES]
-    assert len(moves) == POLICY_SIZE
-    return tuple(moves)
+    """The 1858 moves in lc0's policy order, UCI-like in the side-to-move frame.
+
+    The engine's encoder owns the table (it maps legal moves onto it); the heads here only
+    need its order to lay out their gather maps, so they share that one definition.
+    """
+    return POLICY_MOVES
 
 
 def _parse(move: str) -> tuple[int, int, str]:
