@@ -117,7 +117,7 @@ class Converter:
             ttype = value.type.tensor_type
             dims = []
             for i, d in enumerate(ttype.shape.dim):
-                if d.HasField("dim_value") and d.dim_value > 0:
+                if d.HasField("dim_value") and (d.dim_value > 0 or i > 0):
                     dims.append(int(d.dim_value))
                 elif i == 0:
                     dims.append(batch_size)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..onnx_io import is_float
 from .registry import NodeContext, register
 
 # Opset in which each reduction's ``axes`` moved from attribute to input.
@@ -33,6 +34,17 @@ def _reduce(kind):
             return xp.sqrt(xp.sum(x * x, axis=axes, keepdims=keepdims))
         if kind == "l1":
             return xp.sum(xp.abs(x), axis=axes, keepdims=keepdims)
+        if kind in ("max", "min") and any(x.shape[a] == 0 for a in axes):
+            # Empty reduction: ONNX gives the identity (-inf for max, +inf for min).
+            shape = [1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes]
+            info = np.finfo if is_float(x.dtype) else np.iinfo
+            if np.dtype(x.dtype) == np.bool_:
+                fill = kind == "min"
+            else:
+                fill = info(x.dtype).min if kind == "max" else info(x.dtype).max
+                fill = -np.inf if kind == "max" and is_float(x.dtype) else (
+                    np.inf if is_float(x.dtype) else fill)
+            return xp.full(shape, fill, x.dtype)
         out = getattr(xp, kind)(x, axis=axes, keepdims=keepdims)
         return out.astype(x.dtype) if isinstance(out, np.ndarray) or hasattr(out, "astype") else out
 

@@ -238,10 +238,11 @@ def pad(ctx: NodeContext, x, pads=None, value=None, axes=None):
         widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
     xp = ctx.xp
     if mode == "constant":
-        fill = 0 if value is None else (ctx.static(value, "constant_value").reshape(-1)[0]
-                                        if is_static(value) else None)
-        if fill is None:
-            raise ctx.error("expected a constant pad value known at conversion time")
+        if value is not None and not is_static(value):
+            from jax import lax  # a pad value computed by the network: lax.pad takes a tensor
+
+            return lax.pad(x, value.reshape(()).astype(x.dtype), [(lo, hi, 0) for lo, hi in widths])
+        fill = 0 if value is None else value.reshape(-1)[0]
         return xp.pad(x, widths, mode="constant", constant_values=np.asarray(fill, x.dtype))
     if mode in ("reflect", "edge", "wrap"):
         return xp.pad(x, widths, mode=mode)
