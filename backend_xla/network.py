@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -93,6 +95,7 @@ class XlaNetwork:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._closing = threading.Event()
         self.compile_seconds: dict[int, float] = {}
         self._compile(self.sizes[0])
         if len(self.sizes) > 1:
@@ -100,6 +103,9 @@ class XlaNetwork:
                 self._thread = threading.Thread(target=self._compile_rest, daemon=True,
                                                 name="xlazero-compile")
                 self._thread.start()
+                # A compile still running while the interpreter finalizes aborts the process
+                # ("terminate called ..."): stop between sizes and wait for the current one.
+                atexit.register(_close_at_exit, weakref.ref(self))
             else:
                 self._compile_rest()
 
@@ -114,12 +120,21 @@ class XlaNetwork:
     def _compile_rest(self, progress: ProgressCallback | None = None) -> None:
         try:
             for size in self.sizes:
+                if self._closing.is_set():
+                    return
                 if size not in self.ready_sizes:
                     self._compile(size)
                 if progress:
                     progress(size, len(self.ready_sizes), len(self.sizes))
         except BaseException as exc:  # reported by warmup()/evaluate(), never lost
             self._error = exc
+
+    def close(self) -> None:
+        """Stop background compilation (waiting for the size being compiled)."""
+        self._closing.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
     @property
     def ready_sizes(self) -> list[int]:
@@ -187,3 +202,9 @@ class XlaNetwork:
         m = outs[2].reshape(-1) if self.has_mlh else np.zeros(len(policy), np.float32)
         return NetworkOutput(policy=policy, q=q.astype(np.float32), d=d.astype(np.float32),
                              m=m.astype(np.float32))
+
+
+def _close_at_exit(ref: weakref.ref) -> None:
+    net = ref()
+    if net is not None:
+        net.close()

@@ -63,3 +63,24 @@ def test_maia_reduced_precision(name, options, logit_tol, value_tol, maia1100_re
     assert legal_logit_error(out.policy, maia1100_ref) < logit_tol
     np.testing.assert_allclose(out.q, [r["q"] for r in maia1100_ref], atol=value_tol, rtol=0)
     np.testing.assert_allclose(out.d, [r["d"] for r in maia1100_ref], atol=value_tol, rtol=0)
+
+
+MULTIHEAD = "bt-e64h4-multihead-pedense-gating-mish-smolgen-wdl-mlh"
+
+
+def test_multihead_weights_select_heads_through_backend_options():
+    """A .pb.gz multi-head net with lc0's --policy-head/--value-head given as backend options."""
+    path = need_shared("zoo", f"{MULTIHEAD}.pb.gz")
+    records = read_jsonl(need_shared("zoo", f"{MULTIHEAD}-optimistic-q-ref.jsonl.gz"))[:8]
+    net = backend_xla.load_network(path, f"{ZOO_OPTIONS},policy_head=optimistic,value-head=q")
+    out = net.evaluate(planes_from_records(records))
+    full = np.array([r["policy_full"] for r in records], np.float32)
+    assert np.abs(out.policy - full).max() <= ZOO_LOGIT_ABS + ZOO_LOGIT_REL * np.abs(full).max()
+    np.testing.assert_allclose(out.q, [r["q"] for r in records], atol=ZOO_VALUE_TOL, rtol=0)
+
+
+def test_unknown_head_names_the_heads_the_file_has():
+    path = need_shared("zoo", f"{MULTIHEAD}.pb.gz")
+    with pytest.raises(ValueError, match="policy.*nonexistent") as info:
+        backend_xla.load_network(path, f"{ZOO_OPTIONS},policy_head=nonexistent")
+    assert "optimistic" in str(info.value)
