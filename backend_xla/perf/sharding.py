@@ -46,14 +46,19 @@ def configure_host_devices(n: int | None = None, *, extra_flags: tuple[str, ...]
     return True
 
 
-def batch_sharded(fn: Callable[..., Any], *, devices: list | None = None,
-                  static_argnums: tuple[int, ...] = ()) -> Callable[..., Any]:
-    """``jax.jit(fn)`` whose array arguments and outputs are split along axis 0 across devices.
+def batch_sharded(fn: Callable[..., Any], *, devices: list | None = None) -> Callable[..., Any]:
+    """``jax.jit(fn)`` with every argument and output split along axis 0 across ``devices``.
 
-    Every positional array argument and every output leaf must have the batch as axis 0. The batch
-    is zero-padded up to a multiple of the device count (rows are independent in an inference net,
-    so padding rows never affect real rows) and the padding is cut off the outputs. With a single
-    device this is just ``jax.jit(fn)``.
+    ``fn(*arrays)`` must treat batch rows independently (an inference network does): it is run by
+    ``jax.shard_map`` on each device's slice of the batch, with no communication, so whatever it
+    does per chunk (e.g. a ``lax.map`` over micro-batches) stays local to that device. Every
+    argument and every output leaf must have the batch as axis 0 (bind other parameters with
+    ``functools.partial`` first). The batch is zero-padded up to a multiple of the device count
+    and the padding is cut off the outputs. With one device this is just ``jax.jit(fn)``.
+
+    (Plain ``jax.jit`` on ``NamedSharding``-placed inputs computes the same thing, but the SPMD
+    partitioner may reshard reshapes of the batch axis; it measured 2× slower on a micro-batched
+    network, see docs/performance.md.)
     """
     import jax
     import jax.numpy as jnp
@@ -61,22 +66,19 @@ def batch_sharded(fn: Callable[..., Any], *, devices: list | None = None,
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     devices = list(devices) if devices is not None else jax.local_devices()
-    jitted_plain = jax.jit(fn, static_argnums=static_argnums)
     if len(devices) == 1:
-        return jitted_plain
+        return jax.jit(fn)
     mesh = Mesh(np.array(devices), ("batch",))
     split = NamedSharding(mesh, PartitionSpec("batch"))
-    jitted = jax.jit(fn, static_argnums=static_argnums, out_shardings=split)
     n_dev = len(devices)
+    jitted = jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=PartitionSpec("batch"),
+                                   out_specs=PartitionSpec("batch"), check_vma=False))
 
     def run(*args):
-        batch = next(a.shape[0] for i, a in enumerate(args) if i not in static_argnums)
+        batch = args[0].shape[0]
         padded = -(-batch // n_dev) * n_dev
         placed = []
-        for i, a in enumerate(args):
-            if i in static_argnums:
-                placed.append(a)
-                continue
+        for a in args:
             if padded != batch:
                 a = jnp.pad(jnp.asarray(a), [(0, padded - batch)] + [(0, 0)] * (a.ndim - 1))
             placed.append(jax.device_put(a, split))

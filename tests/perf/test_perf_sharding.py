@@ -1,0 +1,85 @@
+"""backend_xla.perf.sharding: XLA_FLAGS set-up before jax starts, and batch-split execution equal to
+unsharded execution. Both need a fresh interpreter (the device count is fixed once jax starts), so
+they run small scripts in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import REPO_ROOT
+
+CHILD_TIMEOUT_S = 120
+SUM_RTOL = 1e-5  # a 512-term f32 sum may be reassociated differently per program
+
+
+def _run(code: str, env_extra: dict[str, str] | None = None, drop_xla_flags: bool = True) -> str:
+    env = {k: v for k, v in os.environ.items() if not (drop_xla_flags and k == "XLA_FLAGS")}
+    env.update(env_extra or {})
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=CHILD_TIMEOUT_S)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
+CONFIGURE = """
+import json, os, sys
+from backend_xla.perf.sharding import configure_host_devices
+{pre}
+changed = configure_host_devices(3)
+import jax
+print(json.dumps([changed, os.environ.get("XLA_FLAGS"), jax.local_device_count()]))
+"""
+
+
+def test_configure_sets_device_count_before_jax():
+    changed, flags, count = json.loads(_run(CONFIGURE.format(pre="")))
+    assert changed and flags == "--xla_force_host_platform_device_count=3" and count == 3
+
+
+def test_configure_leaves_user_xla_flags_alone():
+    changed, flags, count = json.loads(_run(CONFIGURE.format(pre=""), {"XLA_FLAGS": ""}, False))
+    assert not changed and flags == "" and count == 1
+
+
+def test_configure_is_a_no_op_once_jax_is_imported():
+    changed, flags, count = json.loads(_run(CONFIGURE.format(pre="import jax")))
+    assert not changed and flags is None and count == 1
+
+
+SHARDED = """
+import json
+import numpy as np
+from backend_xla.perf.sharding import configure_host_devices, batch_sharded
+assert configure_host_devices(2)
+import jax, jax.numpy as jnp
+from backend_xla.perf.conv import conv2d
+rng = np.random.default_rng(0)
+w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+
+def net(x):  # conv + per-row reduction, micro-batched inside like the Maia forward pass
+    chunk = lambda c: conv2d(c, w, pads=[1, 1, 1, 1], method="im2col", activation="relu")
+    y = jax.lax.map(chunk, x.reshape(-1, 1, *x.shape[1:])).reshape(x.shape[0], 8, 8, 8)
+    return y, y.sum(axis=(1, 2, 3))
+
+errs = []
+for n in (1, 2, 5, 8):  # odd sizes exercise the padding to a multiple of the device count
+    x = rng.standard_normal((n, 4, 8, 8)).astype(np.float32)
+    want = jax.jit(net)(x)
+    got = batch_sharded(net)(x)
+    errs.append([n, got[0].shape[0], float(jnp.abs(got[0] - want[0]).max()),
+                 float(jnp.abs(got[1] - want[1]).max() / jnp.abs(want[1]).max()),
+                 len(got[0].sharding.device_set)])
+print(json.dumps([jax.local_device_count(), errs]))
+"""
+
+
+def test_batch_sharded_equals_unsharded():
+    count, errs = json.loads(_run(SHARDED))
+    assert count == 2
+    for n, rows, e_y, e_sum, n_dev in errs:
+        assert rows == n and e_y == 0.0 and e_sum < SUM_RTOL, (n, e_y, e_sum)
+    assert errs[-1][-1] == 2  # the even batch really lives on both devices
