@@ -50,7 +50,7 @@ def cmd_train(a: argparse.Namespace) -> None:
 
 def _export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", default=DEFAULT_RUN)
-    p.add_argument("--name", default="xlazero-sf6x64", help="file stem: NAME.pb.gz and NAME.onnx")
+    p.add_argument("--name", default="xlazero-sf4x48", help="file stem: NAME.pb.gz and NAME.onnx")
     p.add_argument("--out-dir", default="nets")
 
 
@@ -65,12 +65,69 @@ def cmd_export(a: argparse.Namespace) -> None:
     print(f"exported step {step} of {a.run} to {out / a.name}.pb.gz and .onnx")
 
 
+def _evaluate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--weights", default="nets/xlazero-sf4x48.onnx", help="network under test")
+    p.add_argument("--against", action="append", default=None,
+                   choices=["default", "maia-1100", "stockfish"],
+                   help="opponents (repeatable; default: all three): the untrained nets/default.onnx "
+                        "and Maia-1100 at equal --nodes, Stockfish UCI_Elo=--sf-elo at --clock")
+    p.add_argument("--games", type=int, default=20)
+    p.add_argument("--nodes", type=int, default=100, help="nodes per move against networks")
+    p.add_argument("--maia", default="/work/shared/lc0/maia/maia-1100.onnx")
+    p.add_argument("--sf-elo", type=int, default=1350)
+    p.add_argument("--clock", default="10+0.1", help="base+increment seconds against Stockfish")
+
+
+def cmd_evaluate(a: argparse.Namespace) -> None:
+    from .evaluate import ROOT, match, stockfish, xlazero
+    base, inc = (float(x) for x in a.clock.split("+"))
+    me = xlazero(a.weights, nodes=a.nodes)
+    for who in a.against or ["default", "maia-1100", "stockfish"]:
+        if who == "default":
+            opp = xlazero(str(ROOT / "nets" / "default.onnx"), nodes=a.nodes, name="default(untrained)")
+        elif who == "maia-1100":
+            opp = xlazero(a.maia, nodes=a.nodes, name="maia-1100")
+        else:
+            me, opp = xlazero(a.weights, base_s=base, inc_s=inc), stockfish(a.sf_elo, base, inc)
+        limit = f"{a.nodes} nodes/move" if who != "stockfish" else f"{a.clock} clock"
+        print(f"== {me.name} vs {opp.name}, {a.games} games, {limit}", flush=True)
+        result = match(me, opp, a.games, log=lambda m: print(m, flush=True))
+        print(f"== RESULT {me.name} vs {opp.name} ({limit}): {result.summary()}", flush=True)
+
+
+def cmd_all(a: argparse.Namespace) -> None:
+    """Every stage in order; --quick makes each tiny (a smoke run of a few minutes)."""
+    from pathlib import Path
+    work = Path(a.work)
+    q = a.quick
+    common = ["--data", str(work / "data")]
+    main(["datagen", *common, "--seed", str(a.seed),
+          *(["--chunks", "2", "--positions-per-chunk", "128", "--nodes", "1000"] if q else [])])
+    run = ["--run", str(work / "run")]
+    main(["train", *common, *run, "--seed", str(a.seed),
+          *(["--blocks", "1", "--filters", "16", "--steps", "60", "--batch", "64", "--warmup", "10",
+             "--validate-every", "30", "--checkpoint-every", "30"] if q else
+            ["--blocks", "4", "--filters", "48", "--steps", "3000", "--warmup", "200",
+             "--validate-every", "250"])])
+    out = str(work / "nets") if q else "nets"
+    main(["export", *run, "--out-dir", out, "--name", a.name])
+    main(["evaluate", "--weights", f"{out}/{a.name}.onnx",
+          *(["--against", "default", "--games", "2", "--nodes", "16"] if q else [])])
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bin/train-net", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     _datagen_args(sub.add_parser("datagen", help="generate labelled positions with Stockfish"))
     _train_args(sub.add_parser("train", help="train (or continue training) a network"))
     _export_args(sub.add_parser("export", help="write NAME.pb.gz and NAME.onnx from a run"))
+    _evaluate_args(sub.add_parser("evaluate", help="matches against the untrained net, Maia, Stockfish"))
+    p = sub.add_parser("all", help="datagen, train, export, evaluate")
+    p.add_argument("--quick", action="store_true", help="tiny smoke run (minutes)")
+    p.add_argument("--work", default="/work/data/xlazero-train/all", help="data and run directory")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--name", default="xlazero-sf4x48")
     a = parser.parse_args(argv)
-    {"datagen": cmd_datagen, "train": cmd_train, "export": cmd_export}[a.cmd](a)
+    {"datagen": cmd_datagen, "train": cmd_train, "export": cmd_export, "evaluate": cmd_evaluate,
+     "all": cmd_all}[a.cmd](a)
     return 0

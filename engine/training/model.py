@@ -27,7 +27,7 @@ from backend_xla.lc0.policy_map import CONV_POLICY_PLANES, conv_policy_map
 from engine.backend import INPUT_PLANES, POLICY_SIZE
 
 VALUE_CHANNELS = 32
-"""lc0's converter requires 32 value channels for classical-body value heads' default; we use it."""
+"""Channels of the value head's 1x1 convolution, as in lc0's residual networks (and Maia)."""
 VALUE_HIDDEN = 128
 RESIDUAL_INIT_SCALE = 0.1
 _DIMS = ("NCHW", "OIHW", "NCHW")

@@ -109,3 +109,12 @@ def test_stockfish_info_lines_parse():
     assert (k, line) == (2, Line("e7e5", -35, (20, 870, 110)))
     k, line = _parse_info("info depth 5 multipv 1 score mate -3 wdl 0 0 1000 nodes 10 pv h7h6".split())
     assert line.cp == -(MATE_CP - 3)
+
+
+def test_match_score_and_interval():
+    from engine.training.evaluate import MatchResult
+    r = MatchResult(wins=6, draws=4, losses=10)
+    assert r.games == 20 and r.score == pytest.approx(0.4)
+    # per-game scores: 6 x 1, 4 x 0.5, 10 x 0 -> population variance 0.19, stderr sqrt(0.19/20)
+    assert r.interval() == pytest.approx(1.96 * np.sqrt(0.19 / 20))
+    assert "Elo difference -70" in r.summary()
