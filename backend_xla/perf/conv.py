@@ -18,7 +18,8 @@ Every fast method here therefore rewrites a convolution as matrix multiplies:
                 batched matmul ``[T, N·tiles, Cin] × [T, Cin, Cout]``. lc0's own CPU backend uses
                 F(4×4,3×3): on an 8×8 board with padding 1 it is exactly 2×2 tiles of 6×6.
 ``"lax"``       ``lax.conv_general_dilated`` with dimension numbers for the requested layout.
-``"auto"``      the measured best for the case (see :func:`choose_method` and docs/performance.md).
+``"auto"``      the measured best for the case (see :func:`choose_method` and docs/performance.md):
+                ``"lax"`` except Winograd F(2×2) for 3×3 tower convs on batches of 8–64.
 
 Layouts: ``layout="NCHW"`` (ONNX's; inputs and outputs NCHW, matmul methods transpose to NHWC and
 back around each conv) or ``layout="NHWC"`` (input ``[N, H, W, C]``, output ``[N, OH, OW, Cout]``;
@@ -103,18 +104,22 @@ def is_fast_3x3(w_shape: Sequence[int], strides, pads, dilations, group: int) ->
 
 
 def choose_method(w_shape: Sequence[int], strides=None, pads=None, dilations=None,
-                  group: int = 1) -> str:
+                  group: int = 1, batch: int | None = None) -> str:
     """The formulation ``method="auto"`` picks (measurements in docs/performance.md).
 
-    * stride 1, dilation 1, group 1 convolutions: ``"im2col"`` (one big multi-threaded matmul;
-      1×1 convs are a plain matmul in that path). Winograd F(4×4) is not faster under XLA's CPU
-      code generation for 64-channel towers: its transforms are memory bound and unfused with the
-      matmuls.
-    * anything else (strides, dilations, groups): ``"lax"``.
+    ``"lax"`` (XLA's own convolution, best in NHWC) for every case but one: a 3×3 lc0 tower conv
+    on a known batch of 8–64 rows, where Winograd F(2×2) measured 1.2–1.5× faster per conv.
+    Whole networks: NHWC ``lax`` convs, split over host devices, were the fastest or tied in every
+    run; the matmul formulations lose at large batch because their 9× / 2.25× temporaries
+    (37 MB at batch 256) cost more memory traffic and page faults than the FLOPs they save.
     """
-    if (_pair(strides, 1) == (1, 1) and _pair(dilations, 1) == (1, 1) and group == 1):
-        return "im2col"
+    if batch is not None and WINOGRAD_BATCH[0] <= batch <= WINOGRAD_BATCH[1] and is_fast_3x3(
+            w_shape, strides, pads, dilations, group):
+        return "winograd2"
     return "lax"
+
+
+WINOGRAD_BATCH = (8, 64)  # batch range where Winograd F(2×2) beat lax per conv (docs)
 
 
 # ---------------------------------------------------------------- weight preparation
@@ -305,7 +310,7 @@ def conv2d(x: Any, w: Any, b: Any = None, *, strides: Sequence[int] | None = Non
     strides_, dil_, pads4 = _pair(strides, 1), _pair(dilations, 1), _pads4(pads)
     x = jnp.asarray(x)
     if method == "auto":
-        method = choose_method(w.shape, strides_, pads4, dil_, group)
+        method = choose_method(w.shape, strides_, pads4, dil_, group, batch=x.shape[0])
     plain = strides_ == (1, 1) and dil_ == (1, 1) and group == 1
     if method in WINOGRAD and not is_fast_3x3(w.shape, strides_, pads4, dil_, group):
         method = "lax"

@@ -54,6 +54,7 @@ def lax_conv(x, w, strides, pads, dilations, group):
 # (n, cin, h, w, cout, k, strides, pads, dilations, group): the lc0 cases plus every attribute.
 CASES = [
     (3, 16, 8, 8, 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),   # lc0 tower conv, odd batch
+    (9, 8, 8, 8, 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),    # batch where auto = Winograd
     (1, 112, 8, 8, 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # lc0 input conv, batch 1
     (2, 16, 8, 8, 32, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),   # value/policy 1×1 head conv
     (2, 5, 7, 9, 3, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),     # odd board (Winograd crops)
@@ -93,8 +94,8 @@ def _check(case, method, layout):
     np.testing.assert_allclose(got, want, atol=F32_ATOL, rtol=0)
 
 
-PLAIN = CASES[:7]  # stride 1, dilation 1, group 1: every matmul method really runs
-FALLBACK = CASES[7:]  # strides / dilations / groups: matmul methods must fall back to lax
+PLAIN = CASES[:8]  # stride 1, dilation 1, group 1: every matmul method really runs
+FALLBACK = CASES[8:]  # strides / dilations / groups: matmul methods must fall back to lax
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -151,12 +152,16 @@ def test_winograd_filter_transform_is_exact_inverse_of_direct():
     np.testing.assert_allclose(y, direct, atol=1e-10)
 
 
-def test_auto_picks_a_matmul_method_for_lc0_convs_and_lax_otherwise():
+def test_auto_picks_winograd_only_for_mid_batch_tower_convs():
     from backend_xla.perf.conv import choose_method
 
-    assert choose_method((64, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1) != "lax"
-    assert choose_method((64, 64, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1) == "lax"
-    assert choose_method((64, 32, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2) == "lax"
+    tower = ((64, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    assert choose_method(*tower, batch=32) == "winograd2"
+    assert choose_method(*tower, batch=256) == "lax"
+    assert choose_method(*tower) == "lax"
+    assert choose_method((64, 64, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, batch=32) == "lax"
+    assert choose_method((64, 32, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2, batch=32) == "lax"
+    assert choose_method((32, 64, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, batch=32) == "lax"
 
 
 def test_bad_arguments_are_rejected():

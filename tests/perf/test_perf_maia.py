@@ -26,8 +26,11 @@ def maia_reference():
     return load_maia(str(path)), planes, policy, wdl
 
 
-@pytest.mark.parametrize("kw", [dict(method="winograd4"), dict(method="im2col", micro_batch=2)],
-                         ids=["winograd4-NHWC", "im2col-NHWC-microbatch"])
+@pytest.mark.parametrize("kw", [
+    dict(method="lax"),
+    dict(method="im2col", micro_batch=2),
+    pytest.param(dict(method="winograd4"), marks=pytest.mark.slow),  # 15 Winograd convs: ~10 s compile
+], ids=["lax-NHWC", "im2col-NHWC-microbatch", "winograd4-NHWC"])
 def test_maia_forward_matches_onnx_reference(maia_reference, kw):
     wt, planes, policy, wdl = maia_reference
     got_p, got_w = jax.jit(make_forward(wt, **kw))(planes)

@@ -69,17 +69,19 @@ errs = []
 for n in (1, 2, 5, 8):  # odd sizes exercise the padding to a multiple of the device count
     x = rng.standard_normal((n, 4, 8, 8)).astype(np.float32)
     want = jax.jit(net)(x)
-    got = batch_sharded(net)(x)
+    got = batch_sharded(net, min_rows_per_device=1)(x)
     errs.append([n, got[0].shape[0], float(jnp.abs(got[0] - want[0]).max()),
                  float(jnp.abs(got[1] - want[1]).max() / jnp.abs(want[1]).max()),
                  len(got[0].sharding.device_set)])
-print(json.dumps([jax.local_device_count(), errs]))
+small = batch_sharded(net)(rng.standard_normal((4, 4, 8, 8)).astype(np.float32))
+print(json.dumps([jax.local_device_count(), errs, len(small[0].sharding.device_set)]))
 """
 
 
 def test_batch_sharded_equals_unsharded():
-    count, errs = json.loads(_run(SHARDED))
+    count, errs, small_devices = json.loads(_run(SHARDED))
     assert count == 2
     for n, rows, e_y, e_sum, n_dev in errs:
         assert rows == n and e_y == 0.0 and e_sum < SUM_RTOL, (n, e_y, e_sum)
     assert errs[-1][-1] == 2  # the even batch really lives on both devices
+    assert small_devices == 1  # below min_rows_per_device the batch stays on one device
