@@ -1,6 +1,10 @@
 """Training loop: JAX gradients, a hand-written AdamW, validation, checkpoints and resumption.
 
-    loss = CE(policy target, softmax of logits over legal moves) + VALUE_WEIGHT * CE(WDL target, wdl)
+    loss = CE(policy target, softmax of logits over legal moves) + value_weight * CE(WDL target, wdl)
+
+The value weight defaults to 0.25: every position of a game shares nearly the same WDL label, so
+with a few thousand games the value head memorises games (measured: training value loss 0.35
+against validation 1.09 after 750 steps at weight 1.0) long before the policy stops improving.
 
 A run directory holds ``config.json``, ``checkpoint.npz`` (params, Adam moments, step, loss
 history; replaced atomically every ``checkpoint_every`` steps) and ``losses.png``. Starting a run
@@ -26,7 +30,6 @@ from .dataset import Batch, PositionSet
 from .model import NetConfig, forward, init_params
 from .plot import write_loss_png
 
-VALUE_WEIGHT = 1.0
 ILLEGAL_LOGIT = -1e9
 """Illegal moves are masked out of the policy softmax, as the engine only ever looks at legal ones."""
 ADAM_B1, ADAM_B2, ADAM_EPS = 0.9, 0.999, 1e-8
@@ -47,6 +50,7 @@ class TrainConfig:
     warmup: int = 300
     final_lr_fraction: float = 0.05
     weight_decay: float = 1e-4
+    value_weight: float = 0.25
     checkpoint_every: int = 200
     validate_every: int = 500
     refresh_every: int = 200
@@ -75,15 +79,15 @@ def losses(params, planes, policy, legal, wdl):
     return pol, val, acc
 
 
-def _total(params, *batch):
+def _total(params, value_weight, *batch):
     pol, val, acc = losses(params, *batch)
-    return pol + VALUE_WEIGHT * val, (pol, val, acc)
+    return pol + value_weight * val, (pol, val, acc)
 
 
-@partial(jax.jit, static_argnames=("weight_decay",))
-def train_step(params, m, v, step, lr, planes, policy, legal, wdl, weight_decay=0.0):
+@partial(jax.jit, static_argnames=("weight_decay", "value_weight"))
+def train_step(params, m, v, step, lr, planes, policy, legal, wdl, weight_decay=0.0, value_weight=1.0):
     """One AdamW step; returns new (params, m, v) and (policy, value, accuracy)."""
-    grads, aux = jax.grad(_total, has_aux=True)(params, planes, policy, legal, wdl)
+    grads, aux = jax.grad(_total, has_aux=True)(params, value_weight, planes, policy, legal, wdl)
     t = step + 1.0
     m = jax.tree_util.tree_map(lambda a, g: ADAM_B1 * a + (1 - ADAM_B1) * g, m, grads)
     v = jax.tree_util.tree_map(lambda a, g: ADAM_B2 * a + (1 - ADAM_B2) * g * g, v, grads)
@@ -176,15 +180,17 @@ def train(cfg: TrainConfig, log=print) -> dict:
     log(f"data: {len(train_set)} training, {len(val_set)} validation positions")
     if len(train_set) == 0:
         raise ValueError(f"{cfg.data}: no training chunks")
-    rng = np.random.default_rng([cfg.seed, step])
     t0, step0, window = time.time(), step, []
     while step < cfg.steps:
         if step % cfg.refresh_every == 0 and step > step0:
             if train_set.refresh() + val_set.refresh():
                 log(f"\ndata: {len(train_set)} training, {len(val_set)} validation positions")
-        b: Batch = train_set.batch(rng.integers(0, len(train_set), cfg.batch))
+        # Batch k depends on (seed, k) only, so a resumed run sees what an uninterrupted one would.
+        rows = np.random.default_rng([cfg.seed, step]).integers(0, len(train_set), cfg.batch)
+        b: Batch = train_set.batch(rows)
         params, m, v, aux = train_step(params, m, v, float(step), learning_rate(cfg, step), b.planes,
-                                       b.policy, b.legal, b.wdl, weight_decay=cfg.weight_decay)
+                                       b.policy, b.legal, b.wdl, weight_decay=cfg.weight_decay,
+                                       value_weight=cfg.value_weight)
         step += 1
         window.append([float(x) for x in aux])
         if step % 20 == 0 or step == cfg.steps:
