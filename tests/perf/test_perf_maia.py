@@ -28,7 +28,7 @@ def maia_reference():
 
 @pytest.mark.parametrize("kw", [
     dict(method="lax"),
-    dict(method="im2col", micro_batch=2),
+    pytest.param(dict(method="im2col", micro_batch=2), marks=pytest.mark.slow),
     pytest.param(dict(method="winograd4"), marks=pytest.mark.slow),  # 15 Winograd convs: ~10 s compile
 ], ids=["lax-NHWC", "im2col-NHWC-microbatch", "winograd4-NHWC"])
 def test_maia_forward_matches_onnx_reference(maia_reference, kw):
