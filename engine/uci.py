@@ -65,6 +65,7 @@ class UciEngine:
         self.timemgr = TimeManager(int(self.values["MoveOverheadMs"]))
         self._thread: threading.Thread | None = None
         self._infinite_stop = threading.Event()
+        self._bestmove_sent = threading.Event()
         self._go: GoParams | None = None
         self._pending_go_limits: dict | None = None
 
@@ -252,12 +253,20 @@ class UciEngine:
     # ------------------------------------------------------------------------------------- search
     @property
     def searching(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """A search whose bestmove is not sent yet (a finished thread may still be exiting)."""
+        if self._thread is None:
+            return False
+        if self._bestmove_sent.is_set():
+            self._thread.join()
+            self._thread = None
+            return False
+        return self._thread.is_alive()
 
     def _stop_and_join(self) -> None:
         if self.searching:
             self.cmd_stop([])
             self._thread.join()
+            self._thread = None
 
     def _drop_network(self) -> None:
         self._stop_and_join()
@@ -301,6 +310,7 @@ class UciEngine:
 
     def _start_search(self, go: GoParams, ints: dict, searchmoves: tuple) -> None:
         self._infinite_stop.clear()
+        self._bestmove_sent.clear()
         self.timemgr.move_overhead_ms = int(self.values["MoveOverheadMs"])
         try:
             self.timemgr.params = parse_time_manager(self.values["TimeManager"])
@@ -347,7 +357,9 @@ class UciEngine:
                 self._infinite_stop.wait(0.01)
         if self._go is not None and not (self._go.infinite or self._go.ponder):
             self.timemgr.search_done(clock_budget, (time.monotonic() - start) * 1000.0)
-        self.send(self._bestmove_line(board, best, ponder))
+        line = self._bestmove_line(board, best, ponder)
+        self._bestmove_sent.set()  # the thread only sends this line and exits
+        self.send(line)
 
     def _bestmove_line(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> str:
         if best is None:

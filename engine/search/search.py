@@ -102,6 +102,20 @@ class Search:
         self.root = Node()
         self.root_board = chess.Board()
         self._reset_board_state()
+        self._reset_counters(Limits())
+
+    def _reset_counters(self, limits: Limits) -> None:
+        self._start = time.monotonic()
+        self._limits = limits
+        self._total_playouts = 0
+        self._cum_depth = 0
+        self._max_depth = 0
+        self._batches = 0
+        self._first_eval_time: float | None = None
+        self._initial_visits = self.root.n
+        self._searchmoves = set(limits.searchmoves)
+        self._mask = None
+        self._twofold_first = 0
 
     # ----------------------------------------------------------------------------- position / tree
     def set_position(self, board: chess.Board) -> bool:
@@ -219,20 +233,11 @@ class Search:
         self._stop.clear()
         with self._lock:
             self._ponderhit_limits = None
-        start = time.monotonic()
-        self._start = start
-        self._limits = limits
-        self._total_playouts = 0
-        self._cum_depth = 0
-        self._max_depth = 0
-        self._batches = 0
-        self._first_eval_time: float | None = None
-        self._initial_visits = self.root.n
-        self._searchmoves = set(limits.searchmoves)
+        self._reset_counters(limits)
+        start = self._start
         root_moves = list(self._board.legal_moves)
         if not root_moves:
             return SearchResult(None, None, self.root.n, 0, 0.0)
-        self._mask = None
         if self._searchmoves:
             self._ensure_root_expanded()
         pending: list[tuple[Future, _Batch]] = []
@@ -488,10 +493,12 @@ class Search:
         if depth > 0:
             draw = self._draw_kind(depth)
             if draw is not None:
-                node.terminal = Terminal(0.0, 1.0, 0.0, draw)
+                # lc0 uses the cycle length as moves left of a two-fold draw.
+                m = float(len(self._keys) - 1 - self._twofold_first) if draw == "twofold" else 0.0
+                node.terminal = Terminal(0.0, 1.0, m, draw)
                 if draw == "twofold":
                     self._twofold.append((node, self._twofold_first))
-                self._backup(node, k, 0.0, 1.0, 0.0, depth)
+                self._backup(node, k, 0.0, 1.0, m, depth)
                 batch.out_of_order += 1
                 return
         self._max_depth = max(self._max_depth, depth)
@@ -553,7 +560,8 @@ class Search:
                     first = j
         if reps >= 2:
             return "threefold"
-        if reps == 1 and self.params.two_fold_draws and last - first < depth:
+        # lc0: a single repetition is a draw when the cycle lies inside the tree (root included).
+        if reps == 1 and self.params.two_fold_draws and depth >= 4 and last - first <= depth:
             self._twofold_first = first
             return "twofold"
         return None

@@ -1,0 +1,229 @@
+"""Search against hand-computed values on fake networks, terminal handling and tree reuse."""
+
+from __future__ import annotations
+
+import math
+
+import chess
+import numpy as np
+import pytest
+
+from engine.backend import POLICY_SIZE, NetworkOutput
+from engine.encoding import policy_indices
+from engine.search import Limits, Search, SearchParams
+from engine.search.node import Node
+from engine.search.select import assign_visits, child_scores, compute_cpuct, compute_fpu
+
+NO_PRUNING = SearchParams(smart_pruning_factor=0.0)
+
+
+class ConstNetwork:
+    """Uniform policy logits (0), value q for every position; counts evaluated positions."""
+
+    input_format = 1
+    has_wdl = True
+    has_mlh = False
+    max_batch = 64
+
+    def __init__(self, q: float = 0.0, d: float = 0.0, favourite: str | None = None) -> None:
+        self.q, self.d, self.favourite = q, d, favourite
+        self.evaluated = 0
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        n = planes.shape[0]
+        self.evaluated += n
+        policy = np.zeros((n, POLICY_SIZE), np.float32)
+        return NetworkOutput(policy, np.full(n, self.q, np.float32), np.full(n, self.d, np.float32),
+                             np.zeros(n, np.float32))
+
+
+class LogitNetwork(ConstNetwork):
+    """Policy logit 1.0 on one policy index (of the start position's move e2e4), 0 elsewhere."""
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        out = super().evaluate(planes)
+        idx = policy_indices(chess.Board())[chess.Move.from_uci("e2e4")]
+        out.policy[:, idx] = 1.0
+        return out
+
+
+def test_cpuct_matches_lc0_formula():
+    p = SearchParams()
+    for n in (0, 1, 100, 50_000):
+        expected = 1.745 + 3.894 * math.log((n + 38739.0) / 38739.0)
+        assert compute_cpuct(p, n, at_root=False) == pytest.approx(expected, rel=1e-12)
+
+
+def test_child_scores_by_hand():
+    """Q+U of each child against the formula written out with the numbers of a small node."""
+    p = SearchParams()
+    node = Node()
+    node.expand((chess.Move.from_uci("e2e4"), chess.Move.from_uci("d2d4"), chess.Move.from_uci("a2a3")),
+                np.array([0.5, 0.3, 0.2], np.float32))
+    node.n, node.wl, node.d = 11, -0.1, 0.3     # node's own value, mover's view: -0.1
+    node.cn[:] = [6, 4, 0]
+    node.cq[:] = [0.2, -0.05, 0.0]
+    node.cd[:] = [0.3, 0.4, 0.0]
+    node.cnif[:] = [1, 0, 2]
+    node.visited_policy = 0.8
+    qm, pu, puct_mult = child_scores(p, node, at_root=False, draw_score=0.0, use_mlh=False)
+    cpuct = 1.745 + 3.894 * math.log((11 + 38739) / 38739)
+    assert puct_mult == pytest.approx(cpuct * math.sqrt(10))
+    fpu = 0.1 - 0.33 * math.sqrt(0.8)       # -Q_parent - FpuValue * sqrt(visited policy)
+    assert compute_fpu(p, node, False, 0.0) == pytest.approx(fpu)
+    expected = [0.2 + puct_mult * 0.5 / (1 + 6 + 1),
+                -0.05 + puct_mult * 0.3 / (1 + 4 + 0),
+                fpu + puct_mult * 0.2 / (1 + 0 + 2)]
+    got = qm + pu / (1 + node.cn + node.cnif)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    # DrawScore enters visited children's Q as draw_score * D.
+    qm2, _, _ = child_scores(p, node, at_root=False, draw_score=0.5, use_mlh=False)
+    assert qm2[0] == pytest.approx(0.2 + 0.5 * 0.3)
+
+
+def test_fpu_absolute_at_root():
+    p = SearchParams(fpu_absolute_at_root=True, fpu_value_at_root=-1.0)
+    node = Node()
+    node.n, node.wl = 5, 0.4
+    assert compute_fpu(p, node, True, 0.0) == -1.0
+    assert compute_fpu(p, node, False, 0.0) == pytest.approx(-0.4)
+
+
+def test_assign_visits_equals_one_at_a_time():
+    """Multi-visit picking gives each child what picking one visit at a time would give."""
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        k = 6
+        qm = rng.uniform(-0.5, 0.5, k)
+        pu = rng.uniform(0.0, 3.0, k)
+        cn = rng.integers(0, 20, k).astype(float)
+        cnif_a = np.zeros(k)
+        cnif_b = np.zeros(k)
+        got = assign_visits(qm, pu, cn, cnif_a, 40)
+        for _ in range(40):
+            i = int(np.argmax(qm + pu / (1 + cn + cnif_b)))
+            cnif_b[i] += 1
+        assert sum(got.values()) == 40
+        np.testing.assert_array_equal(cnif_a, cnif_b)
+
+
+def test_nodes_one_plays_top_prior():
+    net = LogitNetwork()
+    s = Search(net, NO_PRUNING)
+    s.set_position(chess.Board())
+    result = s.run(Limits(nodes=1))
+    assert result.bestmove == chess.Move.from_uci("e2e4")
+    assert s.root.n == 1 and net.evaluated == 1
+
+
+def test_priors_are_softmax_with_policy_temperature():
+    net = LogitNetwork()
+    s = Search(net, NO_PRUNING)
+    s.set_position(chess.Board())
+    s.run(Limits(nodes=1))
+    k = 20
+    top = math.exp(1.0 / 1.359)
+    assert s.root.p[0] == pytest.approx(top / (top + k - 1), rel=1e-5)
+    assert s.root.p.sum() == pytest.approx(1.0, rel=1e-5)
+
+
+def test_node_limit_is_exact_without_pruning():
+    s = Search(ConstNetwork(), NO_PRUNING)
+    s.set_position(chess.Board())
+    result = s.run(Limits(nodes=500))
+    assert result.nodes == 500 == s.root.n
+    assert s.root.cnif.sum() == 0 and int(s.root.cn.sum()) == 499
+
+
+def test_mate_in_one_found_and_scored():
+    board = chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")  # Ra8#
+    s = Search(ConstNetwork(), NO_PRUNING)
+    s.set_position(board)
+    result = s.run(Limits(nodes=200))
+    assert result.bestmove == chess.Move.from_uci("a1a8")
+    assert result.infos[0].mate == 1
+
+
+def test_stalemate_child_is_draw():
+    # Black king a8, white Kb6, Qc1: Qc7 is stalemate.
+    board = chess.Board("k7/8/1K6/8/8/8/8/2Q5 w - - 0 1")
+    s = Search(ConstNetwork(q=0.9), NO_PRUNING)
+    s.set_position(board)
+    s.run(Limits(nodes=300))
+    i = s.root.moves.index(chess.Move.from_uci("c1c7"))
+    child = s.root.children[i]
+    assert child is not None and child.terminal is not None and child.terminal.kind == "stalemate"
+    assert s.root.cq[i] == 0.0 and s.root.cd[i] == 1.0
+
+
+def test_root_without_moves():
+    s = Search(ConstNetwork(), NO_PRUNING)
+    s.set_position(chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"))
+    assert s.run(Limits(nodes=10)).bestmove is None
+
+
+def test_twofold_inside_tree_is_draw():
+    """Knights going out and back repeat the root position: a draw inside the tree."""
+    board = chess.Board()
+    s = Search(ConstNetwork(q=-0.5), NO_PRUNING)
+    s.set_position(board)
+    s._ensure_root_expanded()
+    # Walk g1f3 g8f6 f3g1 f6g8 by hand and check the draw detection at the end of the path.
+    node = s.root
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
+        node = node.child(node.moves.index(chess.Move.from_uci(uci)))
+        if not node.expanded and uci != "f6g8":
+            s._sync(node)
+            entry = s._evaluate_now(s._cache_key(0))
+            node.expand(entry.moves, entry.priors)
+    s._sync(node)
+    assert s._draw_kind(4) == "twofold"
+    s.params = SearchParams(smart_pruning_factor=0.0, two_fold_draws=False)
+    assert s._draw_kind(4) is None
+
+
+def test_tree_reuse_keeps_subtree():
+    s = Search(ConstNetwork(), NO_PRUNING)
+    board = chess.Board()
+    s.set_position(board)
+    s.run(Limits(nodes=400))
+    best = max(range(len(s.root.moves)), key=lambda i: s.root.cn[i])
+    move = s.root.moves[best]
+    child_n = s.root.children[best].n
+    board.push(move)
+    assert s.set_position(board)
+    assert s.root.n == child_n and s.root.parent is None
+    # A position that does not continue the game starts a new tree.
+    assert not s.set_position(chess.Board("8/8/8/8/8/8/k7/7K w - - 0 1"))
+
+
+def test_nn_cache_avoids_reevaluation():
+    net = ConstNetwork()
+    s = Search(net, NO_PRUNING)
+    s.set_position(chess.Board())
+    s.run(Limits(nodes=100))
+    first = net.evaluated
+    s.set_position(chess.Board("8/8/8/8/8/8/k7/7K w - - 0 1"))
+    s.set_position(chess.Board())
+    s.run(Limits(nodes=100))
+    assert net.evaluated - first < first  # a new tree, but its positions come from the cache
+
+
+def test_searchmoves_restricts_root():
+    s = Search(ConstNetwork(), NO_PRUNING)
+    s.set_position(chess.Board())
+    only = (chess.Move.from_uci("a2a3"), chess.Move.from_uci("h2h3"))
+    result = s.run(Limits(nodes=50, searchmoves=only))
+    assert result.bestmove in only
+    assert all(s.root.cn[i] == 0 for i, m in enumerate(s.root.moves) if m not in only)
+
+
+def test_search_exception_propagates():
+    class Broken(ConstNetwork):
+        def evaluate(self, planes):
+            raise RuntimeError("boom")
+
+    s = Search(Broken(), NO_PRUNING)
+    s.set_position(chess.Board())
+    with pytest.raises(RuntimeError, match="boom"):
+        s.run(Limits(nodes=10))

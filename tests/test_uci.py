@@ -1,0 +1,271 @@
+"""The UCI engine driven as a separate process (python-chess's chess.engine and raw lines),
+with the instant ``random`` backend."""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import chess
+import chess.engine
+import pytest
+
+from engine import options as opts
+
+REPO = Path(__file__).resolve().parent.parent
+ENGINE_CMD = [sys.executable, "-m", "engine.uci", "--backend=random"]
+
+
+class RawEngine:
+    """Line-level access to the engine process, with timeouts on reads."""
+
+    def __init__(self, *extra: str) -> None:
+        self.proc = subprocess.Popen(ENGINE_CMD + list(extra), cwd=REPO, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for raw in self.proc.stdout:
+            self.lines.put(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def send(self, data: str | bytes) -> None:
+        self.proc.stdin.write(data if isinstance(data, bytes) else (data + "\n").encode())
+        self.proc.stdin.flush()
+
+    def expect(self, prefix: str, timeout: float = 30.0) -> tuple[str, list[str]]:
+        """Read until a line starting with ``prefix``; returns it and the lines before it."""
+        seen = []
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"expected a line starting with {prefix!r}, got {seen[-10:]}")
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line.startswith(prefix):
+                return line, seen
+            seen.append(line)
+
+    def close(self) -> int:
+        try:
+            self.send("quit")
+        except BrokenPipeError:
+            pass
+        return self.proc.wait(timeout=20)
+
+
+@pytest.fixture
+def raw():
+    eng = RawEngine()
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def uci_engine():
+    eng = chess.engine.SimpleEngine.popen_uci(ENGINE_CMD, cwd=REPO)
+    yield eng
+    eng.quit()
+
+
+def test_uci_handshake_lists_every_option(uci_engine):
+    assert uci_engine.id["name"].startswith("xlazero")
+    assert uci_engine.id["author"] == "The xlazero authors"
+    names = {name.lower() for name in uci_engine.options}
+    for option in opts.OPTIONS:
+        assert option.name.lower() in names, f"option {option.name} missing from the uci answer"
+    assert uci_engine.options["CPuct"].default == "1.745"
+    assert uci_engine.options["MinibatchSize"].default == 0
+
+
+def test_self_play_game_only_legal_moves(uci_engine):
+    board = chess.Board()
+    uci_engine.configure({"UCI_ShowWDL": True})
+    while not board.is_game_over(claim_draw=True) and board.ply() < 60:
+        result = uci_engine.play(board, chess.engine.Limit(nodes=50), info=chess.engine.INFO_ALL)
+        assert result.move in board.legal_moves, f"illegal {result.move} in {board.fen()}"
+        assert "wdl" in result.info and sum(result.info["wdl"]) == 1000
+        board.push(result.move)
+    assert board.ply() > 10
+
+
+def test_setoption_every_option_accepts_a_valid_value(raw):
+    for option in opts.OPTIONS:
+        if option.name in ("WeightsFile", "Backend", "LogFile", "BackendOptions"):
+            continue
+        if option.kind == opts.CHECK:
+            value = "false" if option.default else "true"
+        elif option.kind == opts.COMBO:
+            value = option.choices[-1]
+        elif option.kind in (opts.SPIN, opts.FLOAT):
+            value = str(option.max if option.default != option.max else option.min)
+            if option.kind == opts.SPIN:
+                value = str(int(float(value)))
+        else:
+            value = "legacy(slowmover=1.1)"
+        raw.send(f"setoption name {option.name} value {value}")
+    raw.send("setoption name NoSuchOption value 3")
+    raw.send("isready")
+    line, before = raw.expect("readyok")
+    errors = [b for b in before if b.startswith("info string error")]
+    assert len(errors) == 1 and "NoSuchOption" in errors[0] and "CPuct" in errors[0], before
+
+
+def test_robustness_bad_lines(raw):
+    raw.send(b"\xff\xfe\x00garbage\x80\n")
+    raw.send("x" * 200_000)
+    raw.send("go nodes 5")  # go before position: searches the start position
+    line, before = raw.expect("bestmove")
+    assert sum(b.startswith("info string error: unknown command") for b in before) == 2, before
+    assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
+    raw.send("position startpos moves e2e4 e7e4")
+    raw.send("position fen not/a/fen w - - 0 1")
+    raw.send("position fen")
+    raw.send("go nodes abc")
+    raw.send("setoption name CPuct value -5")
+    raw.send("setoption value 3")
+    raw.send("ponderhit")
+    raw.send("stop")
+    raw.send("isready")
+    line, before = raw.expect("readyok")
+    errors = [b for b in before if b.startswith("info string error")]
+    assert len(errors) == 6, before
+    assert any("e7e4" in e for e in errors)
+    raw.send("position startpos moves e2e4")
+    raw.send("go nodes 20")
+    line, _ = raw.expect("bestmove")
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert chess.Move.from_uci(line.split()[1]) in board.legal_moves
+
+
+def test_no_legal_move_gives_null_bestmove(raw):
+    raw.send("position fen 7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")
+    raw.send("go nodes 10")
+    line, _ = raw.expect("bestmove")
+    assert line == "bestmove 0000"
+
+
+def test_isready_and_stop_during_infinite_search(raw):
+    raw.send("position startpos")
+    raw.send("isready")
+    raw.expect("readyok")
+    raw.send("go infinite")
+    time.sleep(0.5)
+    delays = []
+    for _ in range(3):
+        t0 = time.monotonic()
+        raw.send("isready")
+        raw.expect("readyok", timeout=5)
+        delays.append(time.monotonic() - t0)
+    assert sorted(delays)[1] < 0.1, f"isready took {delays}"
+    t0 = time.monotonic()
+    raw.send("stop")
+    line, before = raw.expect("bestmove", timeout=5)
+    assert time.monotonic() - t0 < 0.15
+    assert any(b.startswith("info depth") for b in before)
+    assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
+
+
+def test_movetime_and_clock_are_respected(raw):
+    raw.send("position startpos")
+    raw.send("isready")
+    raw.expect("readyok")
+    for go, limit in (("go movetime 500", 0.5), ("go wtime 1500 btime 1500", 1.5),
+                      ("go wtime 300 btime 300 winc 0 binc 0 movestogo 1", 0.3)):
+        t0 = time.monotonic()
+        raw.send(go)
+        raw.expect("bestmove", timeout=5)
+        assert time.monotonic() - t0 < limit, f"{go} took {time.monotonic() - t0:.3f}s"
+
+
+def test_ponder_then_ponderhit(raw):
+    raw.send("position startpos moves e2e4 e7e5")
+    raw.send("go ponder wtime 2000 btime 2000")
+    time.sleep(0.3)
+    assert raw.lines.empty() or not any(l.startswith("bestmove") for l in list(raw.lines.queue))
+    t0 = time.monotonic()
+    raw.send("ponderhit")
+    line, _ = raw.expect("bestmove", timeout=5)
+    assert time.monotonic() - t0 < 2.0
+    assert line.split()[1] != "0000"
+
+
+def test_multipv_verbose_stats_and_searchmoves(raw):
+    raw.send("setoption name MultiPV value 3")
+    raw.send("setoption name VerboseMoveStats value true")
+    raw.send("position startpos")
+    raw.send("go nodes 200 searchmoves a2a3 b2b3 c2c3 d2d4")
+    line, before = raw.expect("bestmove")
+    assert line.split()[1] in ("a2a3", "b2b3", "c2c3", "d2d4")
+    last = [b for b in before if b.startswith("info depth")][-3:]
+    assert [int(b.split(" multipv ")[1].split()[0]) for b in last] == [1, 2, 3]
+    stats = [b for b in before if b.startswith("info string") and "N:" in b]
+    assert len(stats) == 21  # 20 moves and the node line
+    assert all(k in stats[-2] for k in ("(P:", "(WL:", "(D:", "(M:", "(Q:", "(U:", "(S:", "(V:"))
+    assert stats[-1].startswith("info string node")
+
+
+def test_chess960_king_takes_rook():
+    board = chess.Board("bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1", chess960=True)
+    castle = board.parse_san("O-O")
+    assert castle.uci() == "f1g1"  # king takes rook
+    eng = chess.engine.SimpleEngine.popen_uci(ENGINE_CMD, cwd=REPO)
+    try:
+        result = eng.play(board, chess.engine.Limit(nodes=30), root_moves=[castle])
+        assert result.move == castle
+        board.push(result.move)
+        for _ in range(4):
+            result = eng.play(board, chess.engine.Limit(nodes=30))
+            assert result.move in board.legal_moves
+            board.push(result.move)
+    finally:
+        eng.quit()
+
+
+def test_missing_network_reports_and_still_moves(tmp_path):
+    missing = tmp_path / "no-such-net.onnx"
+    eng = RawEngine("--backend=xla", f"--weights={missing}")
+    try:
+        eng.send("isready")
+        line, before = eng.expect("readyok")
+        assert any("error" in b and str(missing) in b for b in before), before
+        eng.send("go nodes 1")
+        line, _ = eng.expect("bestmove")
+        assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
+    finally:
+        eng.close()
+
+
+def test_unknown_flag_exits_2():
+    proc = subprocess.run(ENGINE_CMD + ["--no-such-flag=1"], cwd=REPO, capture_output=True, text=True,
+                          input="quit\n", timeout=30)
+    assert proc.returncode == 2
+    assert "--no-such-flag" in proc.stderr
+
+
+def test_command_line_sets_options(tmp_path):
+    log = tmp_path / "uci.log"
+    eng = RawEngine("--cpuct=1.7", "--minibatch-size=64", f"--logfile={log}", "--show-wdl")
+    try:
+        eng.send("position startpos")
+        eng.send("go nodes 20")
+        line, before = eng.expect("bestmove")
+        assert any(" wdl " in b for b in before)
+    finally:
+        eng.close()
+    text = log.read_text()
+    assert "<< go nodes 20" in text and ">> bestmove" in text
+
+
+def test_options_markdown_table():
+    table = opts.markdown_table()
+    assert table.count("\n") == len(opts.OPTIONS) + 1
+    assert "| `CPuct` | `--cpuct` |" in table
