@@ -1,0 +1,61 @@
+"""bin/match between two engines: PGN, summary, illegal-move accounting."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import chess.pgn
+
+REPO = Path(__file__).resolve().parent.parent
+RANDOM_ENGINE = f"{sys.executable} -m engine.uci --backend=random"
+
+ILLEGAL_ENGINE = """
+import sys
+for line in sys.stdin:
+    cmd = line.split()[:1]
+    if cmd == ["uci"]:
+        print("id name liar"); print("uciok")
+    elif cmd == ["isready"]:
+        print("readyok")
+    elif cmd == ["go"]:
+        print("bestmove a1a8")
+    elif cmd == ["quit"]:
+        break
+    sys.stdout.flush()
+"""
+
+
+def _run(tmp_path, engine2: str, games: int) -> tuple[str, list]:
+    openings = tmp_path / "open.epd"
+    openings.write_text("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - \n")
+    pgn = tmp_path / "out.pgn"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bin" / "match"), "--engine1", RANDOM_ENGINE, "--engine2", engine2,
+         "--games", str(games), "--nodes", "8", "--max-plies", "40", "--openings", str(openings),
+         "--pgn", str(pgn)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with open(pgn) as f:
+        parsed = []
+        while (game := chess.pgn.read_game(f)) is not None:
+            parsed.append(game)
+    return proc.stdout.strip().splitlines()[-1], parsed
+
+
+def test_match_two_engines_alternating_colours(tmp_path):
+    summary, games = _run(tmp_path, RANDOM_ENGINE + " --cpuct=2.5", 2)
+    assert len(games) == 2
+    assert games[0].headers["White"] == "engine1" and games[1].headers["White"] == "engine2"
+    assert all(g.headers["FEN"].startswith("rnbqkbnr/pppppppp/8/8/4P3") for g in games)
+    assert "illegal moves 0" in summary and "crashes 0" in summary
+    wins, draws, losses = (int(summary.split(tok)[1].split()[0]) for tok in ("+", "=", "-"))
+    assert wins + draws + losses == 2
+
+
+def test_match_counts_illegal_moves(tmp_path):
+    liar = tmp_path / "liar.py"
+    liar.write_text(ILLEGAL_ENGINE)
+    summary, games = _run(tmp_path, f"{sys.executable} {liar}", 2)
+    assert "illegal moves 2" in summary
+    assert "+2 =0 -0" in summary
