@@ -409,6 +409,8 @@ def _nonneg(value: int | None) -> int | None:
 
 def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None) -> int:
     """Console entry point: ``xlazero [--flag=value ...]``; exit code 2 on a bad flag."""
+    from backend_xla.perf.sharding import configure_host_devices  # before anything imports jax:
+    configure_host_devices()  # one XLA CPU device per core, so backend_xla splits batches over them
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
         print("usage: xlazero [--option=value ...]\n")
