@@ -1,0 +1,22 @@
+"""The README states what the code does: its option tables come from the option declarations."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import REPO_ROOT
+
+
+def test_readme_option_tables_are_generated_from_the_declarations():
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "update-readme"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_readme_opens_with_the_install_commands_ci_runs():
+    readme = (REPO_ROOT / "README.md").read_text()
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    test_command = ci.strip().splitlines()[-1]
+    assert test_command in readme
+    assert readme.index("bin/xlazero") < readme.index(test_command)
