@@ -197,9 +197,11 @@ class UciEngine:
         self.board = board
 
     def cmd_go(self, args: list[str]) -> None:
+        # Every go must get its bestmove: a go during a search ends that search first (it sends
+        # its own bestmove), and a malformed argument is reported and skipped, not fatal.
         if self.searching:
-            self.error("go: a search is already running; send stop first")
-            return
+            self.error("go: a search is already running; stopping it first")
+            self._stop_and_join()
         ints: dict[str, int] = {}
         flags = set()
         searchmoves: list[chess.Move] = []
@@ -207,13 +209,16 @@ class UciEngine:
         while i < len(args):
             tok = args[i]
             if tok in GO_INT_ARGS:
-                if i + 1 >= len(args):
-                    raise ValueError(f"go {tok}: expected a number")
+                value = args[i + 1] if i + 1 < len(args) else None
                 try:
-                    ints[tok] = int(float(args[i + 1]))
-                except ValueError:
-                    raise ValueError(f"go {tok}: expected a number, got {args[i + 1][:20]!r}") from None
-                i += 2
+                    ints[tok] = int(float(value))
+                    i += 2
+                except (TypeError, ValueError, OverflowError):
+                    self.error(f"go {tok}: expected a number, got "
+                               f"{'nothing' if value is None else repr(value[:20])}; ignored")
+                    # A following keyword starts the next argument; anything else was the value.
+                    keyword = value is None or value in GO_INT_ARGS + ("infinite", "ponder", "searchmoves")
+                    i += 1 if keyword else 2
             elif tok in ("infinite", "ponder"):
                 flags.add(tok)
                 i += 1
@@ -226,7 +231,8 @@ class UciEngine:
                         self.error(f"go searchmoves: ignoring illegal move {args[i][:20]!r}")
                     i += 1
             else:
-                raise ValueError(f"go: unknown argument {tok[:40]!r}")
+                self.error(f"go: unknown argument {tok[:40]!r}; ignored")
+                i += 1
         go = GoParams(wtime=_nonneg(ints.get("wtime")), btime=_nonneg(ints.get("btime")),
                       winc=ints.get("winc"), binc=ints.get("binc"), movestogo=ints.get("movestogo"),
                       movetime=_nonneg(ints.get("movetime")), infinite="infinite" in flags,

@@ -128,15 +128,18 @@ def test_robustness_bad_lines(raw):
     raw.send("position startpos moves e2e4 e7e4")
     raw.send("position fen not/a/fen w - - 0 1")
     raw.send("position fen")
-    raw.send("go nodes abc")
+    raw.send("go nodes abc")  # reported; what remains is a plain go (infinite) until stop
+    raw.send("stop")
+    line, before = raw.expect("bestmove")
+    assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
     raw.send("setoption name CPuct value -5")
     raw.send("setoption value 3")
     raw.send("ponderhit")
     raw.send("stop")
     raw.send("isready")
-    line, before = raw.expect("readyok")
-    errors = [b for b in before if b.startswith("info string error")]
-    assert len(errors) == 6, before
+    _, after = raw.expect("readyok")
+    errors = [b for b in before + after if b.startswith("info string error")]
+    assert len(errors) == 6, before + after
     assert any("e7e4" in e for e in errors)
     raw.send("position startpos moves e2e4")
     raw.send("go nodes 20")
@@ -269,3 +272,19 @@ def test_options_markdown_table():
     table = opts.markdown_table()
     assert table.count("\n") == len(opts.OPTIONS) + 1
     assert "| `CPuct` | `--cpuct` |" in table
+
+
+def test_every_go_gets_a_bestmove_even_malformed_or_overlapping(raw):
+    raw.send("position startpos")
+    raw.send("go infinite")
+    time.sleep(0.3)
+    raw.send("go nodes 10")  # overlapping: the infinite search ends first, with its own bestmove
+    first, before = raw.expect("bestmove", timeout=5)
+    assert any("already running" in b for b in before), before
+    second, _ = raw.expect("bestmove", timeout=30)
+    raw.send("go nodes 10 wtime xx bogus depth")  # bad arguments are reported and skipped
+    third, before = raw.expect("bestmove", timeout=30)
+    errors = [b for b in before if b.startswith("info string error")]
+    assert len(errors) == 3 and "'xx'" in errors[0] and "'bogus'" in errors[1], errors
+    for line in (first, second, third):
+        assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
