@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import onnx
 
+from . import layout as layout_pass
 from . import ops
 from .errors import NetworkError, UnsupportedOpError
 from .onnx_io import device_dtype, is_float, onnx_to_np_dtype, tensor_to_numpy
@@ -23,6 +24,11 @@ DEFAULT_MAX_INLINE_CONSTANT_SIZE = 1024
 """Initializers up to this many bytes are inlined in the HLO; larger ones are parameters."""
 
 ONNX_DOMAINS = ("", "ai.onnx")
+FOLD_LIMIT_BYTES = 64 << 20
+"""Weight-only nodes whose outputs total more than this are computed in the graph, not at load."""
+LAYOUTS = ("NHWC", "NCHW")
+"""Activation layouts: "NHWC" runs the layout pass of :mod:`backend_xla.layout`; "NCHW" converts
+op by op in ONNX layout."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,12 @@ class Converter:
 
     def __init__(self, model: onnx.ModelProto, source: str, *, outputs: Sequence[str] | None = None,
                  float_override: Any = None, io_dtype: Any = None, base_dir=None,
-                 max_inline_constant_size: int = DEFAULT_MAX_INLINE_CONSTANT_SIZE) -> None:
+                 max_inline_constant_size: int = DEFAULT_MAX_INLINE_CONSTANT_SIZE,
+                 layout: str = "NHWC", conv_method: str = "lax") -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
+        self.layout = layout
+        self.conv_method = conv_method
         self.model = model
         self.source = source
         self.opset = _opset(model)
@@ -79,9 +90,50 @@ class Converter:
                     f"{[o.name for o in graph.output]}")
         self.nodes = self._needed_nodes()
         self._check_ops()
+        self.max_inline_constant_size = max_inline_constant_size
+        self.folded_nodes = self._fold_weights()
         used = {i for n in self.nodes for i in n.input} | set(self.output_names)
         self.params = {k: v for k, v in self.params.items() if k in used}
         self.inputs = [i for i in self.inputs if i.name in used]
+
+    def _fold_weights(self) -> int:
+        """Evaluate, once at load, every node whose inputs are all initializers or constants.
+
+        Small values were already folded while tracing; this extends it to large float tensors
+        (e.g. a ``Cast`` of f32 conv weights to bf16, ``Mul`` of two weight tensors), which would
+        otherwise run on every call because large initializers are parameters. Results above
+        :data:`FOLD_LIMIT_BYTES` (an ``Expand`` of a scalar, say) are left to run in the graph;
+        a node whose handler fails is left too, so that conversion reports it with context.
+        Returns the number of nodes folded.
+        """
+        known = {**self.constants, **self.params}
+        remaining, folded = [], 0
+        for node in self.nodes:
+            if not all(not name or name in known for name in node.input):
+                remaining.append(node)
+                continue
+            args = [known[name] if name else None for name in node.input]
+            ctx = ops.NodeContext(node, self.opset, np, self.source, self.float_override)
+            try:
+                result = ops.handler_for(node.op_type)(ctx, *args)
+            except Exception:
+                remaining.append(node)
+                continue
+            results = result if isinstance(result, tuple) else (result,)
+            if not all(isinstance(r, (np.ndarray, np.generic)) for r in results) or sum(
+                    np.asarray(r).nbytes for r in results) > FOLD_LIMIT_BYTES:
+                remaining.append(node)
+                continue
+            folded += 1
+            for name, value in zip(node.output, results):
+                if name:
+                    value = np.asarray(value)
+                    known[name] = value
+                    target = (self.params if value.nbytes > self.max_inline_constant_size
+                              else self.constants)
+                    target[name] = value
+        self.nodes = remaining
+        return folded
 
     def _needed_nodes(self) -> list[onnx.NodeProto]:
         """Nodes the requested outputs depend on, in graph (topological) order."""
@@ -149,7 +201,7 @@ class Converter:
                 self._run_node(node, env)
             outs = []
             for name in self.output_names:
-                y = env[name]
+                y = layout_pass.as_nchw(env[name])
                 if isinstance(y, np.ndarray):
                     import jax.numpy as jnp
 
@@ -173,7 +225,17 @@ class Converter:
             import jax.numpy as xp
         ctx = ops.NodeContext(node, self.opset, xp, self.source, self.float_override)
         try:
-            result = ops.handler_for(node.op_type)(ctx, *args)
+            result = NotImplemented
+            if self.layout == "NHWC":
+                special = layout_pass.handler_for(node.op_type)
+                if node.op_type == "Conv" and special is not None:
+                    result = special(ctx, *args, method=self.conv_method)
+                elif special is not None and any(isinstance(a, layout_pass.Nhwc) for a in args):
+                    result = special(ctx, *args)
+                if result is NotImplemented:
+                    args = [layout_pass.as_nchw(a) for a in args]
+            if result is NotImplemented:
+                result = ops.handler_for(node.op_type)(ctx, *args)
         except NetworkError:
             raise
         except Exception as exc:

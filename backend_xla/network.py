@@ -86,11 +86,13 @@ class XlaNetwork:
             model, self.source, outputs=wanted, base_dir=base_dir,
             float_override=parse_dtype(data_type) if data_type else None,
             io_dtype=parse_dtype(self.options["io_datatype"]),
-            max_inline_constant_size=self.options["max_inline_constant_size"])
+            max_inline_constant_size=self.options["max_inline_constant_size"],
+            layout=self.options["layout"], conv_method=self.options["conv_method"])
         self.sizes = batch_sizes(self.options)
         self.max_batch = self.sizes[-1]
-        self.device = runtime.setup(self.options)
-        self.params = runtime.upload(self.converter.params, self.device)
+        self.devices = runtime.setup(self.options)
+        self.device = self.devices[0]
+        self.params = runtime.upload(self.converter.params, self.devices)
         self._compiled: dict[int, Any] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -112,7 +114,7 @@ class XlaNetwork:
     # -- compilation -------------------------------------------------------------------------
     def _compile(self, batch_size: int) -> None:
         start = time.perf_counter()
-        executable = runtime.compile_function(self.converter, batch_size, self.params, self.device)
+        executable = runtime.compile_function(self.converter, batch_size, self.params)
         with self._lock:
             self._compiled[batch_size] = executable
             self.compile_seconds[batch_size] = time.perf_counter() - start
@@ -181,12 +183,13 @@ class XlaNetwork:
 
     def _run(self, size: int, chunk: np.ndarray) -> list[np.ndarray]:
         n = len(chunk)
-        if n < size:
-            chunk = np.concatenate([chunk, np.zeros((size - n,) + chunk.shape[1:], chunk.dtype)])
         with self._lock:
             executable = self._compiled[size]
-        io = self.converter.input_specs(size)[0].dtype
-        results = executable(self.params, chunk.astype(io, copy=False))
+        rows = executable.rows  # >= size: a split batch is rounded up to a multiple of devices
+        if n < rows:
+            chunk = np.concatenate([chunk, np.zeros((rows - n,) + chunk.shape[1:], chunk.dtype)])
+        io = self.converter.input_specs(rows)[0].dtype
+        results = executable(chunk.astype(io, copy=False))
         return [np.asarray(r)[:n].astype(np.float32) for r in results]
 
     def _heads(self, outs: list[np.ndarray]) -> NetworkOutput:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OptionError
+from .perf.sharding import MIN_ROWS_PER_DEVICE
 
 DATA_TYPES = ("f32", "f16", "bf16")
 LIST_SEPARATOR = ";"
@@ -21,7 +22,7 @@ LIST_SEPARATOR = ";"
 @dataclass(frozen=True)
 class Option:
     name: str
-    type: str  # "int" | "str" | "choice" | "int_list" | "path"
+    type: str  # "int" | "str" | "choice" | "int_list" | "path" | "count" (an int or "auto")
     default: Any
     help: str
     choices: tuple[str, ...] = ()
@@ -36,7 +37,20 @@ def default_cache_dir() -> str:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("device", "int", 0, "index of the JAX device to run on", min=0),
+    Option("device", "int", None,
+           "index of the one JAX device to run on (setting it turns the batch split off; "
+           "default: device 0, or every device in host_devices)", min=0),
+    Option("host_devices", "count", "auto",
+           "devices to split each batch over (auto: every local device; XLA's CPU client has "
+           "one per core when backend_xla is imported before jax). Batches under "
+           f"{MIN_ROWS_PER_DEVICE} rows per device run on one device", min=1),
+    Option("layout", "choice", "NHWC",
+           "activation layout: NHWC keeps 4-D activations channels-last between convs "
+           "(docs/performance.md); NCHW converts op by op in ONNX layout", choices=("NHWC", "NCHW")),
+    Option("conv_method", "choice", "lax",
+           "convolution formulation in the NHWC layout (backend_xla.perf.conv; lax measured "
+           "fastest in whole networks)",
+           choices=("lax", "auto", "im2col", "im2row", "shifted", "winograd2", "winograd4")),
     Option("data_type", "choice", None,
            "compute type (default: the network's own float type)", choices=DATA_TYPES,
            aliases=("datatype",)),
@@ -76,6 +90,8 @@ _BY_NAME = {o.name: o for o in OPTIONS} | {a: o for o in OPTIONS for a in o.alia
 def _allowed(opt: Option) -> str:
     if opt.choices:
         return "one of " + ", ".join(opt.choices)
+    if opt.type == "count":
+        return f"auto or an integer >= {opt.min}"
     if opt.type in ("int", "int_list"):
         rng = f" in [{opt.min}, {opt.max}]" if opt.max is not None else (
             f" >= {opt.min}" if opt.min is not None else "")
@@ -111,6 +127,8 @@ def parse_options(text: str) -> dict[str, Any]:
             raise OptionError(f"backend option {key}: expected {key}=VALUE, got {item!r}")
         if opt.type == "int":
             value: Any = _int(opt, raw)
+        elif opt.type == "count":
+            value = raw if raw == "auto" else _int(opt, raw)
         elif opt.type == "int_list":
             parts = [p for p in raw.split(LIST_SEPARATOR) if p.strip()]
             if not parts:

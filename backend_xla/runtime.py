@@ -49,27 +49,69 @@ def _enable_cache(directory: str) -> None:
     _cache_dir = path
 
 
-def setup(options: dict[str, Any]):
-    """Apply the process-wide options and return the JAX device to run on."""
+def setup(options: dict[str, Any]) -> list:
+    """Apply the process-wide options; return the JAX devices one batch is split over.
+
+    ``device=N`` pins to that one device. Otherwise ``host_devices`` (``auto``: every local device
+    of the default platform, i.e. one per core on CPU when :mod:`backend_xla` was imported before
+    jax) devices share each batch; one device means no split.
+    """
     with _setup_lock:
         if options["plugin_path"]:
             _register_plugin(options["plugin_path"])
         _enable_cache(options["cache_dir"])
         import jax
 
-        devices = jax.devices()
-        index = options["device"]
-        if index >= len(devices):
-            raise OptionError(f"backend option device: expected an index below {len(devices)} "
-                              f"({devices}), got {index}")
-        return devices[index]
+        devices = jax.local_devices()
+        index, split = options["device"], options["host_devices"]
+        if index is not None:
+            if split not in ("auto", 1):
+                raise OptionError(f"backend option device: pins to one device, so host_devices "
+                                  f"must be auto or 1, got host_devices={split}")
+            if index >= len(devices):
+                raise OptionError(f"backend option device: expected an index below "
+                                  f"{len(devices)} ({devices}), got {index}")
+            return [devices[index]]
+        count = len(devices) if split == "auto" else split
+        if count > len(devices):
+            hint = ("; XLA's CPU client has one device per core only when backend_xla (or "
+                    "backend_xla.perf.sharding.configure_host_devices) runs before the first "
+                    "import of jax, or when XLA_FLAGS has --xla_force_host_platform_device_count")
+            raise OptionError(f"backend option host_devices: expected at most {len(devices)} "
+                              f"(the local devices: {devices}), got {count}"
+                              f"{hint if devices[0].platform == 'cpu' else ''}")
+        return devices[:count]
 
 
-def upload(params: dict[str, np.ndarray], device) -> dict[str, Any]:
-    """Put the large initializers on the device once; every batch size shares them."""
+def _mesh(devices: list):
     import jax
+    from jax.sharding import Mesh
 
-    return {k: jax.device_put(v, device) for k, v in params.items()}
+    return Mesh(np.array(devices), ("batch",))
+
+
+class Params:
+    """The large initializers, uploaded once: replicated over the split devices (one copy each),
+    and the first device's copy (no extra upload) for executables that run on one device."""
+
+    def __init__(self, params: dict[str, np.ndarray], devices: list) -> None:
+        import jax
+        from jax.sharding import NamedSharding, PartitionSpec
+
+        self.devices = devices
+        if len(devices) == 1:
+            self.single = {k: jax.device_put(v, devices[0]) for k, v in params.items()}
+            self.split = None
+            return
+        replicated = NamedSharding(_mesh(devices), PartitionSpec())
+        self.split = {k: jax.device_put(v, replicated) for k, v in params.items()}
+        self.single = {k: next(s.data for s in v.addressable_shards if s.device == devices[0])
+                       for k, v in self.split.items()}
+
+
+def upload(params: dict[str, np.ndarray], devices) -> Params:
+    """Put the large initializers on the device(s) once; every batch size shares them."""
+    return Params(params, list(devices) if isinstance(devices, (list, tuple)) else [devices])
 
 
 def lower(converter, batch_size: int, params: dict[str, Any]):
@@ -88,14 +130,73 @@ def lower(converter, batch_size: int, params: dict[str, Any]):
                            f"{type(exc).__name__}: {exc}") from exc
 
 
-def compile_function(converter, batch_size: int, params: dict[str, Any], device):
-    """Compile the network for ``batch_size`` on ``device``; returns ``f(params, planes)``."""
+def _lower_split(converter, rows: int, params: Params):
+    """``fn`` under ``shard_map``: each device converts/runs the graph on its ``rows / n`` rows.
+
+    The graph is converted for the per-device batch (its Shape/Reshape constants see that), the
+    parameters are replicated (``PartitionSpec()``) and every input and output is split on axis 0;
+    the devices do not communicate.
+    """
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    n = len(params.devices)
+    mesh = _mesh(params.devices)
+    fn, _ = converter.function(rows // n)
+    specs = converter.input_specs(rows)
+    batch = PartitionSpec("batch")
+    sharded = jax.shard_map(fn, mesh=mesh, in_specs=(PartitionSpec(),) + (batch,) * len(specs),
+                            out_specs=batch, check_vma=False)
+    split = NamedSharding(mesh, batch)
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=split) for s in specs]
+    param_shapes = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=v.sharding)
+                    for k, v in params.split.items()}
+    try:
+        return jax.jit(sharded).lower(param_shapes, *shapes), split
+    except NetworkError:
+        raise
+    except Exception as exc:
+        raise NetworkError(f"{converter.source}: lowering for batch size {rows} split over {n} "
+                           f"devices failed: {type(exc).__name__}: {exc}") from exc
+
+
+class Executable:
+    """One compiled batch size. ``rows``: the batch it takes (``batch_size`` rounded up to a
+    multiple of the device count when split); ``devices``: how many devices share it."""
+
+    def __init__(self, compiled, params: dict[str, Any], rows: int, devices: int,
+                 input_sharding=None) -> None:
+        self.compiled, self.params, self.rows, self.devices = compiled, params, rows, devices
+        self.input_sharding = input_sharding
+
+    def __call__(self, *inputs: np.ndarray):
+        if self.input_sharding is not None:
+            import jax
+
+            inputs = tuple(jax.device_put(x, self.input_sharding) for x in inputs)
+        return self.compiled(self.params, *inputs)
+
+
+def compile_function(converter, batch_size: int, params: Params) -> Executable:
+    """Compile the network for ``batch_size``; split over the devices of ``params`` when every
+    device gets at least ``MIN_ROWS_PER_DEVICE`` rows, else on the first device alone."""
     import jax
 
-    with jax.default_device(device):
-        lowered = lower(converter, batch_size, params)
+    from .perf.sharding import MIN_ROWS_PER_DEVICE
+
+    n = len(params.devices)
+    split = n > 1 and batch_size >= MIN_ROWS_PER_DEVICE * n
+    with jax.default_device(params.devices[0]):
+        if split:
+            rows = -(-batch_size // n) * n
+            lowered, sharding = _lower_split(converter, rows, params)
+        else:
+            rows, sharding = batch_size, None
+            lowered = lower(converter, batch_size, params.single)
         try:
-            return lowered.compile()
+            compiled = lowered.compile()
         except Exception as exc:
             raise NetworkError(f"{converter.source}: compiling batch size {batch_size} failed: "
                                f"{type(exc).__name__}: {exc}") from exc
+    return Executable(compiled, params.split if split else params.single, rows,
+                      n if split else 1, sharding)

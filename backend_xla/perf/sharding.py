@@ -31,19 +31,31 @@ def usable_cores() -> int:
 def configure_host_devices(n: int | None = None, *, extra_flags: tuple[str, ...] = ()) -> bool:
     """Ask XLA for ``n`` (default: one per usable core) CPU devices; call before ``import jax``.
 
-    Only acts when the user has not set ``XLA_FLAGS`` at all (their setting always wins) and jax has
-    not been imported yet. ``extra_flags`` are appended in the same case (e.g. XLA CPU tuning flags).
+    Only acts when the user has not set ``XLA_FLAGS`` at all (their setting always wins; a value an
+    earlier call of this function set may be replaced) and jax has not been imported yet. ``extra_flags`` are appended in the same case (e.g. XLA CPU tuning flags).
     Returns True when ``XLA_FLAGS`` was set by this call.
     """
-    if "XLA_FLAGS" in os.environ or "jax" in sys.modules:
+    global _flags_set_here
+    if "jax" in sys.modules:
         return False
+    current = os.environ.get("XLA_FLAGS")
+    if current is not None and current != _flags_set_here:
+        return False  # the user's own setting
     n = usable_cores() if n is None else n
     flags = [f"{DEVICE_COUNT_FLAG}={n}"] if n > 1 else []
     flags += list(extra_flags)
     if not flags:
+        if current is not None:  # an earlier call's value, now asked for one device
+            del os.environ["XLA_FLAGS"]
+            _flags_set_here = None
         return False
-    os.environ["XLA_FLAGS"] = " ".join(flags)
+    os.environ["XLA_FLAGS"] = _flags_set_here = " ".join(flags)
     return True
+
+
+_flags_set_here: str | None = None
+"""The XLA_FLAGS value an earlier call set (``import backend_xla`` makes one): a later call may
+replace it, since it is not the user's."""
 
 
 MIN_ROWS_PER_DEVICE = 8  # below this the split costs more than it saves (batch 1: 5× slower)

@@ -35,7 +35,9 @@ def _tiny_lc0_model(op: str = "Relu", batch_dim="batch", domain: str = "") -> on
 def test_tiny_model_loads(tmp_path):
     net = backend_xla.load_network(_tiny_lc0_model(), TEST_OPTIONS)
     out = net.evaluate(np.ones((3, 112, 8, 8), np.float32))
-    np.testing.assert_allclose(out.policy, np.full((3, 1858), 7168e-3 * 1), rtol=1e-5)
+    # A 7168-term f32 dot product: its rounding depends on how XLA blocks the matmul (which
+    # changes with the rows per device when the batch is split), measured up to 4.7e-5 relative.
+    np.testing.assert_allclose(out.policy, np.full((3, 1858), 7168e-3 * 1), rtol=1e-4)
     np.testing.assert_allclose(out.q, np.tanh(np.full(3, 7.168)), rtol=1e-5)
     assert not net.has_wdl and not out.d.any()
 

@@ -25,10 +25,12 @@ def _run(code: str, env_extra: dict[str, str] | None = None, drop_xla_flags: boo
     return out.stdout.strip().splitlines()[-1]
 
 
+# {pre} comes first: importing backend_xla already calls configure_host_devices() (one device per
+# core), which a later explicit call may override as long as jax has not started.
 CONFIGURE = """
 import json, os, sys
-from backend_xla.perf.sharding import configure_host_devices
 {pre}
+from backend_xla.perf.sharding import configure_host_devices
 changed = configure_host_devices(3)
 import jax
 print(json.dumps([changed, os.environ.get("XLA_FLAGS"), jax.local_device_count()]))

@@ -1,0 +1,284 @@
+"""The CPU speed paths of backend_xla give the same outputs as the plain op-by-op graph:
+
+* the NHWC layout pass (``layout=NHWC``, the default) against ``layout=NCHW`` on every zoo net;
+* the batch split over host devices (``host_devices``) against one device, and against lc0;
+* load-time folding of weight-only nodes against ``onnx.reference``;
+* ``import backend_xla`` asking XLA for one CPU device per core, only before jax starts.
+
+The split needs several XLA CPU devices, which can only be requested before jax starts, so those
+checks run in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import backend_xla
+from backend_xla import convert
+from backend_xla.convert import Converter
+from conftest import LC0, REPO_ROOT
+from xla_testutil import need_shared, planes_from_records, read_jsonl
+
+def _has_conv(path) -> bool:
+    return any(n.op_type == "Conv" for n in onnx.load(str(path), load_external_data=False).graph.node)
+
+
+# The layout pass only changes graphs with convolutions (the attention-body nets have none).
+CONV_ZOO_FILES = sorted(p.name for p in (LC0 / "zoo").glob("*.onnx")
+                        if _has_conv(p)) if (LC0 / "zoo").is_dir() else []
+FAST = "batch_buckets=4,cache_dir=none,background_compile=0,device=0"
+LAYOUT_POSITIONS = 4
+# Same float ops in another order (XLA picks different conv loops per layout): rounding only.
+LAYOUT_TOL = 2e-5
+CHILD_TIMEOUT_S = 300
+
+
+def _ref(name: str) -> str:
+    return name.replace("-opset18.onnx", ".onnx").replace(".onnx", "-ref.jsonl.gz")
+
+
+@pytest.mark.parametrize("name", CONV_ZOO_FILES or ["<../shared absent>"])
+def test_layout_pass_equals_onnx_layout(name):
+    path = need_shared("zoo", name)
+    records = read_jsonl(need_shared("zoo", _ref(name)))[:LAYOUT_POSITIONS]
+    fmt = records[0]["input_format"]
+    planes = planes_from_records(records)
+    outs = {}
+    for layout in ("NHWC", "NCHW"):
+        net = backend_xla.load_network(path, f"{FAST},input_format={fmt},layout={layout}")
+        outs[layout] = net.evaluate(planes)
+    for field in ("policy", "q", "d", "m"):
+        np.testing.assert_allclose(getattr(outs["NHWC"], field), getattr(outs["NCHW"], field),
+                                   atol=LAYOUT_TOL, rtol=LAYOUT_TOL, err_msg=field)
+
+
+def test_layout_pass_keeps_activations_nhwc_between_convs():
+    """Maia's tower must run NHWC end to end: only the input and the two heads change layout."""
+    import jax
+
+    model = onnx.load(need_shared("maia", "maia-1100.onnx"))
+    texts = {}
+    for layout in ("NHWC", "NCHW"):
+        conv = Converter(model, "maia", layout=layout)
+        fn, specs = conv.function(8)
+        params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in conv.params.items()}
+        texts[layout] = jax.jit(fn).lower(
+            params, *[jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]).as_text()
+    nhwc_convs = texts["NHWC"].count("dim_numbers = [b, 0, 1, f]x[o, i, 0, 1]->[b, 0, 1, f]")
+    assert nhwc_convs == texts["NCHW"].count("stablehlo.convolution") > 10
+    # One transpose of the input planes plus one per head (policy conv output, value conv output);
+    # the SE blocks' [N, C, 1, 1] <-> [N, 1, 1, C] changes are reshapes.
+    assert texts["NCHW"].count("stablehlo.transpose") == 0
+    assert texts["NHWC"].count("stablehlo.transpose") == 3
+
+
+# ------------------------------------------------------------------------------ weight folding
+
+
+def _cast_weight_model(rows: int) -> onnx.ModelProto:
+    """x[N,64] @ Cast(W f32 -> f16) in f16, cast back: the Cast reads only an initializer."""
+    w = np.random.default_rng(1).standard_normal((64, rows)).astype(np.float32)
+    nodes = [
+        helper.make_node("Cast", ["w"], ["w16"], to=onnx.TensorProto.FLOAT16, name="castw"),
+        helper.make_node("Cast", ["x"], ["x16"], to=onnx.TensorProto.FLOAT16, name="castx"),
+        helper.make_node("MatMul", ["x16", "w16"], ["y16"], name="mm"),
+        helper.make_node("Cast", ["y16"], ["y"], to=onnx.TensorProto.FLOAT, name="casty"),
+    ]
+    graph = helper.make_graph(
+        nodes, "fold", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["n", 64])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _run_converter(conv: Converter, x: np.ndarray) -> np.ndarray:
+    import jax
+
+    fn, _ = conv.function(len(x))
+    return np.asarray(jax.jit(fn)(conv.params, x)[0])
+
+
+def test_weight_only_nodes_fold_at_load():
+    from onnx.reference import ReferenceEvaluator
+
+    model = _cast_weight_model(300)
+    conv = Converter(model, "fold")
+    assert conv.folded_nodes == 1 and [n.name for n in conv.nodes] == ["castx", "mm", "casty"]
+    assert conv.params["w16"].dtype == np.float16 and "w" not in conv.params
+    x = np.random.default_rng(2).standard_normal((5, 64)).astype(np.float32)
+    expected = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    # f16 products of 64 terms: the reference accumulates in f16 too, XLA may not.
+    np.testing.assert_allclose(_run_converter(conv, x), expected, rtol=2e-2, atol=2e-2)
+
+
+def test_weight_folding_respects_size_limit(monkeypatch):
+    monkeypatch.setattr(convert, "FOLD_LIMIT_BYTES", 1000)
+    conv = Converter(_cast_weight_model(300), "fold")  # the f16 weight is 38,400 bytes
+    assert conv.folded_nodes == 0 and [n.name for n in conv.nodes][0] == "castw"
+    x = np.ones((2, 64), np.float32)
+    np.testing.assert_array_equal(_run_converter(conv, x),
+                                  _run_converter(Converter(_cast_weight_model(300), "f"), x))
+
+
+# ------------------------------------------------------------------------------ batch split
+
+SPLIT_NET = "se-b2f32-polclassical-wdl-mlh-mish-bn"
+
+SPLIT_CHILD = """
+import json, sys
+import numpy as np
+import backend_xla
+import jax
+from backend_xla.errors import OptionError
+sys.path[:0] = [{tests!r}, {tests!r} + "/.."]
+from xla_testutil import planes_from_records, read_jsonl
+from pathlib import Path
+records = [r for r in read_jsonl(Path({ref!r})) if "policy_full" in r]
+planes = np.concatenate([planes_from_records(records)] * 2)[:64]
+base = "batch_buckets=1;7;17;64,cache_dir=none,background_compile=0"
+split = backend_xla.load_network({net!r}, base)
+one = backend_xla.load_network({net!r}, base + ",device=0")
+layout = {{str(s): [e.rows, e.devices] for s, e in split._compiled.items()}}
+diffs = {{}}
+for n in (1, 7, 17, 64):
+    a, b = split.evaluate(planes[:n]), one.evaluate(planes[:n])
+    diffs[n] = max(float(np.abs(getattr(a, f) - getattr(b, f)).max()) for f in "policy q d m".split())
+full = np.array([r["policy_full"] for r in records], np.float32)
+lc0_err = float(np.abs(split.evaluate(planes[:len(full)]).policy - full).max())
+errors = []
+for opts in ("device=0,host_devices=2", "host_devices=3"):
+    try:
+        backend_xla.load_network({net!r}, base + "," + opts)
+        errors.append(None)
+    except OptionError as exc:
+        errors.append(str(exc))
+print(json.dumps([jax.local_device_count(), layout, diffs, lc0_err, errors]))
+"""
+
+
+def _child(code: str, env_extra: dict[str, str]) -> list:
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env.update(env_extra, PYTHONPATH=str(REPO_ROOT))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=CHILD_TIMEOUT_S)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_batch_split_equals_one_device_and_lc0():
+    net = need_shared("zoo", SPLIT_NET + ".onnx")
+    ref = need_shared("zoo", SPLIT_NET + "-ref.jsonl.gz")
+    code = SPLIT_CHILD.format(tests=str(REPO_ROOT / "tests" / "backend"), ref=str(ref),
+                              net=str(net))
+    count, layout, diffs, lc0_err, errors = _child(
+        code, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+    assert count == 2
+    # Under 8 rows per device: one device; 17 rows: split, padded to 18.
+    assert layout == {"1": [1, 1], "7": [7, 1], "17": [18, 2], "64": [64, 2]}
+    for n, diff in diffs.items():
+        assert diff <= 1e-5, (n, diff)
+    assert lc0_err <= 1e-4
+    assert "host_devices must be auto or 1" in errors[0]
+    assert "at most 2" in errors[1] and "XLA_FLAGS" in errors[1]
+
+
+IMPORT_CHILD = """
+import json, os, sys
+{pre}
+import backend_xla
+import jax
+print(json.dumps([os.environ.get("XLA_FLAGS"), jax.local_device_count()]))
+"""
+
+
+def test_import_configures_one_device_per_core_before_jax():
+    from backend_xla.perf.sharding import usable_cores
+
+    flags, count = _child(IMPORT_CHILD.format(pre=""), {})
+    cores = usable_cores()
+    assert count == cores
+    assert flags == (f"--xla_force_host_platform_device_count={cores}" if cores > 1 else None)
+
+
+def test_import_after_jax_and_user_flags_are_left_alone():
+    flags, count = _child(IMPORT_CHILD.format(pre="import jax"), {})
+    assert (flags, count) == (None, 1)
+    flags, count = _child(IMPORT_CHILD.format(pre=""), {"XLA_FLAGS": "--xla_cpu_use_thunk_runtime=true"})
+    assert (flags, count) == ("--xla_cpu_use_thunk_runtime=true", 1)
+
+
+# ------------------------------------------------------------------------------ layout, per op
+
+# (op, extra inputs as numpy initializers (or "g": a traced [2, 6, 1, 1] graph input), attrs).
+# Each runs on a conv output (so its input is NHWC inside the converter) on a non-square 4×5
+# board, against onnx.reference on the same graph.
+LAYOUT_OPS = [
+    ("Relu", [], {}),
+    ("Add", [np.linspace(-1, 1, 6, dtype=np.float32).reshape(6, 1, 1)], {}),
+    ("Mul", ["g"], {}),
+    ("Sub", [np.float32(0.5)], {}),
+    ("Div", [np.linspace(1, 2, 5, dtype=np.float32)], {}),  # broadcasts along W
+    ("Max", [np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)], {}),
+    ("Clip", [np.float32(-0.1), np.float32(0.2)], {}),
+    ("ReduceMean", [], {"axes": [2, 3], "keepdims": 0}),
+    ("ReduceMean", [], {"axes": [2, 3], "keepdims": 1}),
+    ("ReduceSum", [np.array([1, 3], np.int64)], {"keepdims": 0}),
+    ("ReduceMax", [], {"axes": [-1], "keepdims": 0}),
+    ("ReduceMin", [], {"axes": [1], "keepdims": 1}),
+    ("GlobalAveragePool", [], {}),
+    ("BatchNormalization", [np.linspace(0.5, 1.5, 6, dtype=np.float32),
+                            np.linspace(-1, 1, 6, dtype=np.float32),
+                            np.linspace(-0.2, 0.3, 6, dtype=np.float32),
+                            np.linspace(0.5, 2, 6, dtype=np.float32)], {"epsilon": 1e-3}),
+    ("Flatten", [], {}),
+    ("Transpose", [], {"perm": [0, 2, 1, 3]}),
+    ("Shape", [], {}),
+]
+
+
+def _layout_op_model(op: str, extras: list, attrs: dict) -> onnx.ModelProto:
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal((6, 3, 3, 3)).astype(np.float32), "w")]
+    inputs = [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 4, 5]),
+              helper.make_tensor_value_info("g", onnx.TensorProto.FLOAT, [2, 6, 1, 1])]
+    names = ["c"]
+    for i, extra in enumerate(extras):
+        if isinstance(extra, str):
+            names.append(extra)
+        else:
+            names.append(f"k{i}")
+            inits.append(numpy_helper.from_array(np.asarray(extra), f"k{i}"))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node(op, names, ["y"], name="op", **attrs),
+             # consume g even when the op does not, so the graph has a fixed input list
+             helper.make_node("Identity", ["g"], ["g_out"], name="keep_g")]
+    outs = [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in ("y", "g_out")]
+    graph = helper.make_graph(nodes, "layout_op", inputs, outs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("op,extras,attrs", LAYOUT_OPS,
+                         ids=[f"{op}-{i}" for i, (op, _, _) in enumerate(LAYOUT_OPS)])
+def test_layout_pass_per_op_matches_onnx_reference(op, extras, attrs):
+    import jax
+    from onnx.reference import ReferenceEvaluator
+
+    model = _layout_op_model(op, extras, attrs)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    g = rng.standard_normal((2, 6, 1, 1)).astype(np.float32)
+    expected = ReferenceEvaluator(model).run(None, {"x": x, "g": g})[0]
+    # 16 bytes: the axes stay constants, the per-channel vectors become traced parameters.
+    conv = Converter(model, op, layout="NHWC", max_inline_constant_size=16)
+    fn, _ = conv.function(2)
+    got = np.asarray(jax.jit(fn)(conv.params, x, g)[0])
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
