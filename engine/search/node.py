@@ -1,8 +1,11 @@
 """The search tree: nodes with their edges' statistics stored as arrays at the parent.
 
 lc0 keeps each child's N, WL, D, M in the child node and walks edges one by one. Here a node stores
-its children's statistics in numpy arrays (one entry per legal move) so that the PUCT score of all
-moves is a handful of vector operations; each child node mirrors its own entry as scalars.
+its children's statistics in plain Python lists (one entry per legal move) next to each other, so
+that scoring the ~30 children of a node is one list comprehension; each child node mirrors its
+own entry as scalars. Lists, not numpy arrays: for this many children the fixed cost of each numpy
+call (~1 us) is larger than the loop itself, and backups write single entries, which is slow on
+arrays (a numpy scalar per access).
 
 Perspective (as lc0's Node): a node's ``wl`` is W-L from the view of the player who made the move
 *into* the node, so a parent maximises its children's ``wl``. ``m`` is the expected number of plies
@@ -31,10 +34,11 @@ class Node:
     """A position in the tree.
 
     Own statistics (scalars): n (completed visits), wl, d, m (running averages).
-    After expansion, per edge i (arrays of length k = number of legal moves, sorted by prior):
-      moves[i]  chess.Move            p[i]    prior (softmax of policy logits, PolicyTemperature)
-      cn[i]     child completed visits cnif[i] child visits in flight
-      cq[i]     child wl               cd[i]   child d          cm[i]  child m
+    After expansion, per edge i (k = number of legal moves, sorted by prior):
+      moves[i]  chess.Move            p[i]    prior (softmax of policy logits, PolicyTemperature;
+                                              float32 numpy array)
+      cn[i]     child completed visits cnif[i] child visits in flight   (lists of int)
+      cq[i]     child wl               cd[i]   child d          cm[i]  child m   (lists of float)
       children[i] Node or None (not yet visited)
     """
 
@@ -52,7 +56,11 @@ class Node:
         self.pending = False  # queued for a network evaluation not yet backed up
         self.moves: tuple[chess.Move, ...] | None = None
         self.p: np.ndarray | None = None
-        self.cn = self.cnif = self.cq = self.cd = self.cm = None
+        self.cn: list[int] | None = None
+        self.cnif: list[int] | None = None
+        self.cq: list[float] | None = None
+        self.cd: list[float] | None = None
+        self.cm: list[float] | None = None
         self.children: list[Node | None] | None = None
         self.visited_policy = 0.0
 
@@ -65,11 +73,11 @@ class Node:
         k = len(moves)
         self.moves = moves
         self.p = priors
-        self.cn = np.zeros(k)
-        self.cnif = np.zeros(k)
-        self.cq = np.zeros(k)
-        self.cd = np.zeros(k)
-        self.cm = np.zeros(k)
+        self.cn = [0] * k
+        self.cnif = [0] * k
+        self.cq = [0.0] * k
+        self.cd = [0.0] * k
+        self.cm = [0.0] * k
         self.children = [None] * k
 
     def child(self, i: int) -> "Node":

@@ -194,9 +194,9 @@ def verbose_stats(search: "Search") -> list[str]:
     fpu = compute_fpu(p, root, True, draw_score)
     cpuct = compute_cpuct(p, root.n, True)
     u_coeff = cpuct * math.sqrt(max(root.n - 1, 1))
-    visited = root.cn > 0
-    q = np.where(visited, root.cq + draw_score * root.cd, fpu)
-    u = u_coeff * root.p / (1.0 + root.cn + root.cnif)
+    cn = np.asarray(root.cn, dtype=np.float64)
+    q = np.where(cn > 0, np.asarray(root.cq) + draw_score * np.asarray(root.cd), fpu)
+    u = u_coeff * root.p / (1.0 + cn + np.asarray(root.cnif))
     mu = moves_left_utility(p, root, q) if search.network.has_mlh else None
     mu = mu if mu is not None else np.zeros_like(q)
     board = search.root_board
@@ -214,7 +214,7 @@ def verbose_stats(search: "Search") -> list[str]:
             stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
         tail = f"(U: {u[i]:6.5f}) (S: {q[i] + u[i] + mu[i]:8.5f}) "
         lines.append(head + stats + tail + _value(search, board, child, move, 1.0, draw_score))
-    head = _head("node ", len(root.moves), root.n, int(root.cnif.sum()), root.visited_policy)
+    head = _head("node ", len(root.moves), root.n, sum(root.cnif), root.visited_policy)
     lines.append(head + _stats(-root.wl, root.d, root.m, -root.wl + draw_score * root.d)
                  + _value(search, board, root, None, -1.0, draw_score))
     return lines

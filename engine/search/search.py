@@ -374,7 +374,7 @@ class Search:
             remaining = min(remaining, (self._limits.time_ms - elapsed) / 1000.0 * nps / factor)
         if math.isinf(remaining):
             return False
-        cn = root.cn if self._mask is None else np.where(self._mask, root.cn, 0)
+        cn = np.asarray(root.cn) if self._mask is None else np.where(self._mask, root.cn, 0)
         if len(cn) < 2:
             return False
         top2 = np.partition(cn, len(cn) - 2)[-2:]
@@ -435,7 +435,7 @@ class Search:
         """Evaluations not yet backed up: the root's children visits in flight (+1 for a pending root)."""
         root = self.root
         if root.expanded:
-            return int(root.cnif.sum())
+            return sum(root.cnif)
         return 1 if root.pending else 0
 
     def _select(self, visits: int, batch: _Batch) -> None:
@@ -663,8 +663,8 @@ class Search:
 
     def _check_in_flight(self) -> None:
         root = self.root
-        if root.expanded and root.cnif.any():
-            root.cnif[:] = 0  # defensive: never leave phantom visits behind
+        if root.expanded and any(root.cnif):
+            root.cnif[:] = [0] * len(root.cnif)  # defensive: never leave phantom visits behind
 
     # ----------------------------------------------------------------------------- results
     def _current_best(self):
@@ -710,16 +710,17 @@ class Search:
         if temperature <= 0.0:
             return None
         root = self.root
-        n = root.cn.copy()
+        n = np.array(root.cn, dtype=np.float64)
+        cq = np.array(root.cq)
         allowed = n > 0
         if self._mask is not None:
             allowed &= self._mask
         if not allowed.any():
             return None
-        q = np.where(allowed, root.cq, -np.inf)
+        q = np.where(allowed, cq, -np.inf)
         max_eval = q.max()
         # TempValueCutoff is in win percentage: drop moves much worse than the best.
-        allowed &= root.cq >= max_eval - p.temp_value_cutoff / 50.0
+        allowed &= cq >= max_eval - p.temp_value_cutoff / 50.0
         n = n + p.temp_visit_offset
         allowed &= n > 0
         if not allowed.any():

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+from typing import MutableSequence, Sequence
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def moves_left_utility(params: SearchParams, node: Node, q: np.ndarray) -> np.nd
     thr = params.moves_left_threshold
     if abs(node.wl) <= thr:
         return None
-    m = np.clip(params.moves_left_slope * (node.cm - node.m),
+    m = np.clip(params.moves_left_slope * (np.asarray(node.cm) - node.m),
                 -params.moves_left_max_effect, params.moves_left_max_effect)
     m = m * np.sign(-q)
     aq = np.abs(q)
@@ -51,45 +52,55 @@ def moves_left_utility(params: SearchParams, node: Node, q: np.ndarray) -> np.nd
         aq = np.maximum(0.0, aq - thr) / (1.0 - thr)
     m = m * (params.moves_left_constant_factor + params.moves_left_scaled_factor * aq
              + params.moves_left_quadratic_factor * aq * aq)
-    return np.where(node.cn > 0, m, 0.0)
+    return np.where(np.asarray(node.cn) > 0, m, 0.0)
 
 
 def child_scores(params: SearchParams, node: Node, at_root: bool, draw_score: float,
-                 use_mlh: bool) -> tuple[np.ndarray, np.ndarray, float]:
+                 use_mlh: bool) -> tuple[list[float], list[float], float]:
     """(Q+M per child, P * puct_mult per child, puct_mult) of an expanded node.
 
-    The PUCT score is ``qm + pu / (1 + cn + cnif)``.
+    The PUCT score is ``qm + pu / (1 + cn + cnif)``. Plain lists: see :mod:`.node`.
     """
     cpuct = compute_cpuct(params, node.n, at_root)
     puct_mult = cpuct * math.sqrt(max(node.n - 1, 1))
     fpu = compute_fpu(params, node, at_root, draw_score)
-    visited = node.cn > 0
-    q = np.where(visited, node.cq + draw_score * node.cd, fpu)
+    if draw_score:
+        q = [cq + draw_score * cd if n > 0 else fpu for n, cq, cd in zip(node.cn, node.cq, node.cd)]
+    else:  # the common case, without a multiplication by zero per child
+        q = [cq if n > 0 else fpu for n, cq in zip(node.cn, node.cq)]
     if use_mlh:
-        mu = moves_left_utility(params, node, q)
+        mu = moves_left_utility(params, node, np.array(q))
         if mu is not None:
-            q = q + mu
-    return q, node.p * puct_mult, puct_mult
+            q = (np.array(q) + mu).tolist()
+    # The priors are float32 and so is their product with puct_mult (numpy keeps float32 for a
+    # Python float factor): one vector multiply, then plain floats for the selection loop.
+    return q, (node.p * puct_mult).tolist(), puct_mult
 
 
-def assign_visits(qm: np.ndarray, pu: np.ndarray, cn: np.ndarray, cnif: np.ndarray, visits: int,
-                  mask: np.ndarray | None = None) -> dict[int, int]:
+def assign_visits(qm: Sequence[float], pu: Sequence[float], cn: Sequence[float],
+                  cnif: MutableSequence[float], visits: int,
+                  mask: Sequence[bool] | None = None) -> dict[int, int]:
     """Share ``visits`` among children as lc0's multi-visit picking does.
 
     The best child takes as many visits as it can before its score falls below the second best's;
     ``cnif`` (visits in flight) is increased in place by what each child receives. ``mask`` (root
-    searchmoves) excludes children. Returns child index -> visits.
+    searchmoves) excludes children. Returns child index -> visits, in the order first given.
+    Ties go to the lowest index (as numpy's argmax). Pure Python: nodes have ~30 children and
+    the loop runs once per child that gets visits, where numpy's per-call cost dominates.
     """
-    score = qm + pu / (1.0 + cn + cnif)
+    score = [q + u / (1.0 + n + f) for q, u, n, f in zip(qm, pu, cn, cnif)]
     if mask is not None:
-        score = np.where(mask, score, -np.inf)
+        score = [s if allowed else -math.inf for s, allowed in zip(score, mask)]
     out: dict[int, int] = {}
     k = len(score)
     while visits > 0:
-        best = int(np.argmax(score))
+        top = max(score)
+        best = score.index(top)
         take = 1
         if visits > 1 and k > 1:
-            second = np.partition(score, k - 2)[k - 2]
+            # Second-best score, counting a tie with the best (the best's own entry left out once).
+            score[best] = -math.inf
+            second = max(score)
             qb, pb = qm[best], pu[best]
             denom = 1.0 + cn[best] + cnif[best]
             if second <= qb:
