@@ -10,14 +10,22 @@ import chess
 from engine.backend import INPUT_PLANES, POLICY_SIZE
 
 from .formats import SUPPORTED_INPUT_FORMATS, HistoryFill, format_rules
+from .movegen import legal_moves_and_indices as _legal_moves_and_indices
 from .planes import encode_batch, encode_planes, transform_of
 from .policy import POLICY_INDEX, POLICY_MOVES, move_index, policy_indices_for
+
+
+def legal_moves_and_indices(board: chess.Board, input_format: int = 1) -> tuple[list[chess.Move], list[int]]:
+    """The legal moves of ``board`` (python-chess's order) and their indices in 0..1857 under
+    the same canonical transform as the board's planes in ``input_format``; one pass."""
+    return _legal_moves_and_indices(board, transform_of(board, input_format))
 
 
 def policy_indices(board: chess.Board, input_format: int = 1) -> dict[chess.Move, int]:
     """Every legal move of ``board`` -> its index in 0..1857 under the same canonical
     transform as the board's planes in ``input_format``."""
-    return policy_indices_for(board, transform_of(board, input_format))
+    moves, indices = legal_moves_and_indices(board, input_format)
+    return dict(zip(moves, indices))
 
 
 __all__ = [
@@ -30,6 +38,7 @@ __all__ = [
     "encode_batch",
     "encode_planes",
     "format_rules",
+    "legal_moves_and_indices",
     "move_index",
     "policy_indices",
     "transform_of",

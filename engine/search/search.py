@@ -21,6 +21,7 @@ import numpy as np
 
 from engine import encoding
 from engine.backend import Network
+from engine.encoding.planes import EncodedMasks, masks_to_planes, position_masks
 from engine.search.cache import CachedEval, NNCache
 from engine.search.node import Node, Terminal
 from engine.search.params import SearchParams
@@ -72,15 +73,16 @@ class SearchResult:
 class _Request:
     node: Node
     key: object
-    moves: tuple[chess.Move, ...]
-    indices: np.ndarray
+    moves: list[chess.Move]
+    indices: list[int]
     depth: int
 
 
 @dataclass
 class _Batch:
     requests: list[_Request] = field(default_factory=list)
-    planes: list[np.ndarray] = field(default_factory=list)
+    # Planes are encoded as bitboard masks per leaf and turned into dense planes once per batch.
+    masks: list[EncodedMasks] = field(default_factory=list)
     collisions: list[tuple[Node, int]] = field(default_factory=list)
     collision_events: int = 0
     collision_visits: int = 0
@@ -95,6 +97,8 @@ class Search:
         self.params = params
         self.cache = cache if cache is not None else NNCache(params.nn_cache_size)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nn-eval")
+        self._rules = encoding.format_rules(network.input_format)
+        self._fill = encoding.HistoryFill.FEN_ONLY  # encode_planes' default, as lc0
         self._stop = threading.Event()
         self._ponderhit_limits: Limits | None = None
         self._lock = threading.Lock()
@@ -254,7 +258,7 @@ class Search:
                 if not reached and len(pending) < PIPELINE_DEPTH:
                     batch = self._gather(batch_size)
                     if batch.requests:
-                        planes = np.stack(batch.planes)
+                        planes = masks_to_planes(batch.masks)
                         pending.append((self._executor.submit(self.network.evaluate, planes), batch))
                     progressed = bool(batch.requests) or batch.out_of_order > 0
                 if pending and (len(pending) >= PIPELINE_DEPTH or not progressed or reached):
@@ -398,12 +402,9 @@ class Search:
                 self._mask = None
 
     def _evaluate_now(self, key: object) -> CachedEval:
-        fmt = self.network.input_format
-        indices = encoding.policy_indices(self._board, fmt)
-        planes = encoding.encode_planes(self._board, fmt)[None]
+        moves, idx = encoding.legal_moves_and_indices(self._board, self.network.input_format)
+        planes = masks_to_planes([position_masks(self._board, self._rules, self._fill)])
         out = self.network.evaluate(planes)
-        moves = tuple(indices)
-        idx = np.fromiter(indices.values(), np.int64, len(indices))
         entry = self._make_entry(moves, idx, out.policy[0], out.q[0], out.d[0], out.m[0])
         self.cache.put(key, entry)
         return entry
@@ -481,10 +482,10 @@ class Search:
         board = self._board
         key = self._cache_key(depth)
         hit = self.cache.get(key)
-        indices = None
+        moves = None
         if hit is None:
-            indices = encoding.policy_indices(board, self.network.input_format)
-            if not indices:
+            moves, idx = encoding.legal_moves_and_indices(board, self.network.input_format)
+            if not moves:
                 wl = 1.0 if board.is_check() else 0.0
                 node.terminal = Terminal(wl, 1.0 - abs(wl), 0.0, "mate" if wl else "stalemate")
                 self._backup(node, k, node.terminal.wl, node.terminal.d, 0.0, depth)
@@ -507,12 +508,10 @@ class Search:
             self._backup(node, 1, -hit.q, hit.d, hit.m, depth)
             batch.out_of_order += 1
         else:
-            if indices is None:
-                indices = encoding.policy_indices(board, self.network.input_format)
-            moves = tuple(indices)
-            idx = np.fromiter(indices.values(), np.int64, len(indices))
+            if moves is None:
+                moves, idx = encoding.legal_moves_and_indices(board, self.network.input_format)
             batch.requests.append(_Request(node, key, moves, idx, depth))
-            batch.planes.append(encoding.encode_planes(board, self.network.input_format))
+            batch.masks.append(position_masks(board, self._rules, self._fill))
             node.pending = True
         if k > 1:
             batch.collisions.append((node, k - 1))
