@@ -8,6 +8,7 @@ through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import threading
@@ -405,7 +406,7 @@ class Search:
         moves, idx = encoding.legal_moves_and_indices(self._board, self.network.input_format)
         planes = masks_to_planes([position_masks(self._board, self._rules, self._fill)])
         out = self.network.evaluate(planes)
-        entry = self._make_entry(moves, idx, out.policy[0], out.q[0], out.d[0], out.m[0])
+        entry = self._make_entries([moves], [idx], out)[0]
         self.cache.put(key, entry)
         return entry
 
@@ -576,19 +577,41 @@ class Search:
         return (tuple(keys[max(0, last - h):]), self._board.halfmove_clock)
 
     # ----------------------------------------------------------------------------- evaluate / expand
-    def _make_entry(self, moves, idx, logits, q, d, m) -> CachedEval:
-        """Softmax of the legal moves' logits with PolicyTemperature; moves sorted by prior."""
-        x = logits[idx].astype(np.float64)
-        x = np.exp((x - x.max()) / self.params.policy_softmax_temp)
-        x /= x.sum()
-        order = np.argsort(-x, kind="stable")
+    def _make_entries(self, moves_list: list[list[chess.Move]], idx_list: list[list[int]],
+                      out) -> list[CachedEval]:
+        """Softmax of each position's legal-move logits with PolicyTemperature, moves sorted by
+        prior (stable: equal priors keep the generation order), for a whole batch at once.
+
+        Every step is one numpy call over the batch except the normalising sum, which stays
+        one ``np.sum`` per position: its pairwise rounding then equals the per-position
+        softmax's exactly (``np.add.reduceat`` sums sequentially and differs in the last bit).
+        """
+        n = len(idx_list)
+        lens = [len(i) for i in idx_list]
+        rows = np.repeat(np.arange(n), lens)
+        cols = np.fromiter(itertools.chain.from_iterable(idx_list), np.intp, len(rows))
+        starts = np.zeros(n, np.intp)
+        np.cumsum(lens[:-1], out=starts[1:])
+        x = out.policy[rows, cols].astype(np.float64)
+        x = np.exp((x - np.maximum.reduceat(x, starts)[rows]) / self.params.policy_softmax_temp)
+        bounds = list(zip(starts.tolist(), (starts + lens).tolist()))
+        x /= np.array([x[b:e].sum() for b, e in bounds])[rows]
+        order = np.lexsort((-x, rows))  # by position, then decreasing prior; stable
         priors = x[order].astype(np.float32)
-        return CachedEval(tuple(moves[i] for i in order), priors, float(q), float(d), float(m))
+        local = (order - starts[rows]).tolist()
+        qs, ds, ms = out.q[:n].tolist(), out.d[:n].tolist(), out.m[:n].tolist()
+        entries = []
+        for k, (b, e) in enumerate(bounds):
+            moves = moves_list[k]
+            entries.append(CachedEval(tuple([moves[j] for j in local[b:e]]), priors[b:e],
+                                      qs[k], ds[k], ms[k]))
+        return entries
 
     def _process(self, batch: _Batch, out) -> None:
         """Expand and back up the nodes of an evaluated batch."""
-        for i, req in enumerate(batch.requests):
-            entry = self._make_entry(req.moves, req.indices, out.policy[i], out.q[i], out.d[i], out.m[i])
+        requests = batch.requests
+        entries = self._make_entries([r.moves for r in requests], [r.indices for r in requests], out)
+        for req, entry in zip(requests, entries):
             self.cache.put(req.key, entry)
             node = req.node
             node.pending = False
