@@ -12,7 +12,8 @@ DEFAULT_RUN = "/work/data/xlazero-train/run"
 def _datagen_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=DEFAULT_DATA, help="chunk directory (outside the repo)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--chunks", type=int, default=600, help="chunks to generate in all")
+    p.add_argument("--chunks", type=int, default=84,
+                   help="chunks to generate in all (84: the shipped network's data)")
     p.add_argument("--positions-per-chunk", type=int, default=2048)
     p.add_argument("--nodes", type=int, default=10000, help="Stockfish nodes per position")
     p.add_argument("--multipv", type=int, default=6)
@@ -107,8 +108,7 @@ def cmd_all(a: argparse.Namespace) -> None:
     main(["train", *common, *run, "--seed", str(a.seed),
           *(["--blocks", "1", "--filters", "16", "--steps", "60", "--batch", "64", "--warmup", "10",
              "--validate-every", "30", "--checkpoint-every", "30"] if q else
-            ["--blocks", "4", "--filters", "48", "--steps", "3000", "--warmup", "200",
-             "--validate-every", "250"])])
+            [])])
     out = str(work / "nets") if q else "nets"
     main(["export", *run, "--out-dir", out, "--name", a.name])
     main(["evaluate", "--weights", f"{out}/{a.name}.onnx",

@@ -72,12 +72,25 @@ class MatchResult:
         var = (self.wins * (1 - mean) ** 2 + self.draws * (0.5 - mean) ** 2 + self.losses * mean ** 2) / n
         return Z95 * math.sqrt(var / n)
 
+    def bounds(self) -> tuple[float, float]:
+        """95 % interval of the score: normal approximation, or Wilson's interval when every game
+        had the same result (the sample variance is then 0 and says nothing)."""
+        s, n = self.score, max(self.games, 1)
+        e = self.interval()
+        if e > 0:
+            return max(0.0, s - e), min(1.0, s + e)
+        z2 = Z95 * Z95
+        centre = (s + z2 / (2 * n)) / (1 + z2 / n)
+        half = Z95 / (1 + z2 / n) * math.sqrt(s * (1 - s) / n + z2 / (4 * n * n))
+        return max(0.0, centre - half), min(1.0, centre + half)
+
     def summary(self) -> str:
-        s, e = self.score, self.interval()
+        s = self.score
+        lo, hi = self.bounds()
         elo = lambda x: -400 * math.log10(1 / min(max(x, 1e-3), 1 - 1e-3) - 1)  # noqa: E731
         return (f"+{self.wins} ={self.draws} -{self.losses} of {self.games}: score {100 * s:.1f} % "
-                f"± {100 * e:.1f} (95 %), Elo difference {elo(s):+.0f} "
-                f"[{elo(s - e):+.0f}, {elo(s + e):+.0f}]")
+                f"[{100 * lo:.1f}, {100 * hi:.1f}] (95 %), Elo difference {elo(s):+.0f} "
+                f"[{elo(lo):+.0f}, {elo(hi):+.0f}]")
 
 
 def _open(p: Player) -> chess.engine.SimpleEngine:

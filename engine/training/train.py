@@ -41,18 +41,18 @@ class TrainConfig:
 
     data: str
     run: str
-    blocks: int = 6
-    filters: int = 64
+    blocks: int = 4
+    filters: int = 48
     seed: int = 0
-    steps: int = 20000
+    steps: int = 2400
     batch: int = 256
     lr: float = 2e-3
-    warmup: int = 300
+    warmup: int = 200
     final_lr_fraction: float = 0.05
     weight_decay: float = 1e-4
     value_weight: float = 0.25
     checkpoint_every: int = 200
-    validate_every: int = 500
+    validate_every: int = 250
     refresh_every: int = 200
     validation_positions: int = 8192
 

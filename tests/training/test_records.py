@@ -118,3 +118,6 @@ def test_match_score_and_interval():
     # per-game scores: 6 x 1, 4 x 0.5, 10 x 0 -> population variance 0.19, stderr sqrt(0.19/20)
     assert r.interval() == pytest.approx(1.96 * np.sqrt(0.19 / 20))
     assert "Elo difference -70" in r.summary()
+    # All losses: Wilson's interval, upper bound z^2 / (n + z^2) = 0.161 for n = 20.
+    lo, hi = MatchResult(losses=20).bounds()
+    assert lo == pytest.approx(0.0, abs=1e-12) and hi == pytest.approx(1.96 ** 2 / (20 + 1.96 ** 2))
