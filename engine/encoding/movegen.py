@@ -137,11 +137,18 @@ def legal_moves_and_indices(board: chess.Board, transform: int = 0) -> tuple[lis
                 add_move(_PLAIN[base + to])
                 add_idx(plain[base + to])
 
-    # Castling (python-chess checks the king's path itself; lc0 encodes king-takes-rook).
-    if board.castling_rights & ours:
-        for move in board.generate_castling_moves():
-            add_move(move)
-            add_idx(move_index(board, move, transform))
+    # Castling (python-chess checks the king's path itself; lc0 encodes king-takes-rook). Its
+    # generator is slow, so first a necessary condition (also in chess960): the squares between
+    # the king and a rook with castling rights are empty.
+    rights = board.castling_rights & ours & _BACK_RANKS
+    while rights:
+        rook = rights.bit_length() - 1
+        rights ^= 1 << rook
+        if not chess.between(king, rook) & occupied:
+            for move in board.generate_castling_moves():
+                add_move(move)
+                add_idx(move_index(board, move, transform))
+            break
 
     mine = pawns & ours
     if not mine:
@@ -160,7 +167,13 @@ def legal_moves_and_indices(board: chess.Board, transform: int = 0) -> tuple[lis
         while targets:
             to = targets.bit_length() - 1
             targets ^= 1 << to
-            _add_pawn_move(add_move, add_idx, base + to, to, plain, iq, ir, ib)
+            s = base + to
+            if (1 << to) & _BACK_RANKS:
+                moves += (_QUEEN[s], _ROOK[s], _BISHOP[s], _KNIGHT[s])
+                idx += (iq[s], ir[s], ib[s], plain[s])  # knight: the plain move's index
+            else:
+                add_move(_PLAIN[s])
+                add_idx(plain[s])
     # Pushes: single then double, by decreasing target square.
     if turn == chess.WHITE:
         single = mine << 8 & ~occupied
@@ -177,7 +190,13 @@ def legal_moves_and_indices(board: chess.Board, transform: int = 0) -> tuple[lis
             sq = to + back
             if (1 << sq) & blockers and not BB_RAYS[sq][king] & (1 << to):
                 continue
-            _add_pawn_move(add_move, add_idx, sq * 64 + to, to, plain, iq, ir, ib)
+            s = sq * 64 + to
+            if (1 << to) & _BACK_RANKS:
+                moves += (_QUEEN[s], _ROOK[s], _BISHOP[s], _KNIGHT[s])
+                idx += (iq[s], ir[s], ib[s], plain[s])
+            else:
+                add_move(_PLAIN[s])
+                add_idx(plain[s])
     # En passant (python-chess's full test: the capture may expose the king along the rank).
     if board.ep_square is not None:
         for move in board.generate_pseudo_legal_ep():
@@ -186,17 +205,3 @@ def legal_moves_and_indices(board: chess.Board, transform: int = 0) -> tuple[lis
                 add_idx(move_index(board, move, transform))
     return moves, idx
 
-
-def _add_pawn_move(add_move, add_idx, s: int, to: int, plain, iq, ir, ib) -> None:
-    if (1 << to) & _BACK_RANKS:
-        add_move(_QUEEN[s])
-        add_idx(iq[s])
-        add_move(_ROOK[s])
-        add_idx(ir[s])
-        add_move(_BISHOP[s])
-        add_idx(ib[s])
-        add_move(_KNIGHT[s])
-        add_idx(plain[s])
-    else:
-        add_move(_PLAIN[s])
-        add_idx(plain[s])

@@ -89,6 +89,10 @@ def assign_visits(qm: Sequence[float], pu: Sequence[float], cn: Sequence[float],
     the loop runs once per child that gets visits, where numpy's per-call cost dominates.
     """
     score = [q + u / (1.0 + n + f) for q, u, n, f in zip(qm, pu, cn, cnif)]
+    if visits == 1 and mask is None:  # the most common call (about half): just the argmax
+        best = score.index(max(score))
+        cnif[best] += 1
+        return {best: 1}
     if mask is not None:
         score = [s if allowed else -math.inf for s, allowed in zip(score, mask)]
     out: dict[int, int] = {}
