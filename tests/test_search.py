@@ -89,21 +89,79 @@ def test_fpu_absolute_at_root():
     assert compute_fpu(p, node, False, 0.0) == pytest.approx(-0.4)
 
 
+def _assign_visits_numpy(qm, pu, cn, cnif, visits, mask=None):
+    """Reference multi-visit picking written plainly with numpy (argmax / partition a step):
+    what assign_visits' heap must reproduce exactly, ties and masks included."""
+    score = qm + pu / (1.0 + cn + cnif)
+    if mask is not None:
+        score = np.where(mask, score, -np.inf)
+    out, k = {}, len(score)
+    while visits > 0:
+        best = int(np.argmax(score))
+        take = 1
+        if visits > 1 and k > 1:
+            second = np.partition(score, k - 2)[k - 2]
+            denom = 1.0 + cn[best] + cnif[best]
+            if second <= qm[best]:
+                take = visits
+            else:
+                take = int(pu[best] / (second - qm[best]) - denom) + 1
+            take = max(1, min(take, visits))
+        elif visits > 1:
+            take = visits
+        out[best] = out.get(best, 0) + take
+        cnif[best] += take
+        visits -= take
+        score[best] = qm[best] + pu[best] / (1.0 + cn[best] + cnif[best])
+    return out
+
+
 def test_assign_visits_equals_one_at_a_time():
-    """Multi-visit picking gives each child what picking one visit at a time would give."""
+    """Multi-visit picking gives each child what picking one visit at a time would give, in the
+    same order, masked children none."""
     rng = np.random.default_rng(7)
-    for _ in range(20):
-        k = 6
-        qm = rng.uniform(-0.5, 0.5, k)
-        pu = rng.uniform(0.0, 3.0, k)
+    for trial in range(100):
+        k = int(rng.integers(1, 40))
+        visits = int(rng.integers(1, 300))
+        qm, pu = rng.uniform(-0.5, 0.5, k), rng.uniform(0.0, 3.0, k)
         cn = rng.integers(0, 20, k).astype(float)
-        cnif_a = np.zeros(k)
+        mask = rng.random(k) < 0.7 if trial % 3 == 0 else None
+        if mask is not None and not mask.any():
+            mask[0] = True
+        cnif_a = [0] * k
         cnif_b = np.zeros(k)
-        got = assign_visits(qm, pu, cn, cnif_a, 40)
-        for _ in range(40):
-            i = int(np.argmax(qm + pu / (1 + cn + cnif_b)))
+        got = assign_visits(qm.tolist(), pu.tolist(), cn.tolist(), cnif_a, visits, mask)
+        order = []
+        for _ in range(visits):
+            score = qm + pu / (1 + cn + cnif_b)
+            if mask is not None:
+                score = np.where(mask, score, -np.inf)
+            i = int(np.argmax(score))
             cnif_b[i] += 1
-        assert sum(got.values()) == 40
+            if i not in order:
+                order.append(i)
+        assert sum(got.values()) == visits
+        assert list(got) == order
+        np.testing.assert_array_equal(cnif_a, cnif_b)
+
+
+def test_assign_visits_equals_numpy_reference_with_ties():
+    """The heap gives exactly the plain argmax/partition algorithm's visits and order, also with
+    equal scores (coarse values) where one-at-a-time picking may differ at the boundary."""
+    rng = np.random.default_rng(8)
+    for trial in range(300):
+        k = int(rng.integers(1, 40))
+        visits = int(rng.integers(1, 300))
+        qm = rng.integers(-2, 3, k) / 4.0
+        pu = rng.integers(0, 4, k) / 2.0
+        cn = rng.integers(0, 5, k).astype(float)
+        mask = rng.random(k) < 0.7 if trial % 3 == 0 else None
+        if mask is not None and not mask.any():
+            mask[0] = True
+        cnif_a, cnif_b = [0] * k, np.zeros(k)
+        got = assign_visits(qm.tolist(), pu.tolist(), cn.tolist(), cnif_a, visits, mask)
+        expected = _assign_visits_numpy(qm, pu, cn, cnif_b, visits, mask)
+        assert list(got.items()) == list(expected.items())
         np.testing.assert_array_equal(cnif_a, cnif_b)
 
 
