@@ -8,6 +8,7 @@ through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import random
@@ -249,6 +250,13 @@ class Search:
         last_info = 0.0
         last_best = None
         batch_size = self.params.batch_size(self.network.max_batch)
+        # The tree is many long-lived container objects that Python's cyclic garbage collector
+        # would traverse again and again while it grows (~10% of the search thread's time at
+        # 4,000 nodes, more for bigger trees). The search loop creates no cyclic garbage
+        # (gc.collect() after a search finds 0 objects), so reference counting frees all of it
+        # and the collector can pause until the search ends.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         try:
             while not self._stop.is_set():
                 self._maybe_ponderhit()
@@ -279,6 +287,8 @@ class Search:
                             on_verbose(verbose_stats(self))
                         last_info, last_best = now, best
         finally:
+            if gc_was_enabled:
+                gc.enable()
             for future, batch in pending:
                 self._abandon(batch)
             self._check_in_flight()
