@@ -92,6 +92,7 @@ class Converter:
         self._check_ops()
         self.max_inline_constant_size = max_inline_constant_size
         self.folded_nodes = self._fold_weights()
+        self.hwio_weights = self._conv_weights_to_hwio()
         used = {i for n in self.nodes for i in n.input} | set(self.output_names)
         self.params = {k: v for k, v in self.params.items() if k in used}
         self.inputs = [i for i in self.inputs if i.name in used]
@@ -134,6 +135,27 @@ class Converter:
                     target[name] = value
         self.nodes = remaining
         return folded
+
+    def _conv_weights_to_hwio(self) -> set[str]:
+        """In the NHWC layout, store 2-D conv weights that are parameters as HWIO, once at load.
+
+        XLA's CPU convolution wants HWIO filters; from OIHW parameters it transposes every filter
+        on every call (Maia: 19 of the 20 transposes left in the optimized NHWC program). Only
+        weights read by nothing but ``Conv`` nodes are changed, and only for ``conv_method=lax``
+        (the matmul formulations in backend_xla.perf.conv take OIHW).
+        """
+        if self.layout != "NHWC" or self.conv_method != "lax":
+            return set()
+        readers: dict[str, set[str]] = {}
+        for node in self.nodes:
+            for i, name in enumerate(node.input):
+                readers.setdefault(name, set()).add(node.op_type if i == 1 else "other")
+        names = {n.input[1] for n in self.nodes if n.op_type == "Conv" and len(n.input) > 1}
+        hwio = {name for name in names if name in self.params and self.params[name].ndim == 4
+                and readers.get(name) == {"Conv"} and name not in self.output_names}
+        for name in hwio:
+            self.params[name] = np.ascontiguousarray(np.transpose(self.params[name], (2, 3, 1, 0)))
+        return hwio
 
     def _needed_nodes(self) -> list[onnx.NodeProto]:
         """Nodes the requested outputs depend on, in graph (topological) order."""
@@ -229,7 +251,8 @@ class Converter:
             if self.layout == "NHWC":
                 special = layout_pass.handler_for(node.op_type)
                 if node.op_type == "Conv" and special is not None:
-                    result = special(ctx, *args, method=self.conv_method)
+                    result = special(ctx, *args, method=self.conv_method,
+                                     hwio=len(node.input) > 1 and node.input[1] in self.hwio_weights)
                 elif special is not None and any(isinstance(a, layout_pass.Nhwc) for a in args):
                     result = special(ctx, *args)
                 if result is NotImplemented:

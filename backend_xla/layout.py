@@ -119,20 +119,26 @@ def _generic(ctx):
 
 
 @_register("Conv")
-def conv(ctx, x, w, b=None, *, method: str = "lax"):
-    """2-D Conv in NHWC; an NCHW 4-D input (e.g. the input planes) is transposed once here."""
-    if registry.is_static(x) or len(x.shape) != 4 or isinstance(w, Nhwc) or isinstance(b, Nhwc):
+def conv(ctx, x, w, b=None, *, method: str = "lax", hwio: bool = False):
+    """2-D Conv in NHWC; an NCHW 4-D input (e.g. the input planes) is transposed once here.
+
+    ``hwio``: the converter stored this weight as ``[KH, KW, Cin, Cout]`` at load (see
+    ``Converter._conv_weights_to_hwio``), so this handler must take the node even for a constant
+    input (the ordinary handler expects ONNX's OIHW).
+    """
+    if (registry.is_static(x) and not hwio) or len(x.shape) != 4 or isinstance(w, Nhwc) or \
+            isinstance(b, Nhwc):
         return NotImplemented
     from jax import lax
     import jax.numpy as jnp
 
-    data = x.data if isinstance(x, Nhwc) else jnp.transpose(x, TO_NHWC)
-    kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
+    data = x.data if isinstance(x, Nhwc) else jnp.transpose(jnp.asarray(x), TO_NHWC)
+    kernel = list(ctx.attr("kernel_shape", w.shape[:2] if hwio else w.shape[2:]))
     strides = list(ctx.attr("strides", [1, 1]))
     dilations = list(ctx.attr("dilations", [1, 1]))
     group = ctx.attr("group", 1)
     padding = _conv_padding(ctx, data.shape[1:3], kernel, strides, dilations)
-    if method != "lax":
+    if method != "lax" and not hwio:
         from .perf.conv import conv2d
 
         pads = [padding[0][0], padding[1][0], padding[0][1], padding[1][1]]
@@ -141,7 +147,7 @@ def conv(ctx, x, w, b=None, *, method: str = "lax"):
         return Nhwc(y)
     y = lax.conv_general_dilated(
         data, w.astype(data.dtype), window_strides=strides, padding=padding,
-        rhs_dilation=dilations, dimension_numbers=("NHWC", "OIHW", "NHWC"),
+        rhs_dilation=dilations, dimension_numbers=("NHWC", "HWIO" if hwio else "OIHW", "NHWC"),
         feature_group_count=group, precision=_precision(data.dtype))
     if b is not None:
         y = y + b.astype(y.dtype).reshape((1, 1, 1, -1))

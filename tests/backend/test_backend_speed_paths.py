@@ -72,7 +72,8 @@ def test_layout_pass_keeps_activations_nhwc_between_convs():
         params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in conv.params.items()}
         texts[layout] = jax.jit(fn).lower(
             params, *[jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]).as_text()
-    nhwc_convs = texts["NHWC"].count("dim_numbers = [b, 0, 1, f]x[o, i, 0, 1]->[b, 0, 1, f]")
+    # NHWC activations with HWIO filters (transposed once at load, not per call).
+    nhwc_convs = texts["NHWC"].count("dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]")
     assert nhwc_convs == texts["NCHW"].count("stablehlo.convolution") > 10
     # One transpose of the input planes plus one per head (policy conv output, value conv output);
     # the SE blocks' [N, C, 1, 1] <-> [N, 1, 1, C] changes are reshapes.
