@@ -77,6 +77,7 @@ def _evaluate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--maia", default="/work/shared/lc0/maia/maia-1100.onnx")
     p.add_argument("--sf-elo", type=int, default=1350)
     p.add_argument("--clock", default="10+0.1", help="base+increment seconds against Stockfish")
+    p.add_argument("--first-opening", type=int, default=0, help="index of the first book opening")
 
 
 def cmd_evaluate(a: argparse.Namespace) -> None:
@@ -92,7 +93,7 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
             me, opp = xlazero(a.weights, base_s=base, inc_s=inc), stockfish(a.sf_elo, base, inc)
         limit = f"{a.nodes} nodes/move" if who != "stockfish" else f"{a.clock} clock"
         print(f"== {me.name} vs {opp.name}, {a.games} games, {limit}", flush=True)
-        result = match(me, opp, a.games, log=lambda m: print(m, flush=True))
+        result = match(me, opp, a.games, log=lambda m: print(m, flush=True), first_opening=a.first_opening)
         print(f"== RESULT {me.name} vs {opp.name} ({limit}): {result.summary()}", flush=True)
 
 

@@ -100,8 +100,9 @@ def _open(p: Player) -> chess.engine.SimpleEngine:
     return engine
 
 
-def play_game(engines: dict, players: dict, opening: str, max_plies: int) -> str:
-    """One game; ``engines``/``players`` keyed by chess.WHITE/BLACK. Returns '1-0', '0-1' or '1/2-1/2'."""
+def play_game(engines: dict, players: dict, opening: str, max_plies: int) -> tuple[str, str]:
+    """One game; ``engines``/``players`` keyed by chess.WHITE/BLACK. Returns the result ('1-0',
+    '0-1' or '1/2-1/2') and how it ended (checkmate, time forfeit, adjudication, ...)."""
     board = chess.Board()
     for uci in opening.split():
         board.push_uci(uci)
@@ -121,24 +122,28 @@ def play_game(engines: dict, players: dict, opening: str, max_plies: int) -> str
         if p.nodes is None:
             clock[side] -= time.monotonic() - t0
             if clock[side] < 0:
-                return "0-1" if side == chess.WHITE else "1-0"
+                return ("0-1" if side == chess.WHITE else "1-0"), f"time forfeit at ply {board.ply()}"
             clock[side] += p.inc_s
         board.push(move)
     outcome = board.outcome(claim_draw=True)
-    return outcome.result() if outcome else "1/2-1/2"
+    if outcome is None:
+        return "1/2-1/2", f"adjudicated draw at ply {board.ply()}"
+    return outcome.result(), f"{outcome.termination.name.lower()} at ply {board.ply()}"
 
 
-def match(a: Player, b: Player, games: int, max_plies: int = 200, log=print) -> MatchResult:
-    """``games`` games of ``a`` against ``b`` (colours alternate per opening); scores from a's view."""
+def match(a: Player, b: Player, games: int, max_plies: int = 200, log=print,
+          first_opening: int = 0) -> MatchResult:
+    """``games`` games of ``a`` against ``b`` (colours alternate per opening, openings from
+    ``first_opening`` on); scores from a's view."""
     result = MatchResult()
     ea, eb = _open(a), _open(b)
     try:
         for g in range(games):
-            opening = OPENINGS[(g // 2) % len(OPENINGS)]
+            opening = OPENINGS[(first_opening + g // 2) % len(OPENINGS)]
             a_white = g % 2 == 0
             engines = {chess.WHITE: ea if a_white else eb, chess.BLACK: eb if a_white else ea}
             players = {chess.WHITE: a if a_white else b, chess.BLACK: b if a_white else a}
-            res = play_game(engines, players, opening, max_plies)
+            res, how = play_game(engines, players, opening, max_plies)
             a_points = {"1-0": 1.0, "0-1": 0.0}.get(res, 0.5)
             a_points = a_points if a_white else 1.0 - a_points
             if a_points == 1.0:
@@ -148,7 +153,7 @@ def match(a: Player, b: Player, games: int, max_plies: int = 200, log=print) -> 
             else:
                 result.draws += 1
             log(f"game {g + 1}/{games} ({opening}; {a.name} {'white' if a_white else 'black'}): "
-                f"{res} -> {result.summary()}")
+                f"{res} ({how}) -> {result.summary()}")
             sys.stdout.flush()
     finally:
         ea.quit()
