@@ -17,7 +17,7 @@ CHECK, SPIN, COMBO, STRING, FLOAT = "check", "spin", "combo", "string", "float"
 """Option kinds. FLOAT is sent to the GUI as a UCI ``string`` (UCI has no float type), as lc0 does."""
 
 DEFAULT_WEIGHTS = "<default>"
-"""WeightsFile value meaning the project's shipped ``nets/default.onnx``."""
+"""WeightsFile value meaning the project's shipped network (``nets/xlazero-sf4x48.onnx``)."""
 
 
 class OptionError(ValueError):
@@ -89,8 +89,8 @@ def _o(name, kind, default, flag, help, min=None, max=None, choices=()):
 OPTIONS: tuple[Option, ...] = (
     # --- network -------------------------------------------------------------------------------
     _o("WeightsFile", STRING, DEFAULT_WEIGHTS, "weights",
-       "Network file (.onnx, or .pb.gz where supported). <default> is the project's nets/default.onnx "
-       "(untrained)."),
+       "Network file (.onnx or lc0 .pb.gz). <default> is the project's shipped network, "
+       "nets/xlazero-sf4x48.onnx (trained by bin/train-net; see nets/README.md)."),
     _o("Backend", STRING, "xla", "backend",
        "Network backend: xla (JAX/XLA) or random (lc0's --backend=random: pseudo-random outputs, "
        "for testing)."),

@@ -23,14 +23,15 @@ from engine.search import Limits, NNCache, Search, ThinkingInfo, from_options
 from engine.timemgr import GoParams, TimeManager, parse_time_manager
 
 NETS_DIR = Path(engine.__file__).resolve().parent.parent / "nets"
-DEFAULT_NETWORK = NETS_DIR / "default.onnx"
+DEFAULT_NETWORK = NETS_DIR / "xlazero-sf4x48.onnx"
+"""The shipped trained network (provenance and strength: nets/README.md)."""
 UNTRAINED_KEY = "xlazero_untrained"
 NETWORK_OPTIONS = ("WeightsFile", "Backend", "BackendOptions")
 GO_INT_ARGS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth", "mate")
 
 
 def resolve_weights(value: str) -> Path:
-    """WeightsFile value -> path; ``<default>`` is the project's nets/default.onnx."""
+    """WeightsFile value -> path; ``<default>`` is the project's shipped network."""
     return DEFAULT_NETWORK if value in (opts.DEFAULT_WEIGHTS, "") else Path(value).expanduser()
 
 

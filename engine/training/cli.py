@@ -70,7 +70,7 @@ def _evaluate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", default="nets/xlazero-sf4x48.onnx", help="network under test")
     p.add_argument("--against", action="append", default=None,
                    choices=["default", "maia-1100", "stockfish"],
-                   help="opponents (repeatable; default: all three): the untrained nets/default.onnx "
+                   help="opponents (repeatable; default: all three): the untrained nets/untrained.onnx "
                         "and Maia-1100 at equal --nodes, Stockfish UCI_Elo=--sf-elo at --clock")
     p.add_argument("--games", type=int, default=20)
     p.add_argument("--nodes", type=int, default=100, help="nodes per move against networks")
@@ -86,7 +86,7 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
     me = xlazero(a.weights, nodes=a.nodes)
     for who in a.against or ["default", "maia-1100", "stockfish"]:
         if who == "default":
-            opp = xlazero(str(ROOT / "nets" / "default.onnx"), nodes=a.nodes, name="default(untrained)")
+            opp = xlazero(str(ROOT / "nets" / "untrained.onnx"), nodes=a.nodes, name="default(untrained)")
         elif who == "maia-1100":
             opp = xlazero(a.maia, nodes=a.nodes, name="maia-1100")
         else:
