@@ -46,3 +46,17 @@ def test_default_is_trained_and_its_pb_gz_twin_computes_the_same():
     b = backend_xla.load_network(twin, opts).evaluate(planes)
     np.testing.assert_allclose(a.policy, b.policy, atol=1e-4)
     np.testing.assert_allclose(a.q, b.q, atol=1e-5)
+
+
+def _startup_lines(*flags: str) -> list[str]:
+    result = subprocess.run([str(REPO_ROOT / "bin" / "xlazero"), *flags], input="isready\nquit\n",
+                            capture_output=True, text=True, timeout=120, cwd="/")
+    return [line for line in result.stdout.splitlines() if line.startswith("info string")]
+
+
+def test_startup_info_names_the_network_and_flags_an_untrained_one():
+    default = _startup_lines()
+    assert any(DEFAULT_NETWORK.name in line for line in default), default
+    assert not any("untrained" in line for line in default), default
+    untrained = _startup_lines(f"--weights={UNTRAINED_NET}")
+    assert any("untrained" in line and UNTRAINED_NET.name in line for line in untrained), untrained
