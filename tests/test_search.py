@@ -228,16 +228,41 @@ def test_twofold_inside_tree_is_draw():
     s._ensure_root_expanded()
     # Walk g1f3 g8f6 f3g1 f6g8 by hand and check the draw detection at the end of the path.
     node = s.root
-    for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
+    for depth, uci in enumerate(("g1f3", "g8f6", "f3g1", "f6g8"), 1):
         node = node.child(node.moves.index(chess.Move.from_uci(uci)))
         if not node.expanded and uci != "f6g8":
-            s._sync(node)
+            s._sync(node, depth)
             entry = s._evaluate_now(s._cache_key(0))
             node.expand(entry.moves, entry.priors)
-    s._sync(node)
+    s._sync(node, 4)
+    assert s._board.move_stack == [chess.Move.from_uci(u) for u in ("g1f3", "g8f6", "f3g1", "f6g8")]
     assert s._draw_kind(4) == "twofold"
     s.params = SearchParams(smart_pruning_factor=0.0, two_fold_draws=False)
     assert s._draw_kind(4) is None
+
+
+def test_sync_reaches_any_node_from_any_other():
+    """The search board follows jumps between arbitrary tree nodes (pop to the common ancestor,
+    push down): its moves, and the position keys kept for repetitions, match the node's path."""
+    import random
+    s = Search(ConstNetwork(), NO_PRUNING)
+    start = chess.Board()
+    start.push_uci("e2e4")  # game history before the root must stay untouched
+    s.set_position(start)
+    s.run(Limits(nodes=300))
+    nodes, stack = [], [(s.root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        nodes.append((node, depth))
+        stack.extend((c, depth + 1) for c in (node.children or ()) if c is not None)
+    rng = random.Random(3)
+    for node, depth in rng.sample(nodes, min(200, len(nodes))):
+        s._sync(node, depth)
+        assert s._board.move_stack == start.move_stack + node.move_path()
+        replay = start.copy()
+        for move in node.move_path():
+            replay.push(move)
+        assert s._keys[-1] == replay._transposition_key() and len(s._keys) == len(s._board.move_stack) + 1
 
 
 def test_tree_reuse_keeps_subtree():

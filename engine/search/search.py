@@ -400,7 +400,7 @@ class Search:
         """Expand the root synchronously (needed for the searchmoves mask)."""
         root = self.root
         if not root.expanded:
-            self._sync(root)
+            self._sync(root, 0)
             key = self._cache_key(0)
             hit = self.cache.get(key)
             if hit is None:
@@ -489,7 +489,7 @@ class Search:
             batch.collision_events += 1
             batch.collision_visits += k
             return
-        self._sync(node)
+        self._sync(node, depth)
         board = self._board
         key = self._cache_key(depth)
         hit = self.cache.get(key)
@@ -529,25 +529,30 @@ class Search:
             batch.collision_events += 1
             batch.collision_visits += k - 1
 
-    def _sync(self, node: Node) -> None:
-        """Make ``self._board`` the position of ``node`` (pop/push only below the common ancestor)."""
-        path = []
-        n = node
-        while n.parent is not None:
-            path.append(n)
-            n = n.parent
-        path.reverse()
+    def _sync(self, node: Node, depth: int) -> None:
+        """Make ``self._board`` the position of ``node``, ``depth`` plies below the root (pop/push
+        only below the common ancestor).
+
+        Walks up from ``node`` only until it meets the pushed path (consecutive leaves of a
+        gather are usually close in the tree), instead of building the whole root path.
+        """
         pushed = self._pushed
-        common = 0
-        limit = min(len(pushed), len(path))
-        while common < limit and pushed[common] is path[common]:
-            common += 1
+        down = []  # nodes to push, deepest first
+        n = node
+        while depth > len(pushed):
+            down.append(n)
+            n = n.parent
+            depth -= 1
+        while depth > 0 and pushed[depth - 1] is not n:
+            down.append(n)
+            n = n.parent
+            depth -= 1
         board, keys = self._board, self._keys
-        for _ in range(len(pushed) - common):
+        for _ in range(len(pushed) - depth):
             board.pop()
             pushed.pop()
             keys.pop()
-        for n in path[common:]:
+        for n in reversed(down):
             board.push(n.parent.moves[n.index])
             pushed.append(n)
             keys.append(board._transposition_key())
