@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OptionError
-from .perf.sharding import MIN_ROWS_PER_DEVICE
+
+SPLIT_MIN_ROWS = 32
+"""Default ``split_min_rows``: rows per device below which a batch is not split (docs/backend.md)."""
 
 DATA_TYPES = ("f32", "f16", "bf16")
 LIST_SEPARATOR = ";"
@@ -42,8 +44,10 @@ OPTIONS: tuple[Option, ...] = (
            "default: device 0, or every device in host_devices)", min=0),
     Option("host_devices", "count", "auto",
            "devices to split each batch over (auto: every local device; XLA's CPU client has "
-           "one per core when backend_xla is imported before jax). Batches under "
-           f"{MIN_ROWS_PER_DEVICE} rows per device run on one device", min=1),
+           "one per core when backend_xla is imported before jax)", min=1),
+    Option("split_min_rows", "int", SPLIT_MIN_ROWS,
+           "batch sizes with fewer rows per device than this run on one device, unsplit "
+           "(measured: docs/backend.md, Speed)", min=1),
     Option("layout", "choice", "NHWC",
            "activation layout: NHWC keeps 4-D activations channels-last between convs "
            "(docs/performance.md); NCHW converts op by op in ONNX layout", choices=("NHWC", "NCHW")),

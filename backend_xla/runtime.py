@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .errors import NetworkError, OptionError
-from .options import default_cache_dir
+from .options import SPLIT_MIN_ROWS, default_cache_dir
 
 _setup_lock = threading.Lock()
 _plugins: set[str] = set()
@@ -177,15 +177,14 @@ class Executable:
         return self.compiled(self.params, *inputs)
 
 
-def compile_function(converter, batch_size: int, params: Params) -> Executable:
+def compile_function(converter, batch_size: int, params: Params,
+                     min_rows_per_device: int = SPLIT_MIN_ROWS) -> Executable:
     """Compile the network for ``batch_size``; split over the devices of ``params`` when every
-    device gets at least ``MIN_ROWS_PER_DEVICE`` rows, else on the first device alone."""
+    device gets at least ``min_rows_per_device`` rows, else on the first device alone."""
     import jax
 
-    from .perf.sharding import MIN_ROWS_PER_DEVICE
-
     n = len(params.devices)
-    split = n > 1 and batch_size >= MIN_ROWS_PER_DEVICE * n
+    split = n > 1 and batch_size >= min_rows_per_device * n
     with jax.default_device(params.devices[0]):
         if split:
             rows = -(-batch_size // n) * n

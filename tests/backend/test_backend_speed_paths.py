@@ -144,7 +144,7 @@ from xla_testutil import planes_from_records, read_jsonl
 from pathlib import Path
 records = [r for r in read_jsonl(Path({ref!r})) if "policy_full" in r]
 planes = np.concatenate([planes_from_records(records)] * 2)[:64]
-base = "batch_buckets=1;7;17;64,cache_dir=none,background_compile=0"
+base = "batch_buckets=1;7;17;64,cache_dir=none,background_compile=0,split_min_rows=8"
 split = backend_xla.load_network({net!r}, base)
 one = backend_xla.load_network({net!r}, base + ",device=0")
 layout = {{str(s): [e.rows, e.devices] for s, e in split._compiled.items()}}
@@ -161,6 +161,8 @@ for opts in ("device=0,host_devices=2", "host_devices=3"):
         errors.append(None)
     except OptionError as exc:
         errors.append(str(exc))
+default = backend_xla.load_network({net!r}, "batch_buckets=32;64,cache_dir=none,background_compile=0")
+layout["default"] = {{str(s): [e.rows, e.devices] for s, e in default._compiled.items()}}
 print(json.dumps([jax.local_device_count(), layout, diffs, lc0_err, errors]))
 """
 
@@ -182,8 +184,11 @@ def test_batch_split_equals_one_device_and_lc0():
     count, layout, diffs, lc0_err, errors = _child(
         code, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
     assert count == 2
-    # Under 8 rows per device: one device; 17 rows: split, padded to 18.
+    # split_min_rows=8: under 8 rows per device one device; 17 rows: split, padded to 18.
+    # The default (32 rows per device) keeps 32 on one device and splits 64.
+    default = layout.pop("default")
     assert layout == {"1": [1, 1], "7": [7, 1], "17": [18, 2], "64": [64, 2]}
+    assert default == {"32": [32, 1], "64": [64, 2]}
     for n, diff in diffs.items():
         assert diff <= 1e-5, (n, diff)
     assert lc0_err <= 1e-4
