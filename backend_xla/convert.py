@@ -93,6 +93,7 @@ class Converter:
         self.max_inline_constant_size = max_inline_constant_size
         self.folded_nodes = self._fold_weights()
         self.hwio_weights = self._conv_weights_to_hwio()
+        self._hwio_params: dict[str, np.ndarray] | None = None
         used = {i for n in self.nodes for i in n.input} | set(self.output_names)
         self.params = {k: v for k, v in self.params.items() if k in used}
         self.inputs = [i for i in self.inputs if i.name in used]
@@ -137,25 +138,34 @@ class Converter:
         return folded
 
     def _conv_weights_to_hwio(self) -> set[str]:
-        """In the NHWC layout, store 2-D conv weights that are parameters as HWIO, once at load.
+        """2-D conv filters that are parameters and may be stored HWIO (``[KH, KW, Cin, Cout]``).
 
-        XLA's CPU convolution wants HWIO filters; from OIHW parameters it transposes every filter
-        on every call (Maia: 19 of the 20 transposes left in the optimized NHWC program). Only
-        weights read by nothing but ``Conv`` nodes are changed, and only for ``conv_method=lax``
-        (the matmul formulations in backend_xla.perf.conv take OIHW).
+        From OIHW parameters, a one-device program transposes every filter on every call (Maia:
+        16 of the 20 transposes left in the optimized NHWC program; batch 1 ran 1.25× faster with
+        HWIO filters). Programs split over host devices measured the other way (OIHW 1.15–1.2×
+        faster at batch 32/256, Maia, same run), so :meth:`params_for` and :meth:`function` take
+        the choice per program. Only weights read by nothing but ``Conv`` nodes qualify, and only
+        for ``conv_method=lax`` (the matmul formulations in backend_xla.perf.conv take OIHW).
         """
-        if self.layout != "NHWC" or self.conv_method != "lax":
+        if self.conv_method != "lax":
             return set()
         readers: dict[str, set[str]] = {}
         for node in self.nodes:
             for i, name in enumerate(node.input):
                 readers.setdefault(name, set()).add(node.op_type if i == 1 else "other")
         names = {n.input[1] for n in self.nodes if n.op_type == "Conv" and len(n.input) > 1}
-        hwio = {name for name in names if name in self.params and self.params[name].ndim == 4
+        return {name for name in names if name in self.params and self.params[name].ndim == 4
                 and readers.get(name) == {"Conv"} and name not in self.output_names}
-        for name in hwio:
-            self.params[name] = np.ascontiguousarray(np.transpose(self.params[name], (2, 3, 1, 0)))
-        return hwio
+
+    def params_for(self, hwio_filters: bool) -> dict[str, np.ndarray]:
+        """The parameters for a program built with ``function(..., hwio_filters)``."""
+        if not hwio_filters:
+            return self.params
+        if self._hwio_params is None:
+            self._hwio_params = {
+                k: np.ascontiguousarray(np.transpose(v, (2, 3, 1, 0))) if k in self.hwio_weights
+                else v for k, v in self.params.items()}
+        return self._hwio_params
 
     def _needed_nodes(self) -> list[onnx.NodeProto]:
         """Nodes the requested outputs depend on, in graph (topological) order."""
@@ -209,8 +219,14 @@ class Converter:
     def _compute(self, dtype: np.dtype) -> np.dtype:
         return self.float_override if self.float_override is not None and is_float(dtype) else dtype
 
-    def function(self, batch_size: int) -> tuple[Callable, list[TensorSpec]]:
-        """``fn(params: dict, *inputs) -> tuple(outputs)`` for ``batch_size`` and its input specs."""
+    def function(self, batch_size: int, hwio_filters: bool = False
+                 ) -> tuple[Callable, list[TensorSpec]]:
+        """``fn(params: dict, *inputs) -> tuple(outputs)`` for ``batch_size`` and its input specs.
+
+        ``hwio_filters``: ``params`` hold the filters of :attr:`hwio_weights` as HWIO
+        (``params_for(True)``); otherwise every parameter is as in the ONNX file.
+        """
+        hwio = self.hwio_weights if hwio_filters else frozenset()
         specs = self.input_specs(batch_size)
         model_dtypes = [onnx_to_np_dtype(v.type.tensor_type.elem_type) for v in self.inputs]
 
@@ -220,7 +236,7 @@ class Converter:
             for value, x, dtype in zip(self.inputs, inputs, model_dtypes):
                 env[value.name] = x.astype(device_dtype(self._compute(dtype)))
             for node in self.nodes:
-                self._run_node(node, env)
+                self._run_node(node, env, hwio)
             outs = []
             for name in self.output_names:
                 y = layout_pass.as_nchw(env[name])
@@ -233,7 +249,7 @@ class Converter:
 
         return fn, specs
 
-    def _run_node(self, node: onnx.NodeProto, env: dict[str, Any]) -> None:
+    def _run_node(self, node: onnx.NodeProto, env: dict[str, Any], hwio=frozenset()) -> None:
         try:
             args = [env[name] if name else None for name in node.input]
         except KeyError as exc:
@@ -252,11 +268,13 @@ class Converter:
                 special = layout_pass.handler_for(node.op_type)
                 if node.op_type == "Conv" and special is not None:
                     result = special(ctx, *args, method=self.conv_method,
-                                     hwio=len(node.input) > 1 and node.input[1] in self.hwio_weights)
+                                     hwio=len(node.input) > 1 and node.input[1] in hwio)
                 elif special is not None and any(isinstance(a, layout_pass.Nhwc) for a in args):
                     result = special(ctx, *args)
                 if result is NotImplemented:
                     args = [layout_pass.as_nchw(a) for a in args]
+            elif node.op_type == "Conv" and len(node.input) > 1 and node.input[1] in hwio:
+                result = layout_pass.conv_nchw_hwio(ctx, *args)
             if result is NotImplemented:
                 result = ops.handler_for(node.op_type)(ctx, *args)
         except NetworkError:

@@ -154,6 +154,25 @@ def conv(ctx, x, w, b=None, *, method: str = "lax", hwio: bool = False):
     return Nhwc(y)
 
 
+def conv_nchw_hwio(ctx, x, w, b=None):
+    """``Conv`` in ONNX layout with a filter the converter stored HWIO at load (layout=NCHW)."""
+    from jax import lax
+    import jax.numpy as jnp
+
+    x = jnp.asarray(x)
+    kernel = list(ctx.attr("kernel_shape", w.shape[:2]))
+    strides = list(ctx.attr("strides", [1, 1]))
+    dilations = list(ctx.attr("dilations", [1, 1]))
+    padding = _conv_padding(ctx, x.shape[2:], kernel, strides, dilations)
+    y = lax.conv_general_dilated(
+        x, w.astype(x.dtype), window_strides=strides, padding=padding, rhs_dilation=dilations,
+        dimension_numbers=("NCHW", "HWIO", "NCHW"), feature_group_count=ctx.attr("group", 1),
+        precision=_precision(x.dtype))
+    if b is not None:
+        y = y + b.astype(y.dtype).reshape((1, -1, 1, 1))
+    return y
+
+
 # ----------------------------------------------------------------------------- element-wise
 
 UNARY = ("Relu", "Sigmoid", "Tanh", "Softplus", "Mish", "Elu", "Selu", "LeakyRelu", "HardSigmoid",

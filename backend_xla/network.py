@@ -92,7 +92,7 @@ class XlaNetwork:
         self.max_batch = self.sizes[-1]
         self.devices = runtime.setup(self.options)
         self.device = self.devices[0]
-        self.params = runtime.upload(self.converter.params, self.devices)
+        self.params = runtime.upload(self.converter, self.devices)
         self._compiled: dict[int, Any] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None

@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import OptionError
 
-SPLIT_MIN_ROWS = 32
+SPLIT_MIN_ROWS = 8
 """Default ``split_min_rows``: rows per device below which a batch is not split (docs/backend.md)."""
 
 DATA_TYPES = ("f32", "f16", "bf16")

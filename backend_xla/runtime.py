@@ -91,34 +91,39 @@ def _mesh(devices: list):
 
 
 class Params:
-    """The large initializers, uploaded once: replicated over the split devices (one copy each),
-    and the first device's copy (no extra upload) for executables that run on one device."""
+    """The large initializers, uploaded once: ``split``, replicated over the split devices (one
+    copy each, ONNX filter layout) and ``single``, for programs that run on the first device
+    (conv filters HWIO, see ``Converter._conv_weights_to_hwio``; the other parameters are the
+    first device's copy of ``split``, not uploaded twice)."""
 
-    def __init__(self, params: dict[str, np.ndarray], devices: list) -> None:
+    def __init__(self, converter, devices: list) -> None:
         import jax
         from jax.sharding import NamedSharding, PartitionSpec
 
         self.devices = devices
+        single = converter.params_for(hwio_filters=True)
         if len(devices) == 1:
-            self.single = {k: jax.device_put(v, devices[0]) for k, v in params.items()}
+            self.single = {k: jax.device_put(v, devices[0]) for k, v in single.items()}
             self.split = None
             return
         replicated = NamedSharding(_mesh(devices), PartitionSpec())
-        self.split = {k: jax.device_put(v, replicated) for k, v in params.items()}
-        self.single = {k: next(s.data for s in v.addressable_shards if s.device == devices[0])
+        self.split = {k: jax.device_put(v, replicated)
+                      for k, v in converter.params_for(hwio_filters=False).items()}
+        self.single = {k: jax.device_put(single[k], devices[0]) if k in converter.hwio_weights
+                       else next(s.data for s in v.addressable_shards if s.device == devices[0])
                        for k, v in self.split.items()}
 
 
-def upload(params: dict[str, np.ndarray], devices) -> Params:
+def upload(converter, devices) -> Params:
     """Put the large initializers on the device(s) once; every batch size shares them."""
-    return Params(params, list(devices) if isinstance(devices, (list, tuple)) else [devices])
+    return Params(converter, list(devices) if isinstance(devices, (list, tuple)) else [devices])
 
 
-def lower(converter, batch_size: int, params: dict[str, Any]):
+def lower(converter, batch_size: int, params: dict[str, Any], hwio_filters: bool = False):
     """The jitted function lowered for ``batch_size`` (gives HLO text / proto)."""
     import jax
 
-    fn, specs = converter.function(batch_size)
+    fn, specs = converter.function(batch_size, hwio_filters)
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
     param_shapes = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in params.items()}
     try:
@@ -191,7 +196,7 @@ def compile_function(converter, batch_size: int, params: Params,
             lowered, sharding = _lower_split(converter, rows, params)
         else:
             rows, sharding = batch_size, None
-            lowered = lower(converter, batch_size, params.single)
+            lowered = lower(converter, batch_size, params.single, hwio_filters=True)
         try:
             compiled = lowered.compile()
         except Exception as exc:

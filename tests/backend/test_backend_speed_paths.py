@@ -68,13 +68,14 @@ def test_layout_pass_keeps_activations_nhwc_between_convs():
     texts = {}
     for layout in ("NHWC", "NCHW"):
         conv = Converter(model, "maia", layout=layout)
-        fn, specs = conv.function(8)
-        params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in conv.params.items()}
+        fn, specs = conv.function(8, hwio_filters=True)  # as a one-device program
+        params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype)
+                  for k, v in conv.params_for(hwio_filters=True).items()}
         texts[layout] = jax.jit(fn).lower(
             params, *[jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]).as_text()
     # NHWC activations with HWIO filters (transposed once at load, not per call).
     nhwc_convs = texts["NHWC"].count("dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]")
-    assert nhwc_convs == texts["NCHW"].count("stablehlo.convolution") > 10
+    assert nhwc_convs == texts["NCHW"].count("dim_numbers = [b, f, 0, 1]x[0, 1, i, o]") > 10
     # One transpose of the input planes plus one per head (policy conv output, value conv output);
     # the SE blocks' [N, C, 1, 1] <-> [N, 1, 1, C] changes are reshapes.
     assert texts["NCHW"].count("stablehlo.transpose") == 0
@@ -144,7 +145,7 @@ from xla_testutil import planes_from_records, read_jsonl
 from pathlib import Path
 records = [r for r in read_jsonl(Path({ref!r})) if "policy_full" in r]
 planes = np.concatenate([planes_from_records(records)] * 2)[:64]
-base = "batch_buckets=1;7;17;64,cache_dir=none,background_compile=0,split_min_rows=8"
+base = "batch_buckets=1;7;17;64,cache_dir=none,background_compile=0,split_min_rows=8"  # default
 split = backend_xla.load_network({net!r}, base)
 one = backend_xla.load_network({net!r}, base + ",device=0")
 layout = {{str(s): [e.rows, e.devices] for s, e in split._compiled.items()}}
@@ -161,7 +162,7 @@ for opts in ("device=0,host_devices=2", "host_devices=3"):
         errors.append(None)
     except OptionError as exc:
         errors.append(str(exc))
-default = backend_xla.load_network({net!r}, "batch_buckets=32;64,cache_dir=none,background_compile=0")
+default = backend_xla.load_network({net!r}, "batch_buckets=8;16,cache_dir=none,background_compile=0")
 layout["default"] = {{str(s): [e.rows, e.devices] for s, e in default._compiled.items()}}
 print(json.dumps([jax.local_device_count(), layout, diffs, lc0_err, errors]))
 """
@@ -185,10 +186,10 @@ def test_batch_split_equals_one_device_and_lc0():
         code, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
     assert count == 2
     # split_min_rows=8: under 8 rows per device one device; 17 rows: split, padded to 18.
-    # The default (32 rows per device) keeps 32 on one device and splits 64.
+    # The default (8 rows per device) keeps 8 on one device and splits 16.
     default = layout.pop("default")
     assert layout == {"1": [1, 1], "7": [7, 1], "17": [18, 2], "64": [64, 2]}
-    assert default == {"32": [32, 1], "64": [64, 2]}
+    assert default == {"8": [8, 1], "16": [16, 2]}
     for n, diff in diffs.items():
         assert diff <= 1e-5, (n, diff)
     assert lc0_err <= 1e-4
@@ -284,7 +285,9 @@ def test_layout_pass_per_op_matches_onnx_reference(op, extras, attrs):
     expected = ReferenceEvaluator(model).run(None, {"x": x, "g": g})[0]
     # 16 bytes: the axes stay constants, the per-channel vectors become traced parameters.
     conv = Converter(model, op, layout="NHWC", max_inline_constant_size=16)
-    fn, _ = conv.function(2)
-    got = np.asarray(jax.jit(fn)(conv.params, x, g)[0])
-    assert got.shape == expected.shape
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert conv.hwio_weights == {"w"}
+    for hwio in (False, True):  # split programs take ONNX filters, one-device programs HWIO
+        fn, _ = conv.function(2, hwio_filters=hwio)
+        got = np.asarray(jax.jit(fn)(conv.params_for(hwio), x, g)[0])
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=f"hwio={hwio}")
