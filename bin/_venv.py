@@ -1,0 +1,57 @@
+"""Bootstrap shared by the Python scripts in bin/: ``import _venv`` before any third-party import.
+
+GUIs and users run these scripts by path (``/path/to/xlazero/bin/match``), from any working
+directory, with whatever ``python3`` is first on PATH; the project's dependencies (jax, onnx,
+numpy, chess) live in ``<repo>/.venv``, made by the README's install command. So, on import:
+
+* if ``<repo>/.venv/bin/python`` exists and this interpreter is not that venv, re-execute the
+  calling script under it with the same arguments (compared by ``sys.prefix``: a venv's python
+  is a symlink to the base interpreter, so comparing executables is unreliable);
+* otherwise (already in the venv, or no venv: e.g. installed into another environment) go on;
+* either way, put the repo root first on ``sys.path`` so ``engine`` and ``backend_xla`` import
+  without installation.
+
+This module imports only the standard library: scripts that set ``XLA_FLAGS`` before jax starts
+keep doing so after the re-exec.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+VENV_PYTHON = VENV / "bin" / "python"
+
+# Set for the re-executed process only (popped at once, so children don't inherit it): guards
+# against an endless re-exec should .venv/bin/python not be a venv interpreter after all.
+_MARKER = "_XLAZERO_VENV_REEXEC"
+
+
+def _in_venv() -> bool:
+    try:
+        return Path(sys.prefix).resolve() == VENV.resolve()
+    except OSError:
+        return False
+
+
+def _reexec() -> None:
+    if os.environ.pop(_MARKER, None) is not None:  # already re-executed once: don't loop
+        return
+    script = sys.argv[0] if sys.argv else ""
+    if not script or not os.path.isfile(script):  # python -c / interactive: nothing to re-run
+        return
+    if not VENV_PYTHON.exists() or _in_venv():
+        return
+    os.environ[_MARKER] = "1"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), script, *sys.argv[1:]])
+
+
+_reexec()
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
