@@ -9,6 +9,8 @@ import gzip
 import json
 from pathlib import Path
 
+import chess
+import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +24,28 @@ def need_shared(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"../shared is absent here: {path} not found")
     return path
+
+
+def lc0_planes(record: dict) -> np.ndarray:
+    """lc0's planes of a reference record as float32 [112, 8, 8]: each of the 112 [mask, value]
+    pairs sets bit i of the mask (square i, a1=0) at [i // 8, i % 8] to value."""
+    masks = np.array([int(m) for m, _ in record["planes"]], dtype="<u8")
+    values = np.array([v for _, v in record["planes"]], dtype=np.float32)
+    bits = np.unpackbits(masks.view(np.uint8), bitorder="little").reshape(len(masks), 8, 8)
+    return bits.astype(np.float32) * values[:, None, None]
+
+
+def lc0_planes_batch(records: list[dict]) -> np.ndarray:
+    """float32 [N, 112, 8, 8] of :func:`lc0_planes` for each record."""
+    return np.stack([lc0_planes(r) for r in records])
+
+
+def board_of(record: dict) -> chess.Board:
+    """The board of a position record: its FEN with its moves played (history matters)."""
+    board = chess.Board(record["fen"])
+    for uci in record["moves"]:
+        board.push_uci(uci)
+    return board
 
 
 def read_jsonl(path: Path) -> list[dict]:

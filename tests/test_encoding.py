@@ -8,7 +8,7 @@ import chess
 import numpy as np
 import pytest
 
-from conftest import need_shared, read_jsonl
+from conftest import board_of, lc0_planes, need_shared, read_jsonl
 from engine.encoding import (
     POLICY_MOVES,
     POLICY_SIZE,
@@ -17,21 +17,6 @@ from engine.encoding import (
     encode_planes,
     policy_indices,
 )
-
-
-def reference_planes(record: dict) -> np.ndarray:
-    """lc0's planes of a reference record as float32 [112, 8, 8] (bit i -> [i // 8, i % 8])."""
-    masks = np.array([int(m) for m, _ in record["planes"]], dtype="<u8")
-    values = np.array([v for _, v in record["planes"]], dtype=np.float32)
-    bits = np.unpackbits(masks.view(np.uint8), bitorder="little").reshape(112, 8, 8)
-    return bits.astype(np.float32) * values[:, None, None]
-
-
-def board_of(record: dict) -> chess.Board:
-    board = chess.Board(record["fen"])
-    for uci in record["moves"]:
-        board.push_uci(uci)
-    return board
 
 
 def describe_plane_mismatch(record: dict, got: np.ndarray, expected: np.ndarray) -> str:
@@ -52,7 +37,7 @@ def test_format1_planes_equal_lc0_for_every_position(maia_records):
     for record in maia_records:
         assert record["input_format"] == 1
         got = encode_planes(board_of(record), 1)
-        expected = reference_planes(record)
+        expected = lc0_planes(record)
         assert got.dtype == np.float32 and got.shape == (112, 8, 8)
         assert np.array_equal(got, expected), describe_plane_mismatch(record, got, expected)
 
@@ -62,7 +47,7 @@ def test_encode_batch_equals_per_board_encoding(maia_records):
     batch = encode_batch([board_of(r) for r in records], 1)
     assert batch.shape == (40, 112, 8, 8) and batch.dtype == np.float32
     for k, record in enumerate(records):
-        assert np.array_equal(batch[k], reference_planes(record)), record["index"]
+        assert np.array_equal(batch[k], lc0_planes(record)), record["index"]
 
 
 def test_format1_policy_indices_equal_lc0(maia_records):

@@ -9,7 +9,8 @@ import pytest
 from conftest import LC0, need_shared, read_jsonl
 from engine.encoding import encode_batch, encode_planes, policy_indices, transform_of
 from engine.encoding.transforms import TRANSPOSE
-from test_encoding import board_of, describe_plane_mismatch, reference_planes
+from conftest import board_of, lc0_planes
+from test_encoding import describe_plane_mismatch
 
 ZOO_FORMATS = {
     2: "se-b2f32-polconv-wdl-input2-castlingplane-ref.jsonl.gz",
@@ -39,7 +40,7 @@ def test_planes_equal_lc0_for_every_position(fmt):
     got_all = encode_batch([board_of(r) for r in records], fmt)
     for record, got in zip(records, got_all):
         assert record["input_format"] == fmt
-        expected = reference_planes(record)
+        expected = lc0_planes(record)
         assert np.array_equal(got, expected), f"format {fmt}: " + describe_plane_mismatch(
             record, got, expected
         )

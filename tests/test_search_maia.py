@@ -1,5 +1,9 @@
-"""End to end with a real network (Maia-1100 through the xla backend): ``go nodes 1`` plays lc0's
-top policy move (argmax of p_raw over the legal moves in lc0's reference records)."""
+"""End to end with real networks through the xla backend: ``go nodes 1`` plays lc0's top policy move.
+
+Truth: for Maia-1100, the argmax of lc0's own logits (p_raw) in its reference records; for Maia-1900
+(no lc0 outputs are shared), lc0's own ONNX conversion evaluated by onnx's reference evaluator on
+lc0's own planes; for held-out positions (random games, not in ../shared), the same evaluator on
+our planes (the encoder is checked against lc0 and an independent encoder in test_encoding*)."""
 
 from __future__ import annotations
 
@@ -11,18 +15,13 @@ import chess.engine
 import numpy as np
 import pytest
 
-from conftest import need_shared
+from conftest import board_of, lc0_planes_batch, need_shared
+from engine.encoding import encode_batch, policy_indices
 from engine.search import Limits, Search, from_options
 
 LOGIT_TOLERANCE = 5e-3
 """Top-two logits closer than this may swap between lc0 and us (lc0 vs onnx differ by ≤2.6e-3)."""
 
-
-def _board(rec: dict) -> chess.Board:
-    board = chess.Board(rec["fen"])
-    for uci in rec["moves"]:
-        board.push_uci(uci)
-    return board
 
 
 def _acceptable(rec: dict) -> set[str]:
@@ -39,14 +38,13 @@ def maia_net():
     return load_network(str(path), "")
 
 
-@pytest.mark.slow
 def test_nodes_one_plays_top_policy_move_in_process(maia_net, maia1100_ref):
     search = Search(maia_net, from_options({}))
     checked = 0
     for rec in maia1100_ref:
         if not rec["legal_moves"]:
             continue
-        board = _board(rec)
+        board = board_of(rec)
         search.clear()
         search.set_position(board)
         result = search.run(Limits(nodes=1))
@@ -65,8 +63,74 @@ def test_nodes_one_via_uci(maia1100_ref):
     try:
         records = [r for r in maia1100_ref if r["legal_moves"]][::60]
         for rec in records:
-            board = _board(rec)
+            board = board_of(rec)
             result = eng.play(board, chess.engine.Limit(nodes=1))
             assert result.move.uci() in _acceptable(rec), f"position {rec['index']}"
     finally:
         eng.quit()
+
+
+def _reference_top_moves(onnx_path, planes: np.ndarray, moves_and_indices) -> list[set[str]]:
+    """Per position, the legal moves within LOGIT_TOLERANCE of the best logit of ``onnx_path``
+    evaluated by onnx.reference on ``planes``."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    (logits,) = ReferenceEvaluator(onnx.load(onnx_path)).run(["/output/policy"], {"/input/planes": planes})
+    tops = []
+    for row, (moves, indices) in zip(logits, moves_and_indices):
+        p = row[indices]
+        tops.append({m for m, x in zip(moves, p) if x >= p.max() - LOGIT_TOLERANCE})
+    return tops
+
+
+def _play_nodes_one(net, boards) -> list[str]:
+    search = Search(net, from_options({}))
+    played = []
+    for board in boards:
+        search.clear()
+        search.set_position(board)
+        played.append(search.run(Limits(nodes=1)).bestmove.uci())
+    return played
+
+
+def test_maia1900_nodes_one_plays_lc0_onnx_top_move(maia1100_ref):
+    """Every non-terminal shared position, with lc0's planes and lc0's policy indices."""
+    path = need_shared("maia", "maia-1900.onnx")
+    from backend_xla import load_network
+
+    records = [r for r in maia1100_ref if r["legal_moves"]]  # planes depend only on the position
+    tops = _reference_top_moves(path, lc0_planes_batch(records),
+                                [(r["legal_moves"], r["policy_indices"]) for r in records])
+    played = _play_nodes_one(load_network(str(path), ""), [board_of(r) for r in records])
+    wrong = [(r["index"], m, sorted(t)) for r, m, t in zip(records, played, tops) if m not in t]
+    assert not wrong, f"(position, played, lc0's top moves): {wrong[:5]}"
+    assert len(records) > 250
+
+
+def _heldout_boards(count: int, seed: int = 1900) -> list[chess.Board]:
+    rng = np.random.default_rng(seed)
+    boards = []
+    while len(boards) < count:
+        board = chess.Board()
+        for _ in range(int(rng.integers(1, 80))):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(moves[int(rng.integers(len(moves)))])
+        if not board.is_game_over():
+            boards.append(board)
+    return boards
+
+
+def test_maia1900_nodes_one_on_heldout_positions():
+    path = need_shared("maia", "maia-1900.onnx")
+    from backend_xla import load_network
+
+    boards = _heldout_boards(80)
+    indices = [policy_indices(b, 1) for b in boards]
+    tops = _reference_top_moves(path, encode_batch(boards, 1),
+                                [([m.uci() for m in ix], list(ix.values())) for ix in indices])
+    played = _play_nodes_one(load_network(str(path), ""), boards)
+    wrong = [(b.fen(), m, sorted(t)) for b, m, t in zip(boards, played, tops) if m not in t]
+    assert not wrong, wrong[:5]

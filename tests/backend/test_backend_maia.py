@@ -7,7 +7,8 @@ import pytest
 
 import backend_xla
 from engine.backend import POLICY_SIZE, load_network
-from xla_testutil import TEST_OPTIONS, legal_logit_error, need_shared, planes_from_records
+from conftest import lc0_planes_batch
+from xla_testutil import TEST_OPTIONS, legal_logit_error, need_shared
 
 # lc0's reference tolerances for f32 Maia (see ../shared/README.md).
 MAIA_LOGIT_TOL = 5e-3
@@ -20,7 +21,7 @@ def maia1100():
 
 
 def test_maia1100_matches_lc0_on_every_position(maia1100, maia1100_ref):
-    planes = planes_from_records(maia1100_ref)
+    planes = lc0_planes_batch(maia1100_ref)
     out = maia1100.evaluate(planes)
     assert out.policy.shape == (len(maia1100_ref), POLICY_SIZE)
     assert out.policy.dtype == np.float32
@@ -38,7 +39,7 @@ def test_maia_attributes(maia1100):
 
 def test_single_rows_equal_batched_rows(maia1100, maia1100_ref):
     """Padding and splitting must not change results: 1-row, 70-row (split 64+6) and full."""
-    planes = planes_from_records(maia1100_ref[:70])
+    planes = lc0_planes_batch(maia1100_ref[:70])
     batched = maia1100.evaluate(planes)
     for i in (0, 5, 69):
         alone = maia1100.evaluate(planes[i:i + 1])
@@ -51,6 +52,6 @@ def test_registered_with_engine(maia1100_ref):
     from conftest import read_jsonl
 
     refs = read_jsonl(need_shared("maia", "ref-maia-1500.jsonl.gz"))[:64]
-    out = net.evaluate(planes_from_records(refs))
+    out = net.evaluate(lc0_planes_batch(refs))
     assert legal_logit_error(out.policy, refs) < MAIA_LOGIT_TOL
     np.testing.assert_allclose(out.q, [r["q"] for r in refs], atol=MAIA_VALUE_TOL, rtol=0)

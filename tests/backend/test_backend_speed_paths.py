@@ -24,8 +24,8 @@ from onnx import helper, numpy_helper
 import backend_xla
 from backend_xla import convert
 from backend_xla.convert import Converter
-from conftest import LC0, REPO_ROOT
-from xla_testutil import need_shared, planes_from_records, read_jsonl
+from conftest import LC0, REPO_ROOT, lc0_planes_batch
+from xla_testutil import need_shared, read_jsonl
 
 def _has_conv(path) -> bool:
     return any(n.op_type == "Conv" for n in onnx.load(str(path), load_external_data=False).graph.node)
@@ -50,7 +50,7 @@ def test_layout_pass_equals_onnx_layout(name):
     path = need_shared("zoo", name)
     records = read_jsonl(need_shared("zoo", _ref(name)))[:LAYOUT_POSITIONS]
     fmt = records[0]["input_format"]
-    planes = planes_from_records(records)
+    planes = lc0_planes_batch(records)
     outs = {}
     for layout in ("NHWC", "NCHW"):
         net = backend_xla.load_network(path, f"{FAST},input_format={fmt},layout={layout}")
@@ -141,10 +141,11 @@ import backend_xla
 import jax
 from backend_xla.errors import OptionError
 sys.path[:0] = [{tests!r}, {tests!r} + "/.."]
-from xla_testutil import planes_from_records, read_jsonl
+from conftest import lc0_planes_batch
+from xla_testutil import read_jsonl
 from pathlib import Path
 records = [r for r in read_jsonl(Path({ref!r})) if "policy_full" in r]
-planes = np.concatenate([planes_from_records(records)] * 2)[:64]
+planes = np.concatenate([lc0_planes_batch(records)] * 2)[:64]
 base = "batch_buckets=1;7;17;64,cache_dir=none,background_compile=0,split_min_rows=8"  # default
 split = backend_xla.load_network({net!r}, base)
 one = backend_xla.load_network({net!r}, base + ",device=0")

@@ -12,8 +12,8 @@ from onnx import helper
 
 import backend_xla
 from backend_xla.tools import describenet_main, onnx2hlo_main, truncate_at_unsupported
-from conftest import REPO_ROOT
-from xla_testutil import TEST_OPTIONS, legal_logit_error, need_shared, planes_from_records
+from conftest import REPO_ROOT, lc0_planes_batch
+from xla_testutil import TEST_OPTIONS, legal_logit_error, need_shared
 
 
 def test_onnx2hlo_text_matches_lc0_structure(tmp_path, capsys):
@@ -67,6 +67,6 @@ def test_pb_gz_delegates_to_lc0_reader(maia1100_ref):
     pytest.importorskip("backend_xla.lc0.build")
     net = backend_xla.load_network(need_shared("maia", "maia-1100.pb.gz"), TEST_OPTIONS)
     records = maia1100_ref[:64]
-    out = net.evaluate(planes_from_records(records))
+    out = net.evaluate(lc0_planes_batch(records))
     assert legal_logit_error(out.policy, records) < 5e-3
     np.testing.assert_allclose(out.q, [r["q"] for r in records], atol=1e-4)

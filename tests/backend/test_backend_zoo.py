@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import backend_xla
-from conftest import LC0
-from xla_testutil import legal_logit_error, need_shared, planes_from_records, read_jsonl
+from conftest import LC0, lc0_planes_batch
+from xla_testutil import legal_logit_error, need_shared, read_jsonl
 
 ZOO_OPTIONS = "batch_buckets=64,cache_dir=none,background_compile=0"
 ZOO_POSITIONS = 50
@@ -33,7 +33,7 @@ def test_zoo_network_matches_lc0(name):
     fmt = records[0]["input_format"]
     net = backend_xla.load_network(path, f"{ZOO_OPTIONS},input_format={fmt}")
     assert net.input_format == fmt
-    out = net.evaluate(planes_from_records(records))
+    out = net.evaluate(lc0_planes_batch(records))
     full = np.array([r["policy_full"] for r in records], np.float32)
     err = np.abs(out.policy - full)
     assert (err <= np.maximum(ZOO_LOGIT_ABS, ZOO_LOGIT_REL * np.abs(full))).all(), err.max()
@@ -58,7 +58,7 @@ LOW_PRECISION = [
 @pytest.mark.parametrize("name,options,logit_tol,value_tol", LOW_PRECISION)
 def test_maia_reduced_precision(name, options, logit_tol, value_tol, maia1100_ref):
     net = backend_xla.load_network(need_shared("maia", name), f"{ZOO_OPTIONS},{options}")
-    out = net.evaluate(planes_from_records(maia1100_ref))
+    out = net.evaluate(lc0_planes_batch(maia1100_ref))
     assert out.policy.dtype == np.float32
     assert legal_logit_error(out.policy, maia1100_ref) < logit_tol
     np.testing.assert_allclose(out.q, [r["q"] for r in maia1100_ref], atol=value_tol, rtol=0)
@@ -73,7 +73,7 @@ def test_multihead_weights_select_heads_through_backend_options():
     path = need_shared("zoo", f"{MULTIHEAD}.pb.gz")
     records = read_jsonl(need_shared("zoo", f"{MULTIHEAD}-optimistic-q-ref.jsonl.gz"))[:8]
     net = backend_xla.load_network(path, f"{ZOO_OPTIONS},policy_head=optimistic,value-head=q")
-    out = net.evaluate(planes_from_records(records))
+    out = net.evaluate(lc0_planes_batch(records))
     full = np.array([r["policy_full"] for r in records], np.float32)
     assert np.abs(out.policy - full).max() <= ZOO_LOGIT_ABS + ZOO_LOGIT_REL * np.abs(full).max()
     np.testing.assert_allclose(out.q, [r["q"] for r in records], atol=ZOO_VALUE_TOL, rtol=0)

@@ -40,16 +40,6 @@ def read_records(path: Path, limit: int | None = None) -> list[dict]:
     return out
 
 
-def planes_of(record: dict) -> np.ndarray:
-    """float32 [112, 8, 8] from a record's 112 [mask, value] pairs (bit i = square i)."""
-    x = np.zeros((112, 64), np.float32)
-    bits = np.arange(64, dtype=np.uint64)
-    for k, (mask, value) in enumerate(record["planes"]):
-        on = (np.uint64(int(mask)) >> bits) & np.uint64(1)
-        x[k, on.astype(bool)] = value
-    return x.reshape(112, 8, 8)
-
-
 def run_reference(model, planes: np.ndarray) -> dict[str, np.ndarray]:
     """Outputs of ``model`` on ``planes`` by onnx.reference.ReferenceEvaluator, by output name."""
     from onnx.reference import ReferenceEvaluator

@@ -16,7 +16,8 @@ from backend_xla.lc0 import build_onnx, describe, read_weights
 from backend_xla.lc0.protowire import Message
 from backend_xla.lc0.weights import layer_values, parse_weights
 from backend_xla.lc0.writer import encode_layer, write_weights
-from lc0w_helpers import assert_matches_lc0, planes_of, read_records, run_reference, shared
+from conftest import lc0_planes
+from lc0w_helpers import assert_matches_lc0, read_records, run_reference, shared
 
 ENC_LINEAR16, ENC_FLOAT16, ENC_BFLOAT16, ENC_FLOAT32 = 1, 2, 3, 4
 BN_EPS = 1e-5
@@ -150,7 +151,7 @@ def randomized_maia(tmp_path, seed: int):
 def test_randomized_maia_matches_numpy_reference(tmp_path, seed):
     path, params = randomized_maia(tmp_path, seed)
     records = read_records(shared("maia", "ref-maia-1100.jsonl.gz"), POSITIONS)
-    planes = np.stack([planes_of(r) for r in records])
+    planes = np.stack([lc0_planes(r) for r in records])
     lc0_onnx = onnx.load(shared("maia", "maia-1100.onnx"))
     mapping = [numpy_helper.to_array(i) for i in lc0_onnx.graph.initializer
                if i.name == "/const/mapping_table"][0]
@@ -176,7 +177,7 @@ def test_older_file_without_format_uses_lc0_defaults(tmp_path):
         "INPUT_CLASSICAL_112_PLANE", "NETWORK_CLASSICAL_WITH_HEADFORMAT", "POLICY_CLASSICAL",
         "VALUE_CLASSICAL", "MOVES_LEFT_NONE"]
     records = read_records(shared("zoo", f"{name}-ref.jsonl.gz"), POSITIONS)
-    out = run_reference(build_onnx(weights), np.stack([planes_of(r) for r in records]))
+    out = run_reference(build_onnx(weights), np.stack([lc0_planes(r) for r in records]))
     assert_matches_lc0(out, records, "old-format " + name, zoo=True)
     assert any("no network format" in line for line in describe(path))
 

@@ -8,7 +8,8 @@ import onnx
 import pytest
 
 from backend_xla.lc0 import build_onnx, load_lc0_onnx, read_weights
-from lc0w_helpers import (assert_matches_lc0, planes_of, read_records, run_reference, shared,
+from conftest import lc0_planes
+from lc0w_helpers import (assert_matches_lc0, read_records, run_reference, shared,
                           zoo_names)
 
 REFERENCE_POSITIONS = 6  # onnx.reference is slow; a few positions per network
@@ -26,7 +27,7 @@ def _variants():
 def test_zoo_reference_evaluator_matches_lc0(net, ref, heads):
     records = read_records(shared("zoo", f"{ref}-ref.jsonl.gz"), REFERENCE_POSITIONS)
     model = build_onnx(read_weights(shared("zoo", f"{net}.pb.gz")), **heads)
-    outputs = run_reference(model, np.stack([planes_of(r) for r in records]))
+    outputs = run_reference(model, np.stack([lc0_planes(r) for r in records]))
     assert_matches_lc0(outputs, records, ref, zoo=True)
     assert int(dict((p.key, p.value) for p in model.metadata_props)["lc0_input_format"]) == \
         records[0]["input_format"]
@@ -36,7 +37,7 @@ def test_zoo_reference_evaluator_matches_lc0(net, ref, heads):
 def test_maia_reference_evaluator_matches_lc0(rating):
     records = read_records(shared("maia", f"ref-maia-{rating}.jsonl.gz"), 2 * REFERENCE_POSITIONS)
     model = load_lc0_onnx(shared("maia", f"maia-{rating}.pb.gz"))
-    outputs = run_reference(model, np.stack([planes_of(r) for r in records]))
+    outputs = run_reference(model, np.stack([lc0_planes(r) for r in records]))
     assert_matches_lc0(outputs, records, f"maia-{rating}", zoo=False)
 
 
@@ -50,7 +51,7 @@ def _ort_outputs(model, planes):
 @pytest.mark.parametrize("net,ref,heads", _variants(), ids=[c[1] for c in _variants()])
 def test_zoo_onnxruntime_all_positions(net, ref, heads):
     records = read_records(shared("zoo", f"{ref}-ref.jsonl.gz"))
-    planes = np.stack([planes_of(r) for r in records])
+    planes = np.stack([lc0_planes(r) for r in records])
     ours = _ort_outputs(build_onnx(read_weights(shared("zoo", f"{net}.pb.gz")), **heads), planes)
     assert_matches_lc0(ours, records, ref, zoo=True)
     theirs = _ort_outputs(onnx.load(shared("zoo", f"{ref}.onnx")), planes)
@@ -62,7 +63,7 @@ def test_zoo_onnxruntime_all_positions(net, ref, heads):
 def test_maia_reduced_precision_onnxruntime(data_type, policy_tol, value_tol):
     """Tolerances: twice those of lc0's own f16/bf16 conversions in ../shared/README.md."""
     records = read_records(shared("maia", "ref-maia-1100.jsonl.gz"))
-    planes = np.stack([planes_of(r) for r in records])
+    planes = np.stack([lc0_planes(r) for r in records])
     model = build_onnx(read_weights(shared("maia", "maia-1100.pb.gz")), data_type)
     if data_type == "bf16":
         import ml_dtypes
@@ -88,7 +89,7 @@ def test_backend_xla_loads_pb_gz(path, ref):
     backend_xla = pytest.importorskip("backend_xla")
     records = read_records(shared(*ref))
     net = backend_xla.load_network(str(shared(*path)), "batch_buckets=64;512,background_compile=0")
-    out = net.evaluate(np.stack([planes_of(r) for r in records]))
+    out = net.evaluate(np.stack([lc0_planes(r) for r in records]))
     assert net.input_format == records[0]["input_format"]
     outputs = {"/output/policy": out.policy,
                "/output/wdl": np.stack([(1 + out.q - out.d) / 2, out.d, (1 - out.q - out.d) / 2], 1)}
