@@ -56,6 +56,7 @@ class UciEngine:
         self.values = opts.defaults()
         self.values.update(values or {})
         self._out_lock = threading.Lock()
+        self._line_time = time.monotonic()  # arrival of the line being handled (see handle)
         self._log: TextIO | None = None
         self._open_log()
         self.network = None
@@ -95,6 +96,9 @@ class UciEngine:
 
     # ------------------------------------------------------------------------------------- dispatch
     def handle(self, line: str) -> bool:
+        # The clock of a go runs from the moment its line arrives: work before the search starts
+        # (copying the board, reusing the tree, starting the thread) is on the engine's clock too.
+        self._line_time = time.monotonic()
         if self._log is not None:
             with self._out_lock:
                 self._log.write(f"<< {line}\n")
@@ -313,7 +317,7 @@ class UciEngine:
         budget = self.timemgr.budget_ms(go, self.board.turn == chess.BLACK, self.board.ply())
         return Limits(nodes=ints.get("nodes"), time_ms=budget, depth=ints.get("depth"),
                       mate=ints.get("mate"), infinite=go.infinite or go.ponder,
-                      searchmoves=searchmoves)
+                      searchmoves=searchmoves, started_at=self._line_time)
 
     def _start_search(self, go: GoParams, ints: dict, searchmoves: tuple) -> None:
         self._infinite_stop.clear()
@@ -341,7 +345,7 @@ class UciEngine:
 
     def _search_thread(self, board: chess.Board, limits: Limits, go: GoParams,
                        clock_budget: float | None, ok: bool) -> None:
-        start = time.monotonic()
+        start = limits.started_at
         best = ponder = None
         try:
             if ok and any(board.legal_moves):

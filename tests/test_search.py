@@ -310,3 +310,18 @@ def test_search_exception_propagates():
     s.set_position(chess.Board())
     with pytest.raises(RuntimeError, match="boom"):
         s.run(Limits(nodes=10))
+
+
+def test_time_limit_counts_from_the_go_arrival():
+    """lc0 counts a move's time from the go command: time spent before the search starts (here a
+    simulated 10 s) is already used, so a 200 ms budget is over at once (no more than the root)."""
+    import time
+
+    s = Search(ConstNetwork(), NO_PRUNING)
+    s.set_position(chess.Board())
+    late = s.run(Limits(time_ms=200, started_at=time.monotonic() - 10.0))
+    assert late.nodes <= 1 and late.time_ms >= 10_000
+    s.clear()
+    s.set_position(chess.Board())
+    on_time = s.run(Limits(time_ms=200, started_at=time.monotonic()))
+    assert on_time.nodes > 1 and 150 <= on_time.time_ms < 1_000

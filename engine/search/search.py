@@ -49,10 +49,12 @@ SMART_PRUNING_TOLERANCE_NODES = 300
 
 @dataclass
 class Limits:
-    """When to stop: any limit reached. time_ms counts from the search start (or ponderhit)."""
+    """When to stop: any limit reached. time_ms counts from ``started_at`` (time.monotonic() of the
+    `go` command's arrival, as lc0 counts; None: the search start) or from ponderhit."""
 
     nodes: int | None = None
     time_ms: float | None = None
+    started_at: float | None = None
     depth: int | None = None
     mate: int | None = None
     infinite: bool = False
@@ -111,7 +113,7 @@ class Search:
         self._reset_counters(Limits())
 
     def _reset_counters(self, limits: Limits) -> None:
-        self._start = time.monotonic()
+        self._start = limits.started_at if limits.started_at is not None else time.monotonic()
         self._limits = limits
         self._total_playouts = 0
         self._cum_depth = 0
@@ -319,7 +321,7 @@ class Search:
             limits, self._ponderhit_limits = self._ponderhit_limits, None
         if limits is not None:
             self._limits = limits
-            self._start = time.monotonic()
+            self._start = limits.started_at if limits.started_at is not None else time.monotonic()
             self._first_eval_time = None
 
     # ----------------------------------------------------------------------------- stopping
