@@ -1,0 +1,49 @@
+"""The engine plays with every lc0 weight file in ../shared: ``go nodes 100`` gives a legal bestmove,
+and the positions reach the network encoded in the network's own input format."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+
+import backend_xla
+from conftest import LC0, board_of, read_jsonl
+from engine.encoding import encode_planes
+from engine.search import Limits, Search, from_options
+from lc0w_helpers import shared
+
+WEIGHT_FILES = sorted(str(p.relative_to(LC0)) for p in LC0.glob("*/*.pb.gz")) if LC0.is_dir() else []
+OPTIONS = "batch_buckets=1;32,background_compile=0"
+HISTORY_POSITION = 9
+"""A shared position with moves played (history planes differ between formats)."""
+
+
+class RootSpy:
+    """Passes evaluations through and keeps the first batch (the root alone)."""
+
+    def __init__(self, net) -> None:
+        self.net, self.first = net, None
+        self.input_format, self.has_wdl, self.has_mlh = net.input_format, net.has_wdl, net.has_mlh
+        self.max_batch = net.max_batch
+
+    def evaluate(self, planes: np.ndarray):
+        if self.first is None:
+            self.first = planes.copy()
+        return self.net.evaluate(planes)
+
+
+@pytest.mark.parametrize("name", WEIGHT_FILES or ["<../shared absent>"])
+def test_engine_plays_nodes_100_in_the_networks_input_format(name):
+    net = backend_xla.load_network(shared(*name.split("/")), OPTIONS)
+    record = read_jsonl(shared("positions.jsonl"))[HISTORY_POSITION]
+    board = board_of(record)
+    assert board.move_stack, "the chosen position must carry history"
+    spy = RootSpy(net)
+    search = Search(spy, from_options({}))
+    search.set_position(board)
+    result = search.run(Limits(nodes=100))
+    assert result.bestmove in board.legal_moves
+    np.testing.assert_array_equal(spy.first[0], encode_planes(board, net.input_format))
+    if "input" in name:  # the zoo's input-format nets say their format in the name
+        assert f"input{net.input_format}-" in name
