@@ -3,7 +3,7 @@
 The budget of a move is the remaining time plus the expected increments, minus MoveOverheadMs,
 split over an estimate of the moves left in the game (a log-logistic model of game length, or
 movestogo when it is smaller), with a bonus on the first move of a game and unused time carried
-over ("piggy bank"). The deadline never exceeds ``time - MoveOverheadMs``. Smart pruning (in the
+over ("piggy bank"). A move never plans more than half of ``time - MoveOverheadMs``. Smart pruning (in the
 search) stops earlier when the best move cannot be overtaken.
 """
 
@@ -16,6 +16,12 @@ SMART_PRUNING_TOLERANCE_MS = 200
 """Slowmover is applied only when the budget exceeds this (lc0)."""
 
 MIN_BUDGET_MS = 1.0
+
+MAX_CLOCK_SHARE = 0.5
+"""No single move plans more than this share of the clock left after MoveOverheadMs. lc0's legacy
+manager may spend all banked time at once, up to time - MoveOverheadMs; a Python engine's latency
+outside the search (thread wake-ups and stop latency when the CPU is busy) needs more slack than
+that, or one long move after several pruned ones can lose on time."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,8 @@ class TimeManager:
             self.time_spared_ms -= this_move * (p.slowmover - 1)
             this_move *= p.slowmover
         this_move += squander
-        return max(MIN_BUDGET_MS, min(this_move, time_left - self.move_overhead_ms))
+        cap = (time_left - self.move_overhead_ms) * MAX_CLOCK_SHARE
+        return max(MIN_BUDGET_MS, min(this_move, cap))
 
     def search_done(self, budget_ms: float | None, used_ms: float) -> None:
         """Bank the unused part of a clock budget (lc0's LegacyStopper::OnSearchDone)."""

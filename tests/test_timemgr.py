@@ -1,0 +1,79 @@
+"""Time management against lc0's legacy formulas computed by hand, and its safety cap."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.timemgr import (MAX_CLOCK_SHARE, GoParams, LegacyParams, TimeManager,
+                            estimated_moves_to_go, parse_time_manager)
+
+OVERHEAD = 200
+
+
+def _lc0_moves_to_go(ply: int, midpoint: float = 51.5, steepness: float = 7.0) -> float:
+    move = ply / 2
+    return midpoint * (1 + 2 * (move / midpoint) ** steepness) ** (1 / steepness) - move
+
+
+def _after_first_move(tm: TimeManager) -> TimeManager:
+    tm.first_move_of_game = False
+    return tm
+
+
+def test_estimated_moves_to_go_is_lc0s_log_logistic_model():
+    assert estimated_moves_to_go(0, 51.5, 7.0) == pytest.approx(51.5)
+    for ply in (10, 60, 120, 200):
+        assert estimated_moves_to_go(ply, 51.5, 7.0) == pytest.approx(_lc0_moves_to_go(ply))
+    assert estimated_moves_to_go(200, 51.5, 7.0) < estimated_moves_to_go(60, 51.5, 7.0)
+
+
+def test_clock_budget_is_remaining_time_plus_increments_over_moves_to_go():
+    tm = _after_first_move(TimeManager(OVERHEAD))
+    mtg = _lc0_moves_to_go(30)
+    expected = (60_000 + 1_000 * (mtg - 1) - OVERHEAD) / mtg
+    got = tm.budget_ms(GoParams(wtime=60_000, btime=1, winc=1_000, binc=0), black_to_move=False, game_ply=30)
+    assert got == pytest.approx(expected)
+
+
+def test_movestogo_replaces_the_estimate_when_smaller_and_movetime_keeps_overhead():
+    tm = _after_first_move(TimeManager(OVERHEAD))
+    got = tm.budget_ms(GoParams(wtime=1, btime=30_000, movestogo=5), black_to_move=True, game_ply=30)
+    assert got == pytest.approx((30_000 - OVERHEAD) / 5)
+    assert TimeManager(OVERHEAD).budget_ms(GoParams(movetime=1_000), False, 0) == 1_000 - OVERHEAD
+    assert TimeManager(OVERHEAD).budget_ms(GoParams(infinite=True, wtime=5_000), False, 0) is None
+
+
+def test_first_move_bonus():
+    params = LegacyParams()
+    tm = TimeManager(OVERHEAD, params)
+    got = tm.budget_ms(GoParams(wtime=600_000, btime=600_000), black_to_move=False, game_ply=0)
+    base = (600_000 - OVERHEAD) / _lc0_moves_to_go(0)
+    assert got == pytest.approx(base * (1 + params.first_move_bonus))
+    again = tm.budget_ms(GoParams(wtime=600_000, btime=600_000), black_to_move=False, game_ply=0)
+    assert again == pytest.approx(base)
+
+
+def test_unused_time_is_banked_and_spent_on_the_next_move():
+    tm = _after_first_move(TimeManager(OVERHEAD))
+    go = GoParams(wtime=300_000, btime=300_000)
+    budget = tm.budget_ms(go, False, 40)
+    tm.search_done(budget, used_ms=budget - 1_000)  # smart pruning stopped 1 s early
+    mtg = _lc0_moves_to_go(40)
+    expected = (300_000 - OVERHEAD - 1_000) / mtg + 1_000
+    assert tm.budget_ms(go, False, 40) == pytest.approx(expected)
+
+
+def test_no_move_plans_more_than_its_share_of_the_clock():
+    """Banked time never drains the clock down to MoveOverheadMs in a single move."""
+    tm = _after_first_move(TimeManager(OVERHEAD))
+    tm.time_spared_ms = 60_000  # many pruned moves earlier
+    got = tm.budget_ms(GoParams(wtime=3_000, btime=3_000, winc=100, binc=100), False, 80)
+    assert got == pytest.approx((3_000 - OVERHEAD) * MAX_CLOCK_SHARE)
+
+
+def test_time_manager_spec_errors_name_the_key():
+    assert parse_time_manager("legacy(slowmover=1.2,midpoint-move=40)").midpoint_move == 40
+    with pytest.raises(ValueError, match="expected key=value"):
+        parse_time_manager("legacy(speed=3)")
+    with pytest.raises(ValueError, match="expected legacy"):
+        parse_time_manager("smooth")
