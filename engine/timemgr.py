@@ -3,7 +3,9 @@
 The budget of a move is the remaining time plus the expected increments, minus MoveOverheadMs,
 split over an estimate of the moves left in the game (a log-logistic model of game length, or
 movestogo when it is smaller), with a bonus on the first move of a game and unused time carried
-over ("piggy bank"). A move never plans more than half of ``time - MoveOverheadMs``. Smart pruning (in the
+over ("piggy bank"). Two safety margins beyond lc0's: a move never plans more than half of
+``time - MoveOverheadMs``, and with an increment ten increments stay in reserve (below that a move
+plans half an increment, so the clock recovers). Smart pruning (in the
 search) stops earlier when the best move cannot be overtaken.
 """
 
@@ -16,6 +18,14 @@ SMART_PRUNING_TOLERANCE_MS = 200
 """Slowmover is applied only when the budget exceeds this (lc0)."""
 
 MIN_BUDGET_MS = 1.0
+
+RESERVE_INCREMENTS = 10
+"""With an increment, the clock keeps this many increments in reserve beyond MoveOverheadMs.
+lc0's formula lets the clock settle at about MoveOverheadMs + increment, where each move's latency
+beyond its plan drains it and one hiccup loses on time (seen at 10+0.1 under load)."""
+
+LOW_CLOCK_INCREMENT_SHARE = 0.5
+"""Below the reserve, a move plans this share of the increment, so the clock grows back."""
 
 MAX_CLOCK_SHARE = 0.5
 """No single move plans more than this share of the clock left after MoveOverheadMs. lc0's legacy
@@ -111,7 +121,11 @@ class TimeManager:
         movestogo = estimated_moves_to_go(ply, p.midpoint_move, p.steepness)
         if go.movestogo is not None and 0 < go.movestogo < movestogo:
             movestogo = go.movestogo
-        total = max(0.0, time_left + inc * (movestogo - 1) - self.move_overhead_ms)
+        usable = time_left - self.move_overhead_ms - RESERVE_INCREMENTS * inc
+        if inc > 0 and usable <= 0:
+            cap = (time_left - self.move_overhead_ms) * MAX_CLOCK_SHARE
+            return max(MIN_BUDGET_MS, min(inc * LOW_CLOCK_INCREMENT_SHARE, cap))
+        total = max(0.0, usable + inc * (movestogo - 1))
         squander = 0.0
         if self.time_spared_ms > 0:
             total = max(0.0, total - self.time_spared_ms)

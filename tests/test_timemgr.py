@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.timemgr import (MAX_CLOCK_SHARE, GoParams, LegacyParams, TimeManager,
-                            estimated_moves_to_go, parse_time_manager)
+from engine.timemgr import (LOW_CLOCK_INCREMENT_SHARE, MAX_CLOCK_SHARE, RESERVE_INCREMENTS, GoParams,
+                            LegacyParams, TimeManager, estimated_moves_to_go, parse_time_manager)
 
 OVERHEAD = 200
 
@@ -30,7 +30,8 @@ def test_estimated_moves_to_go_is_lc0s_log_logistic_model():
 def test_clock_budget_is_remaining_time_plus_increments_over_moves_to_go():
     tm = _after_first_move(TimeManager(OVERHEAD))
     mtg = _lc0_moves_to_go(30)
-    expected = (60_000 + 1_000 * (mtg - 1) - OVERHEAD) / mtg
+    # lc0's formula, with RESERVE_INCREMENTS increments kept back from the remaining time
+    expected = (60_000 - RESERVE_INCREMENTS * 1_000 + 1_000 * (mtg - 1) - OVERHEAD) / mtg
     got = tm.budget_ms(GoParams(wtime=60_000, btime=1, winc=1_000, binc=0), black_to_move=False, game_ply=30)
     assert got == pytest.approx(expected)
 
@@ -77,3 +78,16 @@ def test_time_manager_spec_errors_name_the_key():
         parse_time_manager("legacy(speed=3)")
     with pytest.raises(ValueError, match="expected legacy"):
         parse_time_manager("smooth")
+
+
+def test_low_clock_with_increment_spends_less_than_the_increment():
+    """Near the reserve the clock must grow back: lc0's formula would settle at about
+    MoveOverheadMs + increment, where latency beyond the plan drains it."""
+    tm = _after_first_move(TimeManager(OVERHEAD))
+    low = OVERHEAD + RESERVE_INCREMENTS * 100 - 1
+    got = tm.budget_ms(GoParams(wtime=low, btime=low, winc=100, binc=100), False, 120)
+    assert got == pytest.approx(100 * LOW_CLOCK_INCREMENT_SHARE)
+    clock = 10_000.0
+    for ply in range(0, 400, 2):  # a long game: plan + 30 ms latency each move, 100 ms increment
+        clock += 100 - tm.budget_ms(GoParams(wtime=int(clock), btime=1, winc=100, binc=100), False, ply) - 30
+    assert clock > OVERHEAD + 5 * 100
