@@ -35,32 +35,33 @@ class Head:
     where: str
 
 
+def _heads(w: Message, container: str, fields: dict[str, str], default: str, message: str,
+           legacy_fields: tuple[str, ...]) -> dict[str, Head]:
+    """Heads of one kind by lc0 name: from the multi-head container when the file has one (its
+    default head always exists, possibly empty), else the legacy single head in ``weights``."""
+    multi = getattr(w, container)
+    if multi is not None:
+        heads = {}
+        for name, field in fields.items():
+            msg = getattr(multi, field)
+            if msg is not None or name == default:
+                heads[name] = Head(name, msg or Message(message), f"weights.{container}.{field}")
+        return heads
+    if any(w.has(f) for f in legacy_fields):
+        return {default: Head(default, w, "weights")}
+    return {}
+
+
 def policy_heads(w: Message) -> dict[str, Head]:
     """Available policy heads by lc0 name (``--policy-head``)."""
-    if w.policy_heads is not None:
-        heads = {}
-        for name, field in _POLICY_HEAD_FIELDS.items():
-            msg = getattr(w.policy_heads, field)
-            if msg is not None or name == "vanilla":
-                heads[name] = Head(name, msg or Message("PolicyHead"), f"weights.policy_heads.{field}")
-        return heads
-    if w.has("policy") or w.has("policy1") or w.has("ip_pol_w"):
-        return {"vanilla": Head("vanilla", w, "weights")}
-    return {}
+    return _heads(w, "policy_heads", _POLICY_HEAD_FIELDS, "vanilla", "PolicyHead",
+                  ("policy", "policy1", "ip_pol_w"))
 
 
 def value_heads(w: Message) -> dict[str, Head]:
     """Available value heads by lc0 name (``--value-head``)."""
-    if w.value_heads is not None:
-        heads = {}
-        for name, field in _VALUE_HEAD_FIELDS.items():
-            msg = getattr(w.value_heads, field)
-            if msg is not None or name == "winner":
-                heads[name] = Head(name, msg or Message("ValueHead"), f"weights.value_heads.{field}")
-        return heads
-    if w.has("value") or w.has("ip_val_w") or w.has("ip1_val_w"):
-        return {"winner": Head("winner", w, "weights")}
-    return {}
+    return _heads(w, "value_heads", _VALUE_HEAD_FIELDS, "winner", "ValueHead",
+                  ("value", "ip_val_w", "ip1_val_w"))
 
 
 def _select(c: Converter, heads: dict[str, Head], name: str, kind: str) -> Head:
