@@ -12,7 +12,16 @@ from typing import Any
 
 import chess
 
-_STARTPOS = chess.Board()
+
+
+def _board_key(state: Any) -> tuple:
+    """What lc0's ChessBoard equality compares, but for the en-passant marker (see same_board):
+    pieces, side to move and castling rights of a python-chess ``_BoardState``."""
+    return (state.occupied_w, state.occupied_b, state.pawns, state.knights, state.bishops,
+            state.rooks, state.queens, state.kings, state.turn, state.castling_rights)
+
+
+_STARTPOS_KEY = _board_key(chess._BoardState(chess.Board()))
 _FILE_A = 0x0101010101010101
 _FILE_H = 0x8080808080808080
 
@@ -65,20 +74,8 @@ class GameHistory:
 
     def same_board(self, i: int, j: int) -> bool:
         """lc0's ChessBoard equality: pieces, castling rights and en-passant marker."""
-        a, b = self.at(i), self.at(j)
-        return (
-            a.occupied_w == b.occupied_w
-            and a.occupied_b == b.occupied_b
-            and a.pawns == b.pawns
-            and a.knights == b.knights
-            and a.bishops == b.bishops
-            and a.rooks == b.rooks
-            and a.queens == b.queens
-            and a.kings == b.kings
-            and a.turn == b.turn
-            and a.castling_rights == b.castling_rights
-            and self.ep_marker(i) == self.ep_marker(j)
-        )
+        return (_board_key(self.at(i)) == _board_key(self.at(j))
+                and self.ep_marker(i) == self.ep_marker(j))
 
     def is_repetition(self, index: int) -> bool:
         """Whether lc0 counts position ``index`` as a repetition (its repetitions >= 1).
@@ -102,17 +99,4 @@ class GameHistory:
     def root_is_startpos(self) -> bool:
         """lc0's ``GetBoard() == kStartposBoard`` for the root (rule50/move number ignored)."""
         root = self.at(0)
-        s = _STARTPOS
-        return (
-            root.turn == chess.WHITE
-            and root.occupied_w == s.occupied_co[chess.WHITE]
-            and root.occupied_b == s.occupied_co[chess.BLACK]
-            and root.pawns == s.pawns
-            and root.knights == s.knights
-            and root.bishops == s.bishops
-            and root.rooks == s.rooks
-            and root.queens == s.queens
-            and root.kings == s.kings
-            and root.castling_rights == s.castling_rights
-            and root.ep_square is None
-        )
+        return _board_key(root) == _STARTPOS_KEY and root.ep_square is None
