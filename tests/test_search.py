@@ -325,3 +325,10 @@ def test_time_limit_counts_from_the_go_arrival():
     s.set_position(chess.Board())
     on_time = s.run(Limits(time_ms=200, started_at=time.monotonic()))
     assert on_time.nodes > 1 and 150 <= on_time.time_ms < 1_000
+
+
+def test_search_params_defaults_are_the_uci_option_defaults():
+    """lc0's constants are declared in the option table; SearchParams' own defaults must agree."""
+    from engine.search import from_options
+
+    assert SearchParams() == from_options({})
