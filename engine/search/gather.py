@@ -1,0 +1,180 @@
+"""Gathering a minibatch (lc0's GatherMinibatch): PUCT selection with multi-visit picking,
+collisions, out-of-order backups of terminals and cache hits, and encoding of the new leaves.
+``GatherMixin`` is one part of ``Search``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import chess
+import numpy as np
+
+from engine import encoding
+from engine.encoding.planes import EncodedMasks, masks_to_planes, position_masks
+from engine.search.cache import CachedEval
+from engine.search.node import Node, Terminal
+from engine.search.select import assign_visits, child_scores
+
+STOP_CHECK_EVERY = 8
+"""Nodes handled between checks of stop / the deadline while gathering."""
+
+
+@dataclass
+class Request:
+    """A leaf sent to the network: its node, cache key, legal moves and their policy indices."""
+
+    node: Node
+    key: object
+    moves: list[chess.Move]
+    indices: list[int]
+    depth: int
+
+
+@dataclass
+class Batch:
+    """One minibatch being gathered, with the collisions and out-of-order work it met."""
+
+    requests: list[Request] = field(default_factory=list)
+    # Planes are encoded as bitboard masks per leaf and turned into dense planes once per batch.
+    masks: list[EncodedMasks] = field(default_factory=list)
+    collisions: list[tuple[Node, int]] = field(default_factory=list)
+    collision_events: int = 0
+    collision_visits: int = 0
+    out_of_order: int = 0
+
+
+class GatherMixin:
+    """Selection and leaf handling of ``Search``."""
+
+    def _ensure_root_expanded(self) -> None:
+        """Expand the root synchronously (needed for the searchmoves mask)."""
+        root = self.root
+        if not root.expanded:
+            self._sync(root, 0)
+            key = self._cache_key(0)
+            hit = self.cache.get(key)
+            if hit is None:
+                hit = self._evaluate_now(key)
+            root.expand(hit.moves, hit.priors)
+            self._backup(root, 1, -hit.q, hit.d, hit.m, 0)
+        if self._searchmoves:
+            self._mask = np.array([m in self._searchmoves for m in root.moves])
+            if not self._mask.any():
+                self._mask = None
+
+    def _evaluate_now(self, key: object) -> CachedEval:
+        moves, idx = encoding.legal_moves_and_indices(self._board, self.network.input_format)
+        planes = masks_to_planes([position_masks(self._board, self._rules, self._fill)])
+        out = self.network.evaluate(planes)
+        entry = self._make_entries([moves], [idx], out)[0]
+        self.cache.put(key, entry)
+        return entry
+
+    def _gather(self, batch_size: int) -> Batch:
+        """Collect up to ``batch_size`` positions to evaluate (lc0's GatherMinibatch)."""
+        batch = Batch()
+        p = self.params
+        max_ooo = max(1, int(p.max_out_of_order_evals_factor * batch_size))
+        while len(batch.requests) < batch_size:
+            want = batch_size - len(batch.requests)
+            if self._limits.nodes is not None:
+                want = min(want, self._limits.nodes - self.root.n - self._visits_in_flight(batch))
+            if want <= 0:
+                break
+            before = (len(batch.requests), batch.out_of_order)
+            self._select(want, batch)
+            if (len(batch.requests), batch.out_of_order) == before:
+                break
+            if (batch.collision_events >= p.max_collision_events
+                    or batch.collision_visits >= p.max_collision_visits
+                    or batch.out_of_order >= max_ooo or self._stop.is_set()):
+                break
+        for node, k in batch.collisions:
+            self._cancel(node, k)
+        return batch
+
+    def _visits_in_flight(self, batch: Batch) -> int:
+        """Evaluations not yet backed up: the root's children visits in flight (+1 for a pending root)."""
+        root = self.root
+        if root.expanded:
+            return sum(root.cnif)
+        return 1 if root.pending else 0
+
+    def _select(self, visits: int, batch: Batch) -> None:
+        """Distribute ``visits`` from the root down the tree by PUCT (multi-visit picking)."""
+        p = self.params
+        use_mlh = self.network.has_mlh
+        root_black = self.root_board.turn == chess.BLACK
+        stack: list[tuple[Node, int, int]] = [(self.root, visits, 0)]
+        leaves = 0
+        while stack:
+            node, k, depth = stack.pop()
+            leaves += 1
+            if leaves % STOP_CHECK_EVERY == 0 and (self._stop.is_set() or self._time_up()):
+                # Give back the visits not handed out yet, so the tree keeps no phantom in-flight.
+                self._cancel(node, k)
+                for rest, rk, _ in stack:
+                    self._cancel(rest, rk)
+                return
+            if node.terminal is not None and node is not self.root:
+                t = node.terminal
+                self._backup(node, k, t.wl, t.d, t.m, depth)
+                batch.out_of_order += 1
+                continue
+            if not node.expanded:
+                self._leaf(node, k, depth, batch)
+                continue
+            at_root = node is self.root
+            # lc0's GetDrawScore: DrawScore at even depth for white at the root, negated otherwise.
+            draw_score = p.draw_score if ((depth % 2 == 1) == root_black) else -p.draw_score
+            qm, pu, _ = child_scores(p, node, at_root, draw_score, use_mlh)
+            mask = self._mask if at_root else None
+            for i, cnt in assign_visits(qm, pu, node.cn, node.cnif, k, mask).items():
+                stack.append((node.child(i), cnt, depth + 1))
+
+    def _leaf(self, node: Node, k: int, depth: int, batch: Batch) -> None:
+        """An unexpanded node received k visits: collision, terminal, cache hit or a new request."""
+        if node.pending:
+            batch.collisions.append((node, k))
+            batch.collision_events += 1
+            batch.collision_visits += k
+            return
+        self._sync(node, depth)
+        board = self._board
+        key = self._cache_key(depth)
+        hit = self.cache.get(key)
+        moves = None
+        if hit is None:
+            moves, idx = encoding.legal_moves_and_indices(board, self.network.input_format)
+            if not moves:
+                wl = 1.0 if board.is_check() else 0.0
+                node.terminal = Terminal(wl, 1.0 - abs(wl), 0.0, "mate" if wl else "stalemate")
+                self._backup(node, k, node.terminal.wl, node.terminal.d, 0.0, depth)
+                batch.out_of_order += 1
+                return
+        if depth > 0:
+            draw = self._draw_kind(depth)
+            if draw is not None:
+                # lc0 uses the cycle length as moves left of a two-fold draw.
+                m = float(len(self._keys) - 1 - self._twofold_first) if draw == "twofold" else 0.0
+                node.terminal = Terminal(0.0, 1.0, m, draw)
+                if draw == "twofold":
+                    self._twofold.append((node, self._twofold_first))
+                self._backup(node, k, 0.0, 1.0, m, depth)
+                batch.out_of_order += 1
+                return
+        self._max_depth = max(self._max_depth, depth)
+        if hit is not None and self.params.out_of_order_eval:
+            node.expand(hit.moves, hit.priors)
+            self._backup(node, 1, -hit.q, hit.d, hit.m, depth)
+            batch.out_of_order += 1
+        else:
+            if moves is None:
+                moves, idx = encoding.legal_moves_and_indices(board, self.network.input_format)
+            batch.requests.append(Request(node, key, moves, idx, depth))
+            batch.masks.append(position_masks(board, self._rules, self._fill))
+            node.pending = True
+        if k > 1:
+            batch.collisions.append((node, k - 1))
+            batch.collision_events += 1
+            batch.collision_visits += k - 1
