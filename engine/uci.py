@@ -19,7 +19,7 @@ import chess
 import engine
 from engine import options as opts
 from engine.backend import load_network
-from engine.search import Limits, NNCache, Search, ThinkingInfo, from_options
+from engine.search import Limits, NNCache, Search, ThinkingInfo, collector_paused, from_options
 from engine.timemgr import GoParams, TimeManager, parse_time_manager
 
 NETS_DIR = Path(engine.__file__).resolve().parent.parent / "nets"
@@ -345,6 +345,12 @@ class UciEngine:
 
     def _search_thread(self, board: chess.Board, limits: Limits, go: GoParams,
                        clock_budget: float | None, ok: bool) -> None:
+        # The collector stays paused until bestmove is out: resuming it costs tens of ms.
+        with collector_paused():
+            self._search_and_answer(board, limits, go, clock_budget, ok)
+
+    def _search_and_answer(self, board: chess.Board, limits: Limits, go: GoParams,
+                           clock_budget: float | None, ok: bool) -> None:
         start = limits.started_at
         best = ponder = None
         try:

@@ -11,6 +11,7 @@ import pytest
 from engine.backend import POLICY_SIZE, NetworkOutput
 from engine.encoding import policy_indices
 from engine.search import Limits, Search, SearchParams
+from engine.search.gather import STOP_CHECK_EVERY
 from engine.search.node import Node
 from engine.search.select import assign_visits, child_scores, compute_cpuct, compute_fpu
 
@@ -332,3 +333,87 @@ def test_search_params_defaults_are_the_uci_option_defaults():
     from engine.search import from_options
 
     assert SearchParams() == from_options({})
+
+
+class SlowNetwork(ConstNetwork):
+    """ConstNetwork whose evaluations take ``delay`` seconds (a big network on a slow device)."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        import time
+        time.sleep(self.delay)
+        return super().evaluate(planes)
+
+
+def test_stop_does_not_wait_for_the_evaluation_in_flight():
+    """stop() during a 3-second evaluation returns a legal move long before the evaluation ends,
+    and leaves no visits in flight behind."""
+    import threading
+    import time
+    search = Search(SlowNetwork(3.0), NO_PRUNING)
+    search.set_position(chess.Board())
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("r", search.run(Limits(infinite=True))))
+    thread.start()
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    search.stop()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert time.monotonic() - t0 < 1.5, "run() waited for the evaluation instead of stopping"
+    assert result["r"].bestmove in chess.Board().legal_moves
+    assert search.root.cnif is None or not any(search.root.cnif)
+    search.close()
+
+
+def test_processing_stops_at_stop_and_keeps_the_tree_consistent():
+    """A stop that arrives while a batch is processed leaves the rest of the batch unexpanded:
+    no node stays pending and every node's visits equal 1 + its children's (no phantom or lost
+    visits)."""
+    net = ConstNetwork(q=0.1)
+    search = Search(net, NO_PRUNING)
+    search.set_position(chess.Board())
+    original = search._backup
+    calls = []
+
+    def backup_then_stop(*args):
+        original(*args)
+        calls.append(1)
+        if len(calls) == 40:
+            search.stop()
+    search._backup = backup_then_stop
+    result = search.run(Limits(nodes=5000))
+    assert result.bestmove in chess.Board().legal_moves
+    assert search.params.batch_size(net.max_batch) >= 2 * STOP_CHECK_EVERY
+    assert len(calls) < 40 + STOP_CHECK_EVERY, "the batch was processed to its end after stop"
+    stack = [search.root]
+    while stack:
+        node = stack.pop()
+        assert not node.pending
+        if node.expanded:
+            assert not any(node.cnif)
+            children = [c for c in node.children if c is not None]
+            assert node.n == 1 + sum(c.n for c in children)
+            stack += children
+    search.close()
+
+
+def test_collector_stays_paused_inside_an_outer_pause():
+    """run() resumes the garbage collector only when no caller holds it paused (the UCI layer
+    holds it until bestmove is sent)."""
+    import gc
+
+    from engine.search import collector_paused
+    search = Search(ConstNetwork(), NO_PRUNING)
+    search.set_position(chess.Board())
+    assert gc.isenabled()
+    with collector_paused():
+        search.run(Limits(nodes=50))
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    search.run(Limits(nodes=50))
+    assert gc.isenabled()
+    search.close()

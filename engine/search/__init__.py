@@ -4,7 +4,7 @@ from engine.search.cache import CachedEval, NNCache
 from engine.search.node import Node, Terminal
 from engine.search.params import SearchParams, from_options
 from engine.search.report import ThinkingInfo
-from engine.search.search import Limits, Search, SearchResult
+from engine.search.search import Limits, Search, SearchResult, collector_paused
 
 __all__ = ["CachedEval", "Limits", "NNCache", "Node", "Search", "SearchParams", "SearchResult",
-           "Terminal", "ThinkingInfo", "from_options"]
+           "Terminal", "ThinkingInfo", "collector_paused", "from_options"]

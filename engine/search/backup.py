@@ -4,16 +4,13 @@ up the tree, with certainty propagation. ``BackupMixin`` is one part of ``Search
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
 
 import chess
 import numpy as np
 
 from engine.search.cache import CachedEval
+from engine.search.gather import STOP_CHECK_EVERY, Batch
 from engine.search.node import Node, Terminal
-
-if TYPE_CHECKING:  # gather.py imports nothing from here; only the annotations need it
-    from engine.search.gather import Batch
 
 
 class BackupMixin:
@@ -53,8 +50,16 @@ class BackupMixin:
         """Expand and back up the nodes of an evaluated batch."""
         requests = batch.requests
         entries = self._make_entries([r.moves for r in requests], [r.indices for r in requests], out)
-        for req, entry in zip(requests, entries):
+        for j, (req, entry) in enumerate(zip(requests, entries)):
             self.cache.put(req.key, entry)
+            if j % STOP_CHECK_EVERY == 0 and self._stop.is_set():
+                # The bestmove is waiting: cache the rest (the next search reads it) but leave
+                # the tree as it is.
+                for rest, rest_entry in zip(requests[j:], entries[j:]):
+                    self.cache.put(rest.key, rest_entry)
+                    rest.node.pending = False
+                    self._cancel(rest.node, 1)
+                break
             node = req.node
             node.pending = False
             node.expand(entry.moves, entry.priors)

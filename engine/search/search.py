@@ -16,13 +16,14 @@ through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import random
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import chess
 import numpy as np
@@ -49,6 +50,25 @@ WAIT_SLICE_S = 0.005
 """Granularity of waiting for a batch, so that stop and deadlines are noticed within it."""
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector; nested uses resume it when the outermost ends.
+
+    The tree is many long-lived container objects that the collector would traverse again and
+    again while it grows (~10% of the search thread's time at 4,000 nodes, more for bigger
+    trees). A search creates no cyclic garbage of its own, so the pause loses nothing; but
+    resuming makes the next allocation traverse everything allocated meanwhile (20-30 ms for a
+    second's tree), so the UCI layer holds the pause until its ``bestmove`` has been sent.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """Outcome of one search: best move (None when the root has no legal move) and the ponder move."""
@@ -72,6 +92,9 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
         self._rules = encoding.format_rules(network.input_format)
         self._fill = encoding.HistoryFill.FEN_ONLY  # encode_planes' default, as lc0
         self._stop = threading.Event()
+        # Set by stop() and by each finished evaluation: the search thread sleeps on it, so a
+        # stop wakes it at once instead of at the next polling slice.
+        self._wake = threading.Event()
         self._ponderhit_limits: Limits | None = None
         self._lock = threading.Lock()
         self._twofold: list[tuple[Node, int]] = []
@@ -97,6 +120,7 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
     def stop(self) -> None:
         """Ask the running search to stop; run() returns within a few milliseconds."""
         self._stop.set()
+        self._wake.set()
 
     def ponderhit(self, limits: Limits) -> None:
         """Turn a ponder search into a normal one with ``limits`` counted from now."""
@@ -122,17 +146,24 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
             return SearchResult(None, None, self.root.n, 0, 0.0)
         if self._searchmoves:
             self._ensure_root_expanded()
+        with collector_paused():
+            self._loop(on_info, on_verbose, live_stats)
+            infos = self._infos() if self.root.n > 0 else []
+            if on_info is not None and infos:
+                on_info(infos)
+            if verbose and on_verbose is not None and self.root.expanded:
+                on_verbose(verbose_stats(self))
+            best, ponder = self._choose_move(root_moves)
+        return SearchResult(best, ponder, self.root.n, self._total_playouts,
+                            (time.monotonic() - start) * 1000.0, tuple(infos))
+
+    def _loop(self, on_info: Callable[[list[ThinkingInfo]], None] | None,
+              on_verbose: Callable[[list[str]], None] | None, live_stats: bool) -> None:
+        """Gather, evaluate (on the worker, two batches in flight) and process until a limit."""
         pending: list[tuple[Future, Batch]] = []
         last_info = 0.0
         last_best = None
         batch_size = self.params.batch_size(self.network.max_batch)
-        # The tree is many long-lived container objects that Python's cyclic garbage collector
-        # would traverse again and again while it grows (~10% of the search thread's time at
-        # 4,000 nodes, more for bigger trees). The search loop creates no cyclic garbage
-        # (gc.collect() after a search finds 0 objects), so reference counting frees all of it
-        # and the collector can pause until the search ends.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
         try:
             while not self._stop.is_set():
                 self._maybe_ponderhit()
@@ -144,7 +175,9 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
                     batch = self._gather(batch_size)
                     if batch.requests:
                         planes = masks_to_planes(batch.masks)
-                        pending.append((self._executor.submit(self.network.evaluate, planes), batch))
+                        future = self._executor.submit(self.network.evaluate, planes)
+                        future.add_done_callback(lambda _: self._wake.set())
+                        pending.append((future, batch))
                     progressed = bool(batch.requests) or batch.out_of_order > 0
                 if pending and (len(pending) >= PIPELINE_DEPTH or not progressed or reached):
                     if self._wait(pending[0][0]):
@@ -163,32 +196,18 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
                             on_verbose(verbose_stats(self))
                         last_info, last_best = now, best
         finally:
-            if gc_was_enabled:
-                gc.enable()
             for future, batch in pending:
                 self._abandon(batch)
             self._check_in_flight()
-        infos = self._infos() if self.root.n > 0 else []
-        if on_info is not None and infos:
-            on_info(infos)
-        if verbose and on_verbose is not None and self.root.expanded:
-            on_verbose(verbose_stats(self))
-        best, ponder = self._choose_move(root_moves)
-        return SearchResult(best, ponder, self.root.n, self._total_playouts,
-                            (time.monotonic() - start) * 1000.0, tuple(infos))
 
     def _wait(self, future: Future) -> bool:
         """Wait for a batch result until it is ready (True) or stop / the deadline (False)."""
-        while True:
-            try:
-                future.result(timeout=WAIT_SLICE_S)
-                return True
-            except TimeoutError:
-                pass
-            except Exception:
-                return True  # result() re-raises in the caller
+        while not future.done():
             if self._stop.is_set() or self._time_up():
                 return False
+            self._wake.wait(WAIT_SLICE_S)  # the slice bounds how late a deadline is noticed
+            self._wake.clear()
+        return True  # result() re-raises an evaluation error in the caller
 
     def _maybe_ponderhit(self) -> None:
         with self._lock:
