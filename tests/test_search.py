@@ -417,3 +417,19 @@ def test_collector_stays_paused_inside_an_outer_pause():
     search.run(Limits(nodes=50))
     assert gc.isenabled()
     search.close()
+
+
+def test_collision_limit_scales_with_tree_size_as_lc0():
+    """lc0's CalculateCollisionsLeft with its defaults (start 28, end 145000, power 1.25, max 80000),
+    written out by hand."""
+    p = SearchParams()
+    assert p.collision_visit_limit(0) == 1
+    assert p.collision_visit_limit(28) == 1
+    assert p.collision_visit_limit(145_000) == 80_000
+    assert p.collision_visit_limit(10**7) == 80_000
+    for n in (100, 4_000, 50_000):
+        expected = max(1, int(((n - 28) / (145_000 - 28)) ** 1.25 * 80_000))
+        assert p.collision_visit_limit(n) == expected
+    assert p.collision_visit_limit(100) == 5    # ((72 / 144972) ** 1.25) * 80000 = 5.93
+    assert SearchParams(max_collision_visits_scaling_end=0).collision_visit_limit(5) == 80_000
+

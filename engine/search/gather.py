@@ -75,6 +75,7 @@ class GatherMixin:
         batch = Batch()
         p = self.params
         max_ooo = max(1, int(p.max_out_of_order_evals_factor * batch_size))
+        max_collision_visits = p.collision_visit_limit(self.root.n)
         while len(batch.requests) < batch_size:
             want = batch_size - len(batch.requests)
             if self._limits.nodes is not None:
@@ -86,7 +87,7 @@ class GatherMixin:
             if (len(batch.requests), batch.out_of_order) == before:
                 break
             if (batch.collision_events >= p.max_collision_events
-                    or batch.collision_visits >= p.max_collision_visits
+                    or batch.collision_visits >= max_collision_visits
                     or batch.out_of_order >= max_ooo or self._stop.is_set()):
                 break
         for node, k in batch.collisions:

@@ -35,6 +35,9 @@ class SearchParams:
     policy_softmax_temp: float = 1.359
     max_collision_events: int = 917
     max_collision_visits: int = 80000
+    max_collision_visits_scaling_start: int = 28
+    max_collision_visits_scaling_end: int = 145000
+    max_collision_visits_scaling_power: float = 1.25
     out_of_order_eval: bool = True
     max_out_of_order_evals_factor: float = 2.4
     nn_cache_size: int = 200000
@@ -73,6 +76,19 @@ class SearchParams:
             return self.minibatch_size
         return max(1, min(max_batch, DEFAULT_MINIBATCH))
 
+    def collision_visit_limit(self, tree_size: int) -> int:
+        """Collision visits a minibatch may collect in a tree of ``tree_size`` visits (lc0's
+        CalculateCollisionsLeft): 1 in a small tree, MaxCollisionVisits from the scaling end,
+        growing as ((size - start) / (end - start)) ** power in between. A small tree gains more
+        from one evaluation than from many visits piled onto the few leaves it has."""
+        start, end = self.max_collision_visits_scaling_start, self.max_collision_visits_scaling_end
+        if end <= 0 or tree_size >= end:
+            return self.max_collision_visits
+        if tree_size <= start:
+            return 1
+        share = ((tree_size - start) / (end - start)) ** self.max_collision_visits_scaling_power
+        return max(1, int(share * self.max_collision_visits))
+
 
 def from_options(values: Mapping[str, Any]) -> SearchParams:
     """Build SearchParams from UCI option values (name -> value, defaults for missing names)."""
@@ -97,6 +113,9 @@ def from_options(values: Mapping[str, Any]) -> SearchParams:
         policy_softmax_temp=float(v["PolicyTemperature"]),
         max_collision_events=int(v["MaxCollisionEvents"]),
         max_collision_visits=int(v["MaxCollisionVisits"]),
+        max_collision_visits_scaling_start=int(v["MaxCollisionVisitsScalingStart"]),
+        max_collision_visits_scaling_end=int(v["MaxCollisionVisitsScalingEnd"]),
+        max_collision_visits_scaling_power=float(v["MaxCollisionVisitsScalingPower"]),
         out_of_order_eval=bool(v["OutOfOrderEval"]),
         max_out_of_order_evals_factor=float(v["MaxOutOfOrderEvalsFactor"]),
         nn_cache_size=int(v["NNCacheSize"]),
