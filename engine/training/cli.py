@@ -69,26 +69,29 @@ def cmd_export(a: argparse.Namespace) -> None:
 def _evaluate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", default="nets/xlazero-sf4x48.onnx", help="network under test")
     p.add_argument("--against", action="append", default=None,
-                   choices=["default", "maia-1100", "stockfish"],
+                   choices=["default", "maia", "stockfish"],
                    help="opponents (repeatable; default: all three): the untrained nets/untrained.onnx "
-                        "and Maia-1100 at equal --nodes, Stockfish UCI_Elo=--sf-elo at --clock")
+                        "and the --maia network at equal --nodes, Stockfish UCI_Elo=--sf-elo at --clock")
     p.add_argument("--games", type=int, default=20)
     p.add_argument("--nodes", type=int, default=100, help="nodes per move against networks")
-    p.add_argument("--maia", default="/work/shared/lc0/maia/maia-1100.onnx")
+    p.add_argument("--maia", default="/work/shared/lc0/maia/maia-1100.onnx",
+                   help="the network opponent of --against maia (e.g. ../shared/lc0/maia/maia-1500.onnx)")
     p.add_argument("--sf-elo", type=int, default=1350)
     p.add_argument("--clock", default="10+0.1", help="base+increment seconds against Stockfish")
     p.add_argument("--first-opening", type=int, default=0, help="index of the first book opening")
 
 
 def cmd_evaluate(a: argparse.Namespace) -> None:
+    from pathlib import Path
+
     from .evaluate import ROOT, match, stockfish, xlazero
     base, inc = (float(x) for x in a.clock.split("+"))
     me = xlazero(a.weights, nodes=a.nodes)
-    for who in a.against or ["default", "maia-1100", "stockfish"]:
+    for who in a.against or ["default", "maia", "stockfish"]:
         if who == "default":
             opp = xlazero(str(ROOT / "nets" / "untrained.onnx"), nodes=a.nodes, name="default(untrained)")
-        elif who == "maia-1100":
-            opp = xlazero(a.maia, nodes=a.nodes, name="maia-1100")
+        elif who == "maia":
+            opp = xlazero(a.maia, nodes=a.nodes, name=Path(a.maia).name)
         else:
             me, opp = xlazero(a.weights, base_s=base, inc_s=inc), stockfish(a.sf_elo, base, inc)
         limit = f"{a.nodes} nodes/move" if who != "stockfish" else f"{a.clock} clock"
