@@ -132,6 +132,9 @@ OPTIONS: tuple[Option, ...] = (
        "Tree size from which a minibatch allows MaxCollisionVisits (0: no scaling).", 0, 100000000),
     _o("MaxCollisionVisitsScalingPower", FLOAT, 1.25, "max-collision-visits-scaling-power",
        "Power of the growth of the collision limit between the scaling start and end.", 0.01, 100.0),
+    _o("MaxPrefetch", SPIN, 32, "max-prefetch",
+       "A minibatch smaller than this is filled up to it with positions the search will likely visit "
+       "next, for the NN cache only.", 0, 1024),
     _o("OutOfOrderEval", CHECK, True, "out-of-order-eval",
        "Back up cache hits and terminal nodes immediately while gathering a minibatch."),
     _o("MaxOutOfOrderEvalsFactor", FLOAT, 2.4, "max-out-of-order-evals-factor",

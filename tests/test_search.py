@@ -433,3 +433,35 @@ def test_collision_limit_scales_with_tree_size_as_lc0():
     assert p.collision_visit_limit(100) == 5    # ((72 / 144972) ** 1.25) * 80000 = 5.93
     assert SearchParams(max_collision_visits_scaling_end=0).collision_visit_limit(5) == 80_000
 
+
+
+def _assert_tree_consistent(root: Node) -> None:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        assert not node.pending
+        if node.expanded:
+            assert not any(node.cnif)
+            children = [c for c in node.children if c is not None]
+            assert node.n == 1 + sum(c.n for c in children)
+            stack += children
+
+
+def test_prefetch_fills_small_batches_for_the_cache_only():
+    """MaxPrefetch (lc0's PrefetchIntoCache): small early batches are filled up with likely next
+    positions; they reach the network and the NN cache, while the tree gets exactly the visits
+    asked for, and later visits to those positions are cache hits."""
+    results = {}
+    for prefetch in (0, 32):
+        net = ConstNetwork(q=0.05)
+        search = Search(net, SearchParams(smart_pruning_factor=0.0, max_prefetch=prefetch))
+        search.set_position(chess.Board())
+        res = search.run(Limits(nodes=300))
+        assert res.bestmove in chess.Board().legal_moves
+        assert search.root.n == 300
+        _assert_tree_consistent(search.root)
+        results[prefetch] = (net.evaluated, len(search.cache), search.root.count_nodes())
+        search.close()
+    (eval0, cache0, _), (eval32, cache32, _) = results[0], results[32]
+    assert eval32 > eval0, "no position was prefetched"
+    assert cache32 > cache0  # the prefetched results are kept

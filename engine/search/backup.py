@@ -57,10 +57,11 @@ class BackupMixin:
                 # the tree as it is.
                 for rest, rest_entry in zip(requests[j:], entries[j:]):
                     self.cache.put(rest.key, rest_entry)
-                    rest.node.pending = False
-                    self._cancel(rest.node, 1)
+                self._abandon(Batch(requests[j:]))
                 break
             node = req.node
+            if node is None:
+                continue  # prefetched: cached only
             node.pending = False
             node.expand(entry.moves, entry.priors)
             self._backup(node, 1, -entry.q, entry.d, entry.m, req.depth)
@@ -69,8 +70,9 @@ class BackupMixin:
     def _abandon(self, batch: Batch) -> None:
         """Drop an unfinished batch: take its visits out of flight."""
         for req in batch.requests:
-            req.node.pending = False
-            self._cancel(req.node, 1)
+            if req.node is not None:
+                req.node.pending = False
+                self._cancel(req.node, 1)
 
     def _backup(self, node: Node, k: int, v: float, d: float, m: float, depth: int) -> None:
         """Add k visits of value v (node's view), d, m to node and its ancestors; m grows by one per

@@ -23,7 +23,7 @@ STOP_CHECK_EVERY = 8
 class Request:
     """A leaf sent to the network: its node, cache key, legal moves and their policy indices."""
 
-    node: Node
+    node: Node | None  # None: a prefetched position, for the NN cache only
     key: object
     moves: list[chess.Move]
     indices: list[int]
@@ -92,7 +92,52 @@ class GatherMixin:
                 break
         for node, k in batch.collisions:
             self._cancel(node, k)
+        if 0 < len(batch.requests) < p.max_prefetch and not self._stop.is_set():
+            self._prefetch(self.root, p.max_prefetch - len(batch.requests), 0, batch,
+                           {r.key for r in batch.requests})
         return batch
+
+    def _prefetch(self, node: Node, budget: int, depth: int, batch: Batch, keys: set) -> int:
+        """lc0's PrefetchIntoCache: fill a small batch with positions the search is likely to
+        visit next, for the NN cache only (the tree is not touched). From ``node`` down, children
+        in PUCT order each get the budget they would take before the next child overtakes them.
+        Returns the budget spent."""
+        if budget <= 0 or node.terminal is not None or node.pending:
+            return 0
+        if not node.expanded:
+            self._sync(node, depth)
+            key = self._cache_key(depth)
+            if key in keys or self.cache.get(key) is not None:
+                return 0
+            moves, idx = encoding.legal_moves_and_indices(self._board, self.network.input_format)
+            if not moves:
+                return 0
+            keys.add(key)
+            batch.requests.append(Request(None, key, moves, idx, depth))
+            batch.masks.append(position_masks(self._board, self._rules, self._fill))
+            return 1
+        if node.n == 0:
+            return 0
+        p = self.params
+        root_black = self.root_board.turn == chess.BLACK
+        draw_score = p.draw_score if ((depth % 2 == 1) == root_black) else -p.draw_score
+        qm, pu, _ = child_scores(p, node, node is self.root, draw_score, self.network.has_mlh)
+        started = [n + f for n, f in zip(node.cn, node.cnif)]
+        scores = [q + u / (1.0 + s) for q, u, s in zip(qm, pu, started)]
+        order = sorted((i for i in range(len(scores)) if node.p[i] > 0.0), key=lambda i: -scores[i])
+        spent = 0
+        to_spend = budget
+        for j, i in enumerate(order):
+            if budget <= 0:
+                break
+            if j + 1 < len(order):  # the last child keeps the budget of the one before it
+                gap = scores[order[j + 1]] - qm[i]
+                to_spend = min(budget, int(pu[i] / gap - started[i]) + 1) if gap > 0 else budget
+            child = node.child(i)
+            got = self._prefetch(child, to_spend, depth + 1, batch, keys)
+            budget -= got
+            spent += got
+        return spent
 
     def _visits_in_flight(self, batch: Batch) -> int:
         """Evaluations not yet backed up: the root's children visits in flight (+1 for a pending root)."""

@@ -38,6 +38,7 @@ class SearchParams:
     max_collision_visits_scaling_start: int = 28
     max_collision_visits_scaling_end: int = 145000
     max_collision_visits_scaling_power: float = 1.25
+    max_prefetch: int = 32
     out_of_order_eval: bool = True
     max_out_of_order_evals_factor: float = 2.4
     nn_cache_size: int = 200000
@@ -116,6 +117,7 @@ def from_options(values: Mapping[str, Any]) -> SearchParams:
         max_collision_visits_scaling_start=int(v["MaxCollisionVisitsScalingStart"]),
         max_collision_visits_scaling_end=int(v["MaxCollisionVisitsScalingEnd"]),
         max_collision_visits_scaling_power=float(v["MaxCollisionVisitsScalingPower"]),
+        max_prefetch=int(v["MaxPrefetch"]),
         out_of_order_eval=bool(v["OutOfOrderEval"]),
         max_out_of_order_evals_factor=float(v["MaxOutOfOrderEvalsFactor"]),
         nn_cache_size=int(v["NNCacheSize"]),
