@@ -17,7 +17,9 @@ CHECK, SPIN, COMBO, STRING, FLOAT = "check", "spin", "combo", "string", "float"
 """Option kinds. FLOAT is sent to the GUI as a UCI ``string`` (UCI has no float type), as lc0 does."""
 
 DEFAULT_WEIGHTS = "<default>"
-"""WeightsFile value meaning the project's shipped network (``nets/xlazero-sf4x48.onnx``)."""
+"""WeightsFile value meaning the project's shipped network (``nets/`` + DEFAULT_NETWORK_FILE)."""
+DEFAULT_NETWORK_FILE = "xlazero-sf4x48.onnx"
+"""The shipped trained network in ``nets/`` (provenance and strength: nets/README.md)."""
 
 
 class OptionError(ValueError):
@@ -90,7 +92,7 @@ OPTIONS: tuple[Option, ...] = (
     # --- network -------------------------------------------------------------------------------
     _o("WeightsFile", STRING, DEFAULT_WEIGHTS, "weights",
        "Network file (.onnx or lc0 .pb.gz). <default> is the project's shipped network, "
-       "nets/xlazero-sf4x48.onnx (trained by bin/train-net; see nets/README.md)."),
+       f"nets/{DEFAULT_NETWORK_FILE} (trained by bin/train-net; see nets/README.md)."),
     _o("Backend", STRING, "xla", "backend",
        "Network backend: xla (JAX/XLA) or random (lc0's --backend=random: pseudo-random outputs, "
        "for testing)."),

@@ -23,8 +23,7 @@ from engine.search import Limits, NNCache, Search, ThinkingInfo, collector_pause
 from engine.timemgr import GoParams, TimeManager, parse_time_manager
 
 NETS_DIR = Path(engine.__file__).resolve().parent.parent / "nets"
-DEFAULT_NETWORK = NETS_DIR / "xlazero-sf4x48.onnx"
-"""The shipped trained network (provenance and strength: nets/README.md)."""
+DEFAULT_NETWORK = NETS_DIR / opts.DEFAULT_NETWORK_FILE
 UNTRAINED_KEY = "xlazero_untrained"
 NETWORK_OPTIONS = ("WeightsFile", "Backend", "BackendOptions")
 GO_INT_ARGS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth", "mate")
