@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
+
+from engine.options import DEFAULT_NETWORK_FILE
+
+DEFAULT_NAME = Path(DEFAULT_NETWORK_FILE).stem
 
 DEFAULT_DATA = "/work/data/xlazero-train/data"
 DEFAULT_RUN = "/work/data/xlazero-train/run"
+DATA_STAGES = (
+    {"chunks": 84, "positions-per-chunk": 2048, "nodes": 10000, "multipv": 6},
+    {"chunks": 172, "positions-per-chunk": 4096, "nodes": 3000, "multipv": 4},
+)
+"""The shipped network's data: two Stockfish runs (seeds S and S+1) into one directory; the
+second, with shallower labels, has 5x more positions per CPU hour (docs/training.md)."""
 
 
 def _datagen_args(p: argparse.ArgumentParser) -> None:
@@ -51,13 +62,11 @@ def cmd_train(a: argparse.Namespace) -> None:
 
 def _export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", default=DEFAULT_RUN)
-    p.add_argument("--name", default="xlazero-sf4x48", help="file stem: NAME.pb.gz and NAME.onnx")
+    p.add_argument("--name", default=DEFAULT_NAME, help="file stem: NAME.pb.gz and NAME.onnx")
     p.add_argument("--out-dir", default="nets")
 
 
 def cmd_export(a: argparse.Namespace) -> None:
-    from pathlib import Path
-
     from .export import export
     from .train import load_params
     params, cfg, step = load_params(a.run)
@@ -67,7 +76,7 @@ def cmd_export(a: argparse.Namespace) -> None:
 
 
 def _evaluate_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--weights", default="nets/xlazero-sf4x48.onnx", help="network under test")
+    p.add_argument("--weights", default=f"nets/{DEFAULT_NETWORK_FILE}", help="network under test")
     p.add_argument("--against", action="append", default=None,
                    choices=["default", "maia", "stockfish"],
                    help="opponents (repeatable; default: all three): the untrained nets/untrained.onnx "
@@ -82,8 +91,6 @@ def _evaluate_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_evaluate(a: argparse.Namespace) -> None:
-    from pathlib import Path
-
     from .evaluate import ROOT, match, stockfish, xlazero
     base, inc = (float(x) for x in a.clock.split("+"))
     me = xlazero(a.weights, nodes=a.nodes)
@@ -102,12 +109,15 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
 
 def cmd_all(a: argparse.Namespace) -> None:
     """Every stage in order; --quick makes each tiny (a smoke run of a few minutes)."""
-    from pathlib import Path
     work = Path(a.work)
     q = a.quick
     common = ["--data", str(work / "data")]
-    main(["datagen", *common, "--seed", str(a.seed),
-          *(["--chunks", "2", "--positions-per-chunk", "128", "--nodes", "1000"] if q else [])])
+    if q:
+        main(["datagen", *common, "--seed", str(a.seed), "--chunks", "2", "--positions-per-chunk", "128",
+              "--nodes", "1000"])
+    for k, stage in enumerate(() if q else DATA_STAGES):
+        main(["datagen", *common, "--seed", str(a.seed + k),
+              *[arg for name, value in stage.items() for arg in (f"--{name}", str(value))]])
     run = ["--run", str(work / "run")]
     main(["train", *common, *run, "--seed", str(a.seed),
           *(["--blocks", "1", "--filters", "16", "--steps", "60", "--batch", "64", "--warmup", "10",
@@ -130,7 +140,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--quick", action="store_true", help="tiny smoke run (minutes)")
     p.add_argument("--work", default="/work/data/xlazero-train/all", help="data and run directory")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--name", default="xlazero-sf4x48")
+    p.add_argument("--name", default=DEFAULT_NAME)
     a = parser.parse_args(argv)
     {"datagen": cmd_datagen, "train": cmd_train, "export": cmd_export, "evaluate": cmd_evaluate,
      "all": cmd_all}[a.cmd](a)

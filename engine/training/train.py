@@ -41,16 +41,16 @@ class TrainConfig:
 
     data: str
     run: str
-    blocks: int = 4
-    filters: int = 48
+    blocks: int = 6
+    filters: int = 64
     seed: int = 0
-    steps: int = 2400
+    steps: int = 8000
     batch: int = 256
     lr: float = 2e-3
-    warmup: int = 200
+    warmup: int = 300
     final_lr_fraction: float = 0.05
     weight_decay: float = 1e-4
-    value_weight: float = 0.25
+    value_weight: float = 0.5
     checkpoint_every: int = 200
     validate_every: int = 250
     refresh_every: int = 200
