@@ -18,7 +18,7 @@ CHECK, SPIN, COMBO, STRING, FLOAT = "check", "spin", "combo", "string", "float"
 
 DEFAULT_WEIGHTS = "<default>"
 """WeightsFile value meaning the project's shipped network (``nets/`` + DEFAULT_NETWORK_FILE)."""
-DEFAULT_NETWORK_FILE = "xlazero-sf4x48.onnx"
+DEFAULT_NETWORK_FILE = "xlazero-sf6x64.onnx"
 """The shipped trained network in ``nets/`` (provenance and strength: nets/README.md)."""
 
 
