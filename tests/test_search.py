@@ -369,6 +369,20 @@ def test_stop_does_not_wait_for_the_evaluation_in_flight():
     search.close()
 
 
+def _assert_tree_consistent(root: Node) -> None:
+    """No node left pending or with visits in flight; every node's visits = 1 + its children's."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        assert not node.pending
+        if node.expanded:
+            assert not any(node.cnif)
+            children = [c for c in node.children if c is not None]
+            assert node.n == 1 + sum(c.n for c in children)
+            stack += children
+
+
+
 def test_processing_stops_at_stop_and_keeps_the_tree_consistent():
     """A stop that arrives while a batch is processed leaves the rest of the batch unexpanded:
     no node stays pending and every node's visits equal 1 + its children's (no phantom or lost
@@ -389,15 +403,7 @@ def test_processing_stops_at_stop_and_keeps_the_tree_consistent():
     assert result.bestmove in chess.Board().legal_moves
     assert search.params.batch_size(net.max_batch) >= 2 * STOP_CHECK_EVERY
     assert len(calls) < 40 + STOP_CHECK_EVERY, "the batch was processed to its end after stop"
-    stack = [search.root]
-    while stack:
-        node = stack.pop()
-        assert not node.pending
-        if node.expanded:
-            assert not any(node.cnif)
-            children = [c for c in node.children if c is not None]
-            assert node.n == 1 + sum(c.n for c in children)
-            stack += children
+    _assert_tree_consistent(search.root)
     search.close()
 
 
@@ -434,17 +440,6 @@ def test_collision_limit_scales_with_tree_size_as_lc0():
     assert SearchParams(max_collision_visits_scaling_end=0).collision_visit_limit(5) == 80_000
 
 
-
-def _assert_tree_consistent(root: Node) -> None:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        assert not node.pending
-        if node.expanded:
-            assert not any(node.cnif)
-            children = [c for c in node.children if c is not None]
-            assert node.n == 1 + sum(c.n for c in children)
-            stack += children
 
 
 def test_prefetch_fills_small_batches_for_the_cache_only():
