@@ -460,3 +460,19 @@ def test_prefetch_fills_small_batches_for_the_cache_only():
     (eval0, cache0, _), (eval32, cache32, _) = results[0], results[32]
     assert eval32 > eval0, "no position was prefetched"
     assert cache32 > cache0  # the prefetched results are kept
+
+
+def test_move_without_visits_is_the_cached_favourite():
+    """A search stopped before any visit (here `go nodes 0`) plays the network's favourite when
+    the NN cache knows the root, not merely the first legal move."""
+    net = LogitNetwork()
+    board = chess.Board()
+    first = Search(net, NO_PRUNING)
+    first.set_position(board)
+    assert first.run(Limits(nodes=0)).bestmove == next(iter(board.legal_moves))  # nothing known yet
+    first.run(Limits(nodes=1))  # evaluates the root: e2e4 has the highest prior
+    second = Search(net, NO_PRUNING, cache=first.cache)  # a new tree, the same NN cache
+    second.set_position(board)
+    assert second.run(Limits(nodes=0)).bestmove == chess.Move.from_uci("e2e4")
+    first.close()
+    second.close()

@@ -231,7 +231,12 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
         """Most visited root move (lc0's ranking), or one drawn with Temperature; and a ponder move."""
         root = self.root
         if not root.expanded or root.n == 0:
-            legal = [m for m in root_moves if not self._searchmoves or m in self._searchmoves]
+            # Stopped before the root's evaluation came back: the network's favourite if the NN
+            # cache has the root (moves sorted by prior), else the first legal move.
+            self._sync(root, 0)
+            hit = self.cache.get(self._cache_key(0))
+            legal = [m for m in (hit.moves if hit is not None else root_moves)
+                     if not self._searchmoves or m in self._searchmoves]
             return (legal or root_moves)[0], None
         i = self._temperature_choice()
         if i is None:
