@@ -6,7 +6,11 @@ import argparse
 import time
 from pathlib import Path
 
-from engine.options import DEFAULT_NETWORK_FILE
+from backend_xla.perf.sharding import configure_host_devices
+
+configure_host_devices()  # before jax starts: one XLA CPU device per core, so training splits batches
+
+from engine.options import DEFAULT_NETWORK_FILE  # noqa: E402
 
 DEFAULT_NAME = Path(DEFAULT_NETWORK_FILE).stem
 

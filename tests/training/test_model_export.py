@@ -3,7 +3,11 @@ own backend (backend_xla, checked against lc0 elsewhere), reproduce the JAX mode
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -14,9 +18,12 @@ from backend_xla.lc0 import read_weights
 from engine.training.export import export
 from engine.training.model import NetConfig, forward, init_params
 from engine.training.plot import write_loss_png
-from engine.training.train import losses, train_step
+from engine.training.train import Placement, losses, train_step
+
+from conftest import REPO_ROOT
 
 TINY = NetConfig(blocks=2, filters=16)
+CHILD_TIMEOUT_S = 180
 TOLERANCE = 1e-4
 
 
@@ -107,3 +114,50 @@ def test_loss_png_is_a_valid_image(tmp_path):
     pixels = np.frombuffer(raw, np.uint8).reshape(height, 1 + 3 * width)[:, 1:].reshape(height, width, 3)
     colours = {tuple(c) for c in pixels.reshape(-1, 3)}
     assert (40, 90, 200) in colours and (210, 40, 40) in colours
+
+
+
+def check_split_step() -> int:
+    """One training step with the batch split over every local device equals the single-device step
+    on the whole batch (the gradient is a mean over rows either way); returns the device count."""
+    devices = jax.local_devices()
+    n = 4 * len(devices)
+    rng = np.random.default_rng(3)
+    planes = _planes(n, seed=4)
+    legal = rng.random((n, 1858)) < 0.03
+    target = np.where(legal, 1.0, 0.0).astype(np.float32)
+    target /= target.sum(1, keepdims=True)
+    wdl = rng.dirichlet([1, 1, 1], n).astype(np.float32)
+    params = init_params(TINY, seed=0)
+    zeros = jax.tree_util.tree_map(np.zeros_like, params)
+    results = []
+    for place in (Placement((devices[0],)), Placement.for_batch(n)):
+        p, m, v = place.replicate((params, zeros, zeros))
+        p, _, _, aux = train_step(p, m, v, 0.0, 3e-3, *place.split(planes, target, legal, wdl))
+        results.append((p, aux))
+    assert len(Placement.for_batch(n).devices) == len(devices)
+    assert len(Placement.for_batch(n + 1).devices) == 1  # rows the devices cannot share evenly
+    (single, aux1), (split, aux2) = results
+    assert len(jax.tree_util.tree_leaves(split)[0].sharding.device_set) == len(devices)
+    np.testing.assert_allclose(np.asarray(aux1), np.asarray(aux2), rtol=1e-5)
+    for a, b in zip(jax.tree_util.tree_leaves(single), jax.tree_util.tree_leaves(split)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+    changed = max(float(np.abs(np.asarray(a) - np.asarray(b)).max())
+                  for a, b in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(split)))
+    assert changed > 1e-4  # the step did move the parameters
+    return len(devices)
+
+
+def test_a_step_split_over_two_devices_equals_the_single_device_step():
+    # A fresh interpreter: the XLA CPU device count is fixed once jax has started.
+    code = ("from backend_xla.perf.sharding import configure_host_devices\n"
+            "configure_host_devices(2)\n"
+            "import sys; sys.path[:0] = [%r, %r]\n"
+            "import test_model_export as t\n"
+            "print(t.check_split_step())\n") % (str(Path(__file__).parent), str(REPO_ROOT / "tests"))
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=CHILD_TIMEOUT_S)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-1] == "2"
