@@ -19,9 +19,14 @@ DEFAULT_RUN = "/work/data/xlazero-train/run"
 DATA_STAGES = (
     {"chunks": 84, "positions-per-chunk": 2048, "nodes": 10000, "multipv": 6},
     {"chunks": 172, "positions-per-chunk": 4096, "nodes": 3000, "multipv": 4},
+    {"chunks": 538, "positions-per-chunk": 4096, "nodes": 3000, "multipv": 4},
 )
-"""The shipped network's data: two Stockfish runs (seeds S and S+1) into one directory; the
-second, with shallower labels, has 5x more positions per CPU hour (docs/training.md)."""
+"""The shipped network's data: Stockfish runs with seeds S, S+1, S+2 into one directory; the later
+stages, with shallower labels, give 5x more positions per CPU hour (docs/training.md)."""
+TRAIN_AFTER_STAGE = {1: 8000, 2: 19000}
+"""How the shipped network was trained (stage index: total steps): 8,000 steps once stages 1-2
+were there, then the same run continued to 19,000 steps with stage 3 added (the cosine schedule
+reshaped from step 8,000 on, a warm restart at 62 % of the peak learning rate)."""
 
 
 def _datagen_args(p: argparse.ArgumentParser) -> None:
@@ -116,17 +121,18 @@ def cmd_all(a: argparse.Namespace) -> None:
     work = Path(a.work)
     q = a.quick
     common = ["--data", str(work / "data")]
+    run = ["--run", str(work / "run")]
     if q:
         main(["datagen", *common, "--seed", str(a.seed), "--chunks", "2", "--positions-per-chunk", "128",
               "--nodes", "1000"])
+        main(["train", *common, *run, "--seed", str(a.seed), "--blocks", "1", "--filters", "16",
+              "--steps", "60", "--batch", "64", "--warmup", "10", "--validate-every", "30",
+              "--checkpoint-every", "30"])
     for k, stage in enumerate(() if q else DATA_STAGES):
         main(["datagen", *common, "--seed", str(a.seed + k),
               *[arg for name, value in stage.items() for arg in (f"--{name}", str(value))]])
-    run = ["--run", str(work / "run")]
-    main(["train", *common, *run, "--seed", str(a.seed),
-          *(["--blocks", "1", "--filters", "16", "--steps", "60", "--batch", "64", "--warmup", "10",
-             "--validate-every", "30", "--checkpoint-every", "30"] if q else
-            [])])
+        if k in TRAIN_AFTER_STAGE:
+            main(["train", *common, *run, "--seed", str(a.seed), "--steps", str(TRAIN_AFTER_STAGE[k])])
     out = str(work / "nets") if q else "nets"
     main(["export", *run, "--out-dir", out, "--name", a.name])
     main(["evaluate", "--weights", f"{out}/{a.name}.onnx",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import jax
 import numpy as np
 
@@ -33,3 +35,30 @@ def test_resumed_run_equals_an_uninterrupted_one(tmp_path):
     params, cfg, step = load_params(tmp_path / "b")
     assert step == 4 and cfg.steps == 4
     assert (tmp_path / "b" / "losses.png").stat().st_size > 0
+
+
+def test_all_reproduces_the_shipped_recipe_in_order(monkeypatch):
+    """`bin/train-net all`: each data stage with its own seed, training continued after the stages
+    named in TRAIN_AFTER_STAGE (one run directory, growing step totals), then export and evaluate."""
+    from engine.training import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "main", lambda argv: calls.append(argv) or 0)
+    cli.cmd_all(argparse.Namespace(work="/w", quick=False, seed=5, name="net"))
+    kinds = [c[0] for c in calls]
+    expected = []
+    for k in range(len(cli.DATA_STAGES)):
+        expected.append("datagen")
+        if k in cli.TRAIN_AFTER_STAGE:
+            expected.append("train")
+    assert kinds == expected + ["export", "evaluate"]
+    opt = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
+    seeds = [int(opt(c, "--seed")) for c in calls if c[0] == "datagen"]
+    assert seeds == [5 + k for k in range(len(cli.DATA_STAGES))]
+    for c, stage in zip([c for c in calls if c[0] == "datagen"], cli.DATA_STAGES):
+        assert all(opt(c, f"--{name}") == str(value) for name, value in stage.items())
+    trains = [c for c in calls if c[0] == "train"]
+    steps = [int(opt(c, "--steps")) for c in trains]
+    assert steps == sorted(steps) == list(cli.TRAIN_AFTER_STAGE.values())
+    assert {opt(c, "--run") for c in trains} == {opt(calls[-2], "--run")} == {"/w/run"}
+    assert {opt(c, "--data") for c in calls if c[0] in ("datagen", "train")} == {"/w/data"}
