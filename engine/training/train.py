@@ -8,8 +8,9 @@ against validation 1.09 after 750 steps at weight 1.0) long before the policy st
 
 With several local devices (``bin/train-net`` makes one XLA CPU device per core, as the engine
 does) each batch is split across them and the parameters are replicated: the same jitted step,
-partitioned by XLA, with gradients summed across devices. XLA's CPU convolutions run on one thread,
-so on 2 cores this trains about 1.35x faster than one device (docs/training.md).
+partitioned by XLA, which all-reduces the gradient of the whole batch's mean loss. XLA's CPU
+convolutions run on one thread, so on 2 cores this trains about 1.4x faster than one device
+(``bin/trainbench``; docs/training.md).
 
 A run directory holds ``config.json``, ``checkpoint.npz`` (params, Adam moments, step, loss
 history; replaced atomically every ``checkpoint_every`` steps) and ``losses.png``. Starting a run
