@@ -25,7 +25,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 import jax
@@ -154,17 +154,22 @@ class Placement:
         devices = list(jax.local_devices() if devices is None else devices)
         return Placement(tuple(devices if batch % len(devices) == 0 else devices[:1]))
 
-    def _sharding(self, *axes) -> NamedSharding:
-        return NamedSharding(Mesh(np.array(self.devices), ("batch",)), PartitionSpec(*axes))
+    @cached_property
+    def _mesh(self) -> Mesh:  # built once per placement, not at every step
+        return Mesh(np.array(self.devices), ("batch",))
 
     def replicate(self, tree):
-        return jax.device_put(tree, self._sharding())
+        return jax.device_put(tree, NamedSharding(self._mesh, PartitionSpec()))
+
+    @cached_property
+    def _rows(self) -> NamedSharding:
+        return NamedSharding(self._mesh, PartitionSpec("batch"))
 
     def split(self, *arrays: np.ndarray) -> list:
         """Each array [B, ...] cut along B into one slice per device."""
         if len(self.devices) == 1:
             return [jax.device_put(a, self.devices[0]) for a in arrays]
-        return [jax.device_put(a, self._sharding("batch")) for a in arrays]
+        return [jax.device_put(a, self._rows) for a in arrays]
 
 
 def validate(params, val: PositionSet, batch: int,
