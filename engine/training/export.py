@@ -5,6 +5,11 @@ The ``.pb.gz`` is written with ``backend_xla.lc0``'s protobuf encoder in the lay
 convolution blocks carry weights and biases only (no batch norm), dense layers are stored
 [out][in] as lc0 expects. The ONNX file is built from the *read-back* ``.pb.gz`` with
 ``backend_xla.lc0.build_onnx``, so both files hold the same network.
+
+``policy_scale`` multiplies the policy logits (the last policy convolution's weights and biases):
+a search applies its softmax temperature T to the logits, so a network whose policy is best
+searched at temperature t is exported with scale T_default / t, and then every engine at lc0's
+default temperature (xlazero included) searches it as intended.
 """
 
 from __future__ import annotations
@@ -43,8 +48,13 @@ def _dense_w(p: dict, enc: int) -> Message:
     return _layer(np.asarray(p["w"]).T, enc)
 
 
-def params_to_net(params: dict, encoding: int = ENC_FLOAT32, training_steps: int = 0) -> Message:
-    """The ``Net`` message of ``params`` (see :mod:`engine.training.model`)."""
+def params_to_net(params: dict, encoding: int = ENC_FLOAT32, training_steps: int = 0,
+                  policy_scale: float = 1.0) -> Message:
+    """The ``Net`` message of ``params`` (see :mod:`engine.training.model`), its policy logits
+    multiplied by ``policy_scale``."""
+    if not policy_scale > 0:
+        raise ValueError(f"policy_scale: expected a positive number, got {policy_scale}")
+    policy = {k: np.asarray(v, np.float32) * np.float32(policy_scale) for k, v in params["policy"].items()}
     residual = []
     for blk in params["blocks"]:
         se = Message("SEunit", {"w1": _dense_w(blk["se1"], encoding), "b1": _layer(blk["se1"]["b"], encoding),
@@ -53,7 +63,7 @@ def params_to_net(params: dict, encoding: int = ENC_FLOAT32, training_steps: int
                                              "conv2": _conv(blk["conv2"], encoding), "se": se}))
     weights = Message("Weights", {
         "input": _conv(params["input"], encoding), "residual": residual,
-        "policy1": _conv(params["policy1"], encoding), "policy": _conv(params["policy"], encoding),
+        "policy1": _conv(params["policy1"], encoding), "policy": _conv(policy, encoding),
         "value": _conv(params["value"], encoding),
         "ip1_val_w": _dense_w(params["value1"], encoding), "ip1_val_b": _layer(params["value1"]["b"], encoding),
         "ip2_val_w": _dense_w(params["value2"], encoding), "ip2_val_b": _layer(params["value2"]["b"], encoding),
@@ -69,10 +79,10 @@ def params_to_net(params: dict, encoding: int = ENC_FLOAT32, training_steps: int
 
 
 def export(params: dict, pb_path: str | os.PathLike, onnx_path: str | os.PathLike | None = None,
-           encoding: int = ENC_FLOAT32, training_steps: int = 0) -> None:
+           encoding: int = ENC_FLOAT32, training_steps: int = 0, policy_scale: float = 1.0) -> None:
     """Write ``pb_path`` (lc0 ``.pb.gz``) and, if given, ``onnx_path`` built from the read-back file."""
     Path(pb_path).parent.mkdir(parents=True, exist_ok=True)
-    write_weights(params_to_net(params, encoding, training_steps), pb_path)
+    write_weights(params_to_net(params, encoding, training_steps, policy_scale), pb_path)
     if onnx_path is not None:
         model = build_onnx(read_weights(pb_path))
         onnx.save(model, os.fspath(onnx_path))

@@ -63,6 +63,20 @@ def test_exported_files_reproduce_the_jax_model(tiny_params, exported, name):
     np.testing.assert_allclose(out.d, wdl[:, 1], atol=TOLERANCE, rtol=0)
 
 
+def test_policy_scale_multiplies_the_logits_and_leaves_the_value(tiny_params, tmp_path):
+    """Searching the scaled export at temperature T equals searching the model at T / scale."""
+    scale = 1.359 / 0.7
+    export(tiny_params, tmp_path / "scaled.pb.gz", policy_scale=scale)
+    planes = _planes(4, seed=8)
+    policy, wdl_logits = (np.asarray(x) for x in forward(tiny_params, planes))
+    out = backend_xla.load_network(str(tmp_path / "scaled.pb.gz")).evaluate(planes)
+    np.testing.assert_allclose(out.policy, scale * policy, atol=TOLERANCE, rtol=1e-5)
+    wdl = np.asarray(jax.nn.softmax(wdl_logits, axis=-1))
+    np.testing.assert_allclose(out.q, wdl[:, 0] - wdl[:, 2], atol=TOLERANCE, rtol=0)
+    with pytest.raises(ValueError, match="expected a positive number"):
+        export(tiny_params, tmp_path / "bad.pb.gz", policy_scale=0.0)
+
+
 def test_exported_weight_file_declares_the_architecture(exported):
     w = read_weights(exported / "tiny.pb.gz")
     assert w.format.name("network") == "NETWORK_SE_WITH_HEADFORMAT"
