@@ -10,9 +10,13 @@ from backend_xla.perf.sharding import configure_host_devices
 
 configure_host_devices()  # before jax starts: one XLA CPU device per core, so training splits batches
 
-from engine.options import DEFAULT_NETWORK_FILE  # noqa: E402
+from engine.options import DEFAULT_NETWORK_FILE, find  # noqa: E402
 
 DEFAULT_NAME = Path(DEFAULT_NETWORK_FILE).stem
+
+SEARCH_POLICY_TEMPERATURE = 0.5
+"""Policy softmax temperature the shipped network plays best at (matches at fixed nodes,
+docs/training.md); export folds it into the logits, so engines keep lc0's default temperature."""
 
 DEFAULT_DATA = "/work/data/xlazero-train/data"
 DEFAULT_RUN = "/work/data/xlazero-train/run"
@@ -20,13 +24,14 @@ DATA_STAGES = (
     {"chunks": 84, "positions-per-chunk": 2048, "nodes": 10000, "multipv": 6},
     {"chunks": 172, "positions-per-chunk": 4096, "nodes": 3000, "multipv": 4},
     {"chunks": 538, "positions-per-chunk": 4096, "nodes": 3000, "multipv": 4},
+    {"chunks": 400, "positions-per-chunk": 4096, "nodes": 2000, "multipv": 4},
 )
-"""The shipped network's data: Stockfish runs with seeds S, S+1, S+2 into one directory; the later
-stages, with shallower labels, give 5x more positions per CPU hour (docs/training.md)."""
-TRAIN_AFTER_STAGE = {1: 8000, 2: 19000}
+"""The shipped network's data: Stockfish runs with seeds S, S+1, ... into one directory; the later
+stages, with shallower labels, give 5-8x more positions per CPU hour (docs/training.md)."""
+TRAIN_AFTER_STAGE = {1: 8000, 2: 19000, 3: 29000}
 """How the shipped network was trained (stage index: total steps): 8,000 steps once stages 1-2
-were there, then the same run continued to 19,000 steps with stage 3 added (the cosine schedule
-reshaped from step 8,000 on, a warm restart at 62 % of the peak learning rate)."""
+were there, then the same run continued to 19,000 steps with stage 3 added and to 29,000 with
+stage 4 (each time the rest of the cosine schedule reshaped: a warm restart)."""
 
 
 def _datagen_args(p: argparse.ArgumentParser) -> None:
@@ -73,6 +78,17 @@ def _export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", default=DEFAULT_RUN)
     p.add_argument("--name", default=DEFAULT_NAME, help="file stem: NAME.pb.gz and NAME.onnx")
     p.add_argument("--out-dir", default="nets")
+    p.add_argument("--policy-temperature", type=float, default=SEARCH_POLICY_TEMPERATURE,
+                   help="softmax temperature the network's policy is meant to be searched at; the "
+                        "logits are scaled by PolicyTemperature's default / this (default: %(default)s, "
+                        "tuned for the shipped network)")
+
+
+def policy_scale(search_temperature: float) -> float:
+    """Logit scale that makes the engine's default PolicyTemperature act as ``search_temperature``."""
+    if not search_temperature > 0:
+        raise SystemExit(f"--policy-temperature: expected a positive number, got {search_temperature}")
+    return find("PolicyTemperature").default / search_temperature
 
 
 def cmd_export(a: argparse.Namespace) -> None:
@@ -80,8 +96,11 @@ def cmd_export(a: argparse.Namespace) -> None:
     from .train import load_params
     params, cfg, step = load_params(a.run)
     out = Path(a.out_dir)
-    export(params, out / f"{a.name}.pb.gz", out / f"{a.name}.onnx", training_steps=step)
-    print(f"exported step {step} of {a.run} to {out / a.name}.pb.gz and .onnx")
+    scale = policy_scale(a.policy_temperature)
+    export(params, out / f"{a.name}.pb.gz", out / f"{a.name}.onnx", training_steps=step,
+           policy_scale=scale)
+    print(f"exported step {step} of {a.run} to {out / a.name}.pb.gz and .onnx "
+          f"(policy logits x {scale:.4f}: searched at temperature {a.policy_temperature})")
 
 
 def _evaluate_args(p: argparse.ArgumentParser) -> None:
