@@ -6,6 +6,7 @@ import argparse
 
 import jax
 import numpy as np
+import pytest
 
 from engine.training.datagen import GenConfig, chunk_path, make_chunk
 from engine.training.dataset import VALIDATION_EVERY
@@ -62,3 +63,15 @@ def test_all_reproduces_the_shipped_recipe_in_order(monkeypatch):
     assert steps == sorted(steps) == list(cli.TRAIN_AFTER_STAGE.values())
     assert {opt(c, "--run") for c in trains} == {opt(calls[-2], "--run")} == {"/w/run"}
     assert {opt(c, "--data") for c in calls if c[0] in ("datagen", "train")} == {"/w/data"}
+
+
+def test_export_policy_temperature_sets_the_logit_scale_and_rejects_nonsense():
+    """The scale makes the engine's default PolicyTemperature act as the requested temperature."""
+    from engine.options import find
+    from engine.training import cli
+
+    default = find("PolicyTemperature").default
+    assert cli.policy_scale(0.5) * 0.5 == pytest.approx(default)
+    assert cli.policy_scale(default) == pytest.approx(1.0)
+    with pytest.raises(SystemExit, match="expected a positive number, got 0.0"):
+        cli.policy_scale(0.0)
