@@ -135,6 +135,31 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
         print(f"== RESULT {me.name} vs {opp.name} ({limit}): {result.summary()}", flush=True)
 
 
+def _openings_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="EPD file to write")
+    p.add_argument("--count", type=int, default=24)
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--min-plies", type=int, default=6)
+    p.add_argument("--max-plies", type=int, default=8)
+    p.add_argument("--max-cp", type=int, default=60, help="largest |Stockfish score| kept")
+    p.add_argument("--nodes", type=int, default=20_000, help="Stockfish nodes per candidate")
+    p.add_argument("--stockfish", default=None, help="Stockfish binary (default: on PATH)")
+
+
+def cmd_openings(a: argparse.Namespace) -> None:
+    from .openings import OpeningConfig, balanced_openings, write_epd
+    from .stockfish import Stockfish
+    cfg = OpeningConfig(count=a.count, seed=a.seed, min_plies=a.min_plies, max_plies=a.max_plies,
+                        max_cp=a.max_cp, nodes=a.nodes)
+    sf = Stockfish(a.stockfish, multipv=1)
+    try:
+        boards = balanced_openings(sf, cfg)
+    finally:
+        sf.close()
+    write_epd(boards, a.out)
+    print(f"wrote {len(boards)} openings to {a.out} ({cfg})")
+
+
 def cmd_all(a: argparse.Namespace) -> None:
     """Every stage in order; --quick makes each tiny (a smoke run of a few minutes)."""
     work = Path(a.work)
@@ -165,6 +190,7 @@ def main(argv: list[str]) -> int:
     _train_args(sub.add_parser("train", help="train (or continue training) a network"))
     _export_args(sub.add_parser("export", help="write NAME.pb.gz and NAME.onnx from a run"))
     _evaluate_args(sub.add_parser("evaluate", help="matches against the untrained net, Maia, Stockfish"))
+    _openings_args(sub.add_parser("openings", help="balanced random openings (EPD) for matches"))
     p = sub.add_parser("all", help="datagen, train, export, evaluate")
     p.add_argument("--quick", action="store_true", help="tiny smoke run (minutes)")
     p.add_argument("--work", default="/work/data/xlazero-train/all", help="data and run directory")
@@ -172,5 +198,5 @@ def main(argv: list[str]) -> int:
     p.add_argument("--name", default=DEFAULT_NAME)
     a = parser.parse_args(argv)
     {"datagen": cmd_datagen, "train": cmd_train, "export": cmd_export, "evaluate": cmd_evaluate,
-     "all": cmd_all}[a.cmd](a)
+     "openings": cmd_openings, "all": cmd_all}[a.cmd](a)
     return 0
