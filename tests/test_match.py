@@ -59,3 +59,38 @@ def test_match_counts_illegal_moves(tmp_path):
     summary, games = _run(tmp_path, f"{sys.executable} {liar}", 2)
     assert "illegal moves 2" in summary
     assert "+2 =0 -0" in summary
+
+
+OPTION_ENGINE = """
+import sys
+log = open(sys.argv[1], "a")
+for line in sys.stdin:
+    cmd = line.split()[:1]
+    if cmd == ["uci"]:
+        print("id name optioned"); print("option name Skill type spin default 1 min 0 max 20"); print("uciok")
+    elif cmd == ["setoption"]:
+        log.write(line); log.flush()
+    elif cmd == ["isready"]:
+        print("readyok")
+    elif cmd == ["go"]:
+        print("bestmove 0000")
+    elif cmd == ["quit"]:
+        break
+    sys.stdout.flush()
+"""
+
+
+def test_match_sets_uci_options_as_cutechess_does(tmp_path):
+    script = tmp_path / "optioned.py"
+    script.write_text(OPTION_ENGINE)
+    log = tmp_path / "setoption.log"
+    engine2 = f"{sys.executable} {script} {log}"
+    base = [sys.executable, str(REPO / "bin" / "match"), "--engine1", RANDOM_ENGINE, "--engine2", engine2,
+            "--games", "1", "--nodes", "4", "--pgn", str(tmp_path / "o.pgn")]
+    proc = subprocess.run(base + ["--option2", "Skill=7"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_text().split() == ["setoption", "name", "Skill", "value", "7"]
+    bad = subprocess.run(base + ["--option2", "Skill"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "expected an option as NAME=VALUE, got 'Skill'" in bad.stderr
+    unknown = subprocess.run(base + ["--option2", "Speed=3"], capture_output=True, text=True, timeout=300)
+    assert unknown.returncode != 0 and "Speed" in unknown.stderr and "Traceback" not in unknown.stderr
