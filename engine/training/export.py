@@ -22,7 +22,7 @@ import onnx
 
 from backend_xla.lc0 import build_onnx, read_weights
 from backend_xla.lc0.protowire import Message
-from backend_xla.lc0.weights import ENC_FLOAT32
+from backend_xla.lc0.weights import ENC_FLOAT32, conv_block, layer_values
 from backend_xla.lc0.writer import encode_layer, write_weights
 
 WEIGHT_MAGIC = 0x1C0
@@ -86,3 +86,51 @@ def export(params: dict, pb_path: str | os.PathLike, onnx_path: str | os.PathLik
     if onnx_path is not None:
         model = build_onnx(read_weights(pb_path))
         onnx.save(model, os.fspath(onnx_path))
+
+
+def params_from_weights(path: str | os.PathLike, template: dict, policy_scale: float = 1.0) -> dict:
+    """The inverse of :func:`params_to_net`: params shaped like ``template`` (``init_params`` of
+    the same architecture) read from an lc0 weight file, its policy logits divided by
+    ``policy_scale`` (the scale it was exported with), so a shipped network can be trained further.
+
+    Raises ValueError naming the layer whose size does not match the template's architecture.
+    """
+    if not policy_scale > 0:
+        raise ValueError(f"policy_scale: expected a positive number, got {policy_scale}")
+    w = read_weights(path).weights
+    where = os.fspath(path)
+
+    def fit(values: np.ndarray, shape: tuple, name: str) -> np.ndarray:
+        if values.size != int(np.prod(shape)):
+            raise ValueError(f"{where}: {name}: expected {int(np.prod(shape))} values for shape "
+                             f"{list(shape)} (the training architecture), got {values.size}")
+        return values.reshape(shape)
+
+    def conv(block, tmpl: dict, name: str) -> dict:
+        c = conv_block(block, f"{where}.{name}")
+        return {"w": fit(c.weights, np.shape(tmpl["w"]), name + ".weights"),
+                "b": fit(c.biases, np.shape(tmpl["b"]), name + ".biases")}
+
+    def dense(weights, biases, tmpl: dict, name: str) -> dict:
+        n_in, n_out = np.shape(tmpl["w"])  # lc0 stores [out][in]
+        return {"w": fit(layer_values(weights, name), (n_out, n_in), name + ".w").T.copy(),
+                "b": fit(layer_values(biases, name), np.shape(tmpl["b"]), name + ".b")}
+
+    if len(w.residual) != len(template["blocks"]):
+        raise ValueError(f"{where}: expected {len(template['blocks'])} residual blocks, got {len(w.residual)}")
+    blocks = []
+    for i, (res, tmpl) in enumerate(zip(w.residual, template["blocks"])):
+        name = f"residual[{i}]"
+        if res.se is None:
+            raise ValueError(f"{where}: {name} has no SE unit (the training network is SE residual)")
+        blocks.append({"conv1": conv(res.conv1, tmpl["conv1"], name + ".conv1"),
+                       "conv2": conv(res.conv2, tmpl["conv2"], name + ".conv2"),
+                       "se1": dense(res.se.w1, res.se.b1, tmpl["se1"], name + ".se.w1"),
+                       "se2": dense(res.se.w2, res.se.b2, tmpl["se2"], name + ".se.w2")})
+    policy = conv(w.policy, template["policy"], "policy")
+    return {"input": conv(w.input, template["input"], "input"), "blocks": blocks,
+            "policy1": conv(w.policy1, template["policy1"], "policy1"),
+            "policy": {k: v / np.float32(policy_scale) for k, v in policy.items()},
+            "value": conv(w.value, template["value"], "value"),
+            "value1": dense(w.ip1_val_w, w.ip1_val_b, template["value1"], "ip1_val"),
+            "value2": dense(w.ip2_val_w, w.ip2_val_b, template["value2"], "ip2_val")}

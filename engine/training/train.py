@@ -62,6 +62,12 @@ class TrainConfig:
     validate_every: int = 250
     refresh_every: int = 200
     validation_positions: int = 8192
+    init: str = ""
+    """lc0 weight file (.pb.gz) of the same architecture to start from instead of random weights
+    (a new run only; a checkpoint wins), e.g. the shipped network, to train it on further data."""
+    init_policy_scale: float = 1.0
+    """The policy scale ``init`` was exported with (its logits are divided by it): 1.359/0.5 for
+    the shipped network (bin/train-net export --policy-temperature 0.5)."""
 
     @property
     def net(self) -> NetConfig:
@@ -216,6 +222,10 @@ def train(cfg: TrainConfig, log=print) -> dict:
     if ckpt.exists():
         params, m, v, step, history = load_checkpoint(ckpt, params)
         log(f"resumed {ckpt} at step {step}")
+    elif cfg.init:
+        from .export import params_from_weights
+        params = jax.tree_util.tree_map(jnp.asarray, params_from_weights(cfg.init, params, cfg.init_policy_scale))
+        log(f"initialised from {cfg.init} (policy logits / {cfg.init_policy_scale:g})")
     train_set = PositionSet(cfg.data, validation=False)
     val_set = PositionSet(cfg.data, validation=True, max_positions=cfg.validation_positions)
     log(f"data: {len(train_set)} training, {len(val_set)} validation positions")

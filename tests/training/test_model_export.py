@@ -175,3 +175,28 @@ def test_a_step_split_over_two_devices_equals_the_single_device_step():
                          timeout=CHILD_TIMEOUT_S)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-1] == "2"
+
+
+def test_a_weight_file_reads_back_into_the_params_it_was_exported_from(tiny_params, tmp_path):
+    """params_from_weights inverts export, the policy scale included, so training can go on from
+    a shipped file; the truth is the params themselves and the JAX model's outputs."""
+    from engine.training.export import params_from_weights
+    scale = 2.5
+    export(tiny_params, tmp_path / "scaled.pb.gz", policy_scale=scale)
+    back = params_from_weights(tmp_path / "scaled.pb.gz", init_params(TINY, seed=0), policy_scale=scale)
+    flat, tree = jax.tree_util.tree_flatten(tiny_params)
+    flat_back, tree_back = jax.tree_util.tree_flatten(back)
+    assert tree == tree_back
+    for a, b in zip(flat, flat_back):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+    planes = _planes(3, seed=9)
+    for x, y in zip(forward(tiny_params, planes), forward(back, planes)):
+        np.testing.assert_allclose(np.asarray(y), np.asarray(x), atol=TOLERANCE)
+
+
+def test_a_weight_file_of_another_architecture_is_refused_naming_the_layer(exported):
+    from engine.training.export import params_from_weights
+    with pytest.raises(ValueError, match=r"expected 3 residual blocks, got 2"):
+        params_from_weights(exported / "tiny.pb.gz", init_params(NetConfig(blocks=3, filters=16), 0))
+    with pytest.raises(ValueError, match=r"residual\[0\]\.conv1\.weights: expected 576 values .* got 2304"):
+        params_from_weights(exported / "tiny.pb.gz", init_params(NetConfig(blocks=2, filters=8), 0))

@@ -75,3 +75,22 @@ def test_export_policy_temperature_sets_the_logit_scale_and_rejects_nonsense():
     assert cli.policy_scale(default) == pytest.approx(1.0)
     with pytest.raises(SystemExit, match="expected a positive number, got 0.0"):
         cli.policy_scale(0.0)
+
+
+def test_a_new_run_can_start_from_a_weight_file(tmp_path):
+    """--init: a run whose weights come from an lc0 file (at learning rate 0 they stay the file's)."""
+    from engine.training.export import export
+    _data(tmp_path / "data")
+    common = dict(data=str(tmp_path / "data"), blocks=1, filters=8, batch=8, warmup=1, steps=2,
+                  checkpoint_every=2, validate_every=2, refresh_every=2)
+    first = train(TrainConfig(run=str(tmp_path / "a"), seed=1, **common), log=lambda m: None)
+    export(first, tmp_path / "a.pb.gz", policy_scale=3.0)
+    logs = []
+    again = train(TrainConfig(run=str(tmp_path / "b"), seed=2, lr=0.0, init=str(tmp_path / "a.pb.gz"),
+                              init_policy_scale=3.0, **common), log=logs.append)
+    assert any("initialised from" in line for line in logs)
+    for x, y in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(again)):
+        np.testing.assert_allclose(np.asarray(y), np.asarray(x), rtol=1e-5, atol=1e-6)
+    fresh = train(TrainConfig(run=str(tmp_path / "c"), seed=2, lr=0.0, **common), log=lambda m: None)
+    assert not all(np.allclose(np.asarray(x), np.asarray(y)) for x, y in
+                   zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(fresh)))
