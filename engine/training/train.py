@@ -235,6 +235,11 @@ def train(cfg: TrainConfig, log=print) -> dict:
     params, m, v = placement.replicate((params, m, v))
     log(f"devices: batch {cfg.batch} split over {len(placement.devices)} "
         f"({', '.join(str(d) for d in placement.devices)})")
+    if step == 0 and cfg.init and len(val_set):
+        # The starting point's own validation losses: what the further training is measured against.
+        vl = validate(params, val_set, cfg.batch, placement)
+        history["val"].append([0, *vl])
+        log(f"step 0 ({cfg.init}): validation policy {vl[0]:.4f} value {vl[1]:.4f} acc {vl[2]:.3f}")
     t0, step0, window = time.time(), step, []
     while step < cfg.steps:
         if step % cfg.refresh_every == 0 and step > step0:

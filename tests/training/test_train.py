@@ -89,6 +89,7 @@ def test_a_new_run_can_start_from_a_weight_file(tmp_path):
     again = train(TrainConfig(run=str(tmp_path / "b"), seed=2, lr=0.0, init=str(tmp_path / "a.pb.gz"),
                               init_policy_scale=3.0, **common), log=logs.append)
     assert any("initialised from" in line for line in logs)
+    assert any(line.startswith("step 0 (") and "validation policy" in line for line in logs)
     for x, y in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(again)):
         np.testing.assert_allclose(np.asarray(y), np.asarray(x), rtol=1e-5, atol=1e-6)
     fresh = train(TrainConfig(run=str(tmp_path / "c"), seed=2, lr=0.0, **common), log=lambda m: None)
