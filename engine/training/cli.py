@@ -33,6 +33,15 @@ TRAIN_AFTER_STAGE = {1: 8000, 2: 19000, 3: 29000}
 were there, then the same run continued to 19,000 steps with stage 3 added and to 29,000 with
 stage 4 (each time the rest of the cosine schedule reshaped: a warm restart)."""
 
+FINETUNES = (
+    {"data": {"chunks": 272, "positions-per-chunk": 4096, "nodes": 2000, "multipv": 4},
+     "train": {"steps": 3000, "lr": 3e-4, "warmup": 200}},
+)
+"""Later versions, one entry each: new data (its own directory, the next seed), then a new run
+started from the previous version's exported .pb.gz (``--init``). The fourth version (v4) is the
+first entry: 272 chunks of seed 4, 3,000 steps from v3 (trained with a peak rate of 1e-3 for its
+first 600 steps, then resumed at 3e-4; the recipe uses 3e-4 throughout)."""
+
 
 def _datagen_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=DEFAULT_DATA, help="chunk directory (outside the repo)")
@@ -177,6 +186,16 @@ def cmd_all(a: argparse.Namespace) -> None:
               *[arg for name, value in stage.items() for arg in (f"--{name}", str(value))]])
         if k in TRAIN_AFTER_STAGE:
             main(["train", *common, *run, "--seed", str(a.seed), "--steps", str(TRAIN_AFTER_STAGE[k])])
+    for j, version in enumerate(() if q else FINETUNES, start=1):
+        previous = work / f"nets-{j}"
+        main(["export", *run, "--out-dir", str(previous), "--name", a.name])
+        data = ["--data", str(work / f"data-ft{j}")]
+        main(["datagen", *data, "--seed", str(a.seed + len(DATA_STAGES) + j - 1),
+              *[arg for name, value in version["data"].items() for arg in (f"--{name}", str(value))]])
+        run = ["--run", str(work / f"run-ft{j}")]
+        main(["train", *data, *run, "--seed", str(a.seed), "--init", str(previous / f"{a.name}.pb.gz"),
+              "--init-policy-scale", str(policy_scale(SEARCH_POLICY_TEMPERATURE)),
+              *[arg for name, value in version["train"].items() for arg in (f"--{name}", str(value))]])
     out = str(work / "nets") if q else "nets"
     main(["export", *run, "--out-dir", out, "--name", a.name])
     main(["evaluate", "--weights", f"{out}/{a.name}.onnx",

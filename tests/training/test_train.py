@@ -52,17 +52,34 @@ def test_all_reproduces_the_shipped_recipe_in_order(monkeypatch):
         expected.append("datagen")
         if k in cli.TRAIN_AFTER_STAGE:
             expected.append("train")
+    for _ in cli.FINETUNES:
+        expected += ["export", "datagen", "train"]
     assert kinds == expected + ["export", "evaluate"]
     opt = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
     seeds = [int(opt(c, "--seed")) for c in calls if c[0] == "datagen"]
-    assert seeds == [5 + k for k in range(len(cli.DATA_STAGES))]
+    assert seeds == [5 + k for k in range(len(cli.DATA_STAGES) + len(cli.FINETUNES))]
     for c, stage in zip([c for c in calls if c[0] == "datagen"], cli.DATA_STAGES):
         assert all(opt(c, f"--{name}") == str(value) for name, value in stage.items())
-    trains = [c for c in calls if c[0] == "train"]
+    n_main = len(cli.DATA_STAGES) + len(cli.TRAIN_AFTER_STAGE)
+    main_calls, later = calls[:n_main], calls[n_main:-2]
+    trains = [c for c in main_calls if c[0] == "train"]
     steps = [int(opt(c, "--steps")) for c in trains]
     assert steps == sorted(steps) == list(cli.TRAIN_AFTER_STAGE.values())
-    assert {opt(c, "--run") for c in trains} == {opt(calls[-2], "--run")} == {"/w/run"}
-    assert {opt(c, "--data") for c in calls if c[0] in ("datagen", "train")} == {"/w/data"}
+    assert {opt(c, "--run") for c in trains} == {"/w/run"}
+    assert {opt(c, "--data") for c in main_calls} == {"/w/data"}
+    # Each later version: export the previous run, new data with the next seed, a run from that file.
+    previous_run = "/w/run"
+    for j, version in enumerate(cli.FINETUNES):
+        export, datagen, train = later[3 * j: 3 * j + 3]
+        assert opt(export, "--run") == previous_run
+        assert int(opt(datagen, "--seed")) == 5 + len(cli.DATA_STAGES) + j
+        assert opt(train, "--data") == opt(datagen, "--data") != "/w/data"
+        assert opt(train, "--init") == f"{opt(export, '--out-dir')}/net.pb.gz"
+        assert float(opt(train, "--init-policy-scale")) == pytest.approx(
+            cli.policy_scale(cli.SEARCH_POLICY_TEMPERATURE))
+        previous_run = opt(train, "--run")
+        assert previous_run != "/w/run"
+    assert opt(calls[-2], "--run") == previous_run and opt(calls[-2], "--out-dir") == "nets"
 
 
 def test_export_policy_temperature_sets_the_logit_scale_and_rejects_nonsense():
