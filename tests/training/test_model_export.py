@@ -70,7 +70,8 @@ def test_policy_scale_multiplies_the_logits_and_leaves_the_value(tiny_params, tm
     planes = _planes(4, seed=8)
     policy, wdl_logits = (np.asarray(x) for x in forward(tiny_params, planes))
     out = backend_xla.load_network(str(tmp_path / "scaled.pb.gz")).evaluate(planes)
-    np.testing.assert_allclose(out.policy, scale * policy, atol=TOLERANCE, rtol=1e-5)
+    # The backend's rounding error is scaled with the logits (seen: 1.4e-4 on an AMD EPYC host).
+    np.testing.assert_allclose(out.policy, scale * policy, atol=TOLERANCE * scale, rtol=1e-5)
     wdl = np.asarray(jax.nn.softmax(wdl_logits, axis=-1))
     np.testing.assert_allclose(out.q, wdl[:, 0] - wdl[:, 2], atol=TOLERANCE, rtol=0)
     with pytest.raises(ValueError, match="expected a positive number"):
