@@ -144,22 +144,23 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
         print(f"== RESULT {me.name} vs {opp.name} ({limit}): {result.summary()}", flush=True)
 
 
+def _flags(values: dict) -> list[str]:
+    """{"chunks": 84, ...} as command-line flags ["--chunks", "84", ...]."""
+    return [arg for name, value in values.items() for arg in (f"--{name}", str(value))]
+
+
 def _openings_args(p: argparse.ArgumentParser) -> None:
+    from .openings import OpeningConfig
     p.add_argument("--out", required=True, help="EPD file to write")
-    p.add_argument("--count", type=int, default=24)
-    p.add_argument("--seed", type=int, default=2026)
-    p.add_argument("--min-plies", type=int, default=6)
-    p.add_argument("--max-plies", type=int, default=8)
-    p.add_argument("--max-cp", type=int, default=60, help="largest |Stockfish score| kept")
-    p.add_argument("--nodes", type=int, default=20_000, help="Stockfish nodes per candidate")
+    for name, field in OpeningConfig.__dataclass_fields__.items():
+        p.add_argument("--" + name.replace("_", "-"), type=type(field.default), default=field.default)
     p.add_argument("--stockfish", default=None, help="Stockfish binary (default: on PATH)")
 
 
 def cmd_openings(a: argparse.Namespace) -> None:
     from .openings import OpeningConfig, balanced_openings, write_epd
     from .stockfish import Stockfish
-    cfg = OpeningConfig(count=a.count, seed=a.seed, min_plies=a.min_plies, max_plies=a.max_plies,
-                        max_cp=a.max_cp, nodes=a.nodes)
+    cfg = OpeningConfig(**{k: getattr(a, k) for k in OpeningConfig.__dataclass_fields__})
     sf = Stockfish(a.stockfish, multipv=1)
     try:
         boards = balanced_openings(sf, cfg)
@@ -183,7 +184,7 @@ def cmd_all(a: argparse.Namespace) -> None:
               "--checkpoint-every", "30"])
     for k, stage in enumerate(() if q else DATA_STAGES):
         main(["datagen", *common, "--seed", str(a.seed + k),
-              *[arg for name, value in stage.items() for arg in (f"--{name}", str(value))]])
+              *_flags(stage)])
         if k in TRAIN_AFTER_STAGE:
             main(["train", *common, *run, "--seed", str(a.seed), "--steps", str(TRAIN_AFTER_STAGE[k])])
     for j, version in enumerate(() if q else FINETUNES, start=1):
@@ -191,11 +192,11 @@ def cmd_all(a: argparse.Namespace) -> None:
         main(["export", *run, "--out-dir", str(previous), "--name", a.name])
         data = ["--data", str(work / f"data-ft{j}")]
         main(["datagen", *data, "--seed", str(a.seed + len(DATA_STAGES) + j - 1),
-              *[arg for name, value in version["data"].items() for arg in (f"--{name}", str(value))]])
+              *_flags(version["data"])])
         run = ["--run", str(work / f"run-ft{j}")]
         main(["train", *data, *run, "--seed", str(a.seed), "--init", str(previous / f"{a.name}.pb.gz"),
               "--init-policy-scale", str(policy_scale(SEARCH_POLICY_TEMPERATURE)),
-              *[arg for name, value in version["train"].items() for arg in (f"--{name}", str(value))]])
+              *_flags(version["train"])])
     out = str(work / "nets") if q else "nets"
     main(["export", *run, "--out-dir", out, "--name", a.name])
     main(["evaluate", "--weights", f"{out}/{a.name}.onnx",
