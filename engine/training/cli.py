@@ -51,6 +51,9 @@ def _datagen_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--positions-per-chunk", type=int, default=2048)
     p.add_argument("--nodes", type=int, default=10000, help="Stockfish nodes per position")
     p.add_argument("--multipv", type=int, default=6)
+    p.add_argument("--blunder", type=float, default=0.0,
+                   help="probability that a move after the opening is a uniformly random legal one "
+                        "(positions after blunders, as weak opponents reach)")
     p.add_argument("--workers", type=int, default=2, help="Stockfish processes (Threads=1 each)")
     p.add_argument("--stockfish", default=None, help="Stockfish binary (default: PATH, /usr/games)")
 
@@ -59,7 +62,8 @@ def cmd_datagen(a: argparse.Namespace) -> None:
     from .datagen import GenConfig, generate
     cfg = GenConfig(out_dir=a.data, seed=a.seed, chunks=a.chunks,
                     positions_per_chunk=a.positions_per_chunk, nodes=a.nodes,
-                    multipv=a.multipv, workers=a.workers, stockfish=a.stockfish)
+                    multipv=a.multipv, blunder=a.blunder, workers=a.workers,
+                    stockfish=a.stockfish)
     t0 = time.time()
     generate(cfg)
     print(f"datagen done in {time.time() - t0:.0f} s")

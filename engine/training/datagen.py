@@ -4,7 +4,9 @@ Stockfish's MultiPV search.
 Each game starts from the start position. The first ``opening_plies`` moves (random per game)
 are sampled from a hot softmax over the MultiPV scores (plausible but varied openings); later
 moves are Stockfish's best, except with probability ``explore`` a sample from a cooler softmax
-(so middlegames and endgames vary too). Every position is labelled:
+(so middlegames and endgames vary too) and with probability ``blunder`` a uniformly random legal
+move (so the data also holds the lopsided positions weak play leads to: hanging pieces, missed
+recaptures, which Stockfish's own games never reach). Every position is labelled:
 
     policy  softmax(cp / POLICY_TEMPERATURE_CP) over the MultiPV moves
     value   Stockfish's WDL (UCI_ShowWDL) of its best line, side to move's view
@@ -58,6 +60,7 @@ class GenConfig:
     min_opening_plies: int = 2
     max_opening_plies: int = 12
     explore: float = 0.08
+    blunder: float = 0.0
     workers: int = 2
     stockfish: str | None = None
 
@@ -108,6 +111,9 @@ def play_game(sf: Stockfish, cfg: GenConfig, rng: np.random.Generator) -> tuple[
                             policy_idx=idx, policy_prob=prob, legal=legal, wdl=wdl))
         if len(moves) < opening:
             move = lines[int(rng.choice(len(lines), p=_softmax_cp(lines, OPENING_TEMPERATURE_CP)))].move
+        elif cfg.blunder and rng.random() < cfg.blunder:
+            legal = list(board.legal_moves)
+            move = legal[int(rng.integers(len(legal)))].uci()
         elif rng.random() < cfg.explore:
             move = lines[int(rng.choice(len(lines), p=_softmax_cp(lines, EXPLORE_TEMPERATURE_CP)))].move
         else:

@@ -121,3 +121,27 @@ def test_match_score_and_interval():
     # All losses: Wilson's interval, upper bound z^2 / (n + z^2) = 0.161 for n = 20.
     lo, hi = MatchResult(losses=20).bounds()
     assert lo == pytest.approx(0.0, abs=1e-12) and hi == pytest.approx(1.96 ** 2 / (20 + 1.96 ** 2))
+
+
+def _moves_outside_the_lines(blunder: float) -> tuple[int, int]:
+    """(moves after the opening that none of the engine's lines proposed, moves after the opening)
+    in a generated chunk; every game is replayed with python-chess, so each move must be legal."""
+    chunk = make_chunk(FakeEngine(), GenConfig(out_dir="unused", blunder=blunder, **CFG), 0)
+    fake, outside, total = FakeEngine(), 0, 0
+    for game in chunk.games:
+        board, moves = chess.Board(), str(game).split()
+        for ply, move in enumerate(moves):
+            assert chess.Move.from_uci(move) in board.legal_moves
+            if ply >= CFG["max_opening_plies"]:
+                total += 1
+                outside += move not in {l.move for l in fake.analyse(moves[:ply], 1)}
+            board.push_uci(move)
+    return outside, total
+
+
+def test_blunder_plays_random_legal_moves_after_the_opening():
+    # Without it every move is one of the engine's lines; with blunder=1 a uniform pick from
+    # ~30 legal moves misses the FAKE_LINES lines most of the time.
+    assert _moves_outside_the_lines(0.0)[0] == 0
+    outside, total = _moves_outside_the_lines(1.0)
+    assert total > 20 and outside > 0.6 * total, (outside, total)
