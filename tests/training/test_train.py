@@ -73,6 +73,10 @@ def test_all_reproduces_the_shipped_recipe_in_order(monkeypatch):
         export, datagen, train = later[3 * j: 3 * j + 3]
         assert opt(export, "--run") == previous_run
         assert int(opt(datagen, "--seed")) == 5 + len(cli.DATA_STAGES) + j
+        assert all(opt(datagen, f"--{name}") == str(value) for name, value in version["data"].items())
+        parser = argparse.ArgumentParser()
+        cli._datagen_args(parser)
+        parser.parse_args(datagen[1:])  # every flag of the recipe is one datagen knows
         assert opt(train, "--data") == opt(datagen, "--data") != "/w/data"
         assert opt(train, "--init") == f"{opt(export, '--out-dir')}/net.pb.gz"
         assert float(opt(train, "--init-policy-scale")) == pytest.approx(
