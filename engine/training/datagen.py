@@ -112,8 +112,8 @@ def play_game(sf: Stockfish, cfg: GenConfig, rng: np.random.Generator) -> tuple[
         if len(moves) < opening:
             move = lines[int(rng.choice(len(lines), p=_softmax_cp(lines, OPENING_TEMPERATURE_CP)))].move
         elif cfg.blunder and rng.random() < cfg.blunder:
-            legal = list(board.legal_moves)
-            move = legal[int(rng.integers(len(legal)))].uci()
+            choices = list(board.legal_moves)  # not `legal`: that is the record's packed mask
+            move = choices[int(rng.integers(len(choices)))].uci()
         elif rng.random() < cfg.explore:
             move = lines[int(rng.choice(len(lines), p=_softmax_cp(lines, EXPLORE_TEMPERATURE_CP)))].move
         else:

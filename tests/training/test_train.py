@@ -69,14 +69,14 @@ def test_all_reproduces_the_shipped_recipe_in_order(monkeypatch):
     assert {opt(c, "--data") for c in main_calls} == {"/w/data"}
     # Each later version: export the previous run, new data with the next seed, a run from that file.
     previous_run = "/w/run"
+    datagen_parser = argparse.ArgumentParser()
+    cli._datagen_args(datagen_parser)
     for j, version in enumerate(cli.FINETUNES):
         export, datagen, train = later[3 * j: 3 * j + 3]
         assert opt(export, "--run") == previous_run
         assert int(opt(datagen, "--seed")) == 5 + len(cli.DATA_STAGES) + j
         assert all(opt(datagen, f"--{name}") == str(value) for name, value in version["data"].items())
-        parser = argparse.ArgumentParser()
-        cli._datagen_args(parser)
-        parser.parse_args(datagen[1:])  # every flag of the recipe is one datagen knows
+        datagen_parser.parse_args(datagen[1:])  # every flag of the recipe is one datagen knows
         assert opt(train, "--data") == opt(datagen, "--data") != "/w/data"
         assert opt(train, "--init") == f"{opt(export, '--out-dir')}/net.pb.gz"
         assert float(opt(train, "--init-policy-scale")) == pytest.approx(
