@@ -46,6 +46,17 @@ first 600 steps, then resumed at 3e-4; the recipe uses 3e-4 throughout). The fif
 chunks of seed 5 with 4 % random moves (``--blunder``), 3,000 steps from v4."""
 
 
+def _probability(text: str) -> float:
+    """argparse type of a probability: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {text!r}")
+    return value
+
+
 def _datagen_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=DEFAULT_DATA, help="chunk directory (outside the repo)")
     p.add_argument("--seed", type=int, default=0)
@@ -54,7 +65,7 @@ def _datagen_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--positions-per-chunk", type=int, default=2048)
     p.add_argument("--nodes", type=int, default=10000, help="Stockfish nodes per position")
     p.add_argument("--multipv", type=int, default=6)
-    p.add_argument("--blunder", type=float, default=0.0,
+    p.add_argument("--blunder", type=_probability, default=0.0,
                    help="probability that a move after the opening is a uniformly random legal one "
                         "(positions after blunders, as weak opponents reach)")
     p.add_argument("--workers", type=int, default=2, help="Stockfish processes (Threads=1 each)")

@@ -116,3 +116,14 @@ def test_a_new_run_can_start_from_a_weight_file(tmp_path):
     fresh = train(TrainConfig(run=str(tmp_path / "c"), seed=2, lr=0.0, **common), log=lambda m: None)
     assert not all(np.allclose(np.asarray(x), np.asarray(y)) for x, y in
                    zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(fresh)))
+
+
+@pytest.mark.parametrize("bad", ["1.5", "-0.1", "often"])
+def test_datagen_blunder_must_be_a_probability(bad, capsys):
+    from engine.training import cli
+    parser = argparse.ArgumentParser()
+    cli._datagen_args(parser)
+    assert parser.parse_args(["--blunder", "0.04"]).blunder == pytest.approx(0.04)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--blunder", bad])
+    assert f"expected a probability in [0, 1], got '{bad}'" in capsys.readouterr().err
