@@ -1,8 +1,10 @@
 """The UCI loop: reads commands on stdin, answers on stdout (flushed per line).
 
 The search runs on its own thread, so ``stop``, ``ponderhit`` and ``isready`` are answered while it
-runs. Every ``go`` gets exactly one legal ``bestmove`` (``0000`` without a legal move), even when the
-network cannot be loaded or the search fails. Any bad line gets ``info string error: …`` and the loop
+runs. Every ``go`` gets exactly one ``bestmove``: a legal move, or ``0000`` without a legal move or
+without a network. A network that cannot be loaded is never played around: each ``go`` answers
+``info string error: no network loaded: …`` and ``bestmove 0000``, which a GUI shows as the engine's
+failure instead of silently weak moves. Any bad line gets ``info string error: …`` and the loop
 goes on.
 """
 
@@ -60,6 +62,7 @@ class UciEngine:
         self._open_log()
         self.network = None
         self._network_key: tuple | None = None
+        self._load_error: str | None = None  # why the last load failed, repeated at each go
         self.search: Search | None = None
         self.cache = NNCache(int(self.values["NNCacheSize"]))
         self.board = chess.Board()
@@ -279,12 +282,14 @@ class UciEngine:
             self._thread = None
 
     def _drop_network(self) -> None:
+        """Forget the network with everything computed by it: the tree and the NN cache."""
         self._stop_and_join()
         if self.search is not None:
             self.search.close()
         self.network = None
         self.search = None
         self._network_key = None
+        self.cache.clear()
 
     def ensure_network(self) -> bool:
         """Load the network named by the options if needed; report failures as info string."""
@@ -297,20 +302,25 @@ class UciEngine:
         if backend == "random":
             import engine.backends  # noqa: F401  (registers the random backend)
         elif not path.exists():
-            self.error(f"cannot load network {path}: file not found")
-            return False
+            return self._load_failed(f"cannot load network {path}: file not found")
         try:
             self.network = load_network(str(path), self.values["BackendOptions"], backend=backend)
         except Exception as exc:
-            self.error(f"cannot load network {path} with backend {backend}: {type(exc).__name__}: {exc}")
-            return False
+            return self._load_failed(f"cannot load network {path} with backend {backend}: "
+                                     f"{type(exc).__name__}: {exc}")
         self._network_key = key
+        self._load_error = None
         name = getattr(self.network, "name", path.name)
         self.send(f"info string loaded network {name} ({path}) with backend {backend}")
         if backend != "random" and is_untrained(path):
             self.send(f"info string network {path.name} is untrained (random weights): "
                       "its moves are not meaningful; set WeightsFile to a trained network")
         return True
+
+    def _load_failed(self, message: str) -> bool:
+        self._load_error = message
+        self.error(message)
+        return False
 
     def _make_limits(self, go: GoParams, ints: dict, searchmoves: tuple) -> Limits:
         budget = self.timemgr.budget_ms(go, self.board.turn == chess.BLACK, self.board.ply())
@@ -353,7 +363,10 @@ class UciEngine:
         start = limits.started_at
         best = ponder = None
         try:
-            if ok and any(board.legal_moves):
+            if not ok:
+                self.error(f"no network loaded: {self._load_error}; set WeightsFile (and "
+                           "Backend, BackendOptions) to a network that loads")
+            elif any(board.legal_moves):
                 search = self.search
                 search.set_position(board)
                 result = search.run(
@@ -364,7 +377,9 @@ class UciEngine:
                 best, ponder = result.bestmove, result.ponder
         except Exception as exc:
             self.error(f"search failed: {type(exc).__name__}: {exc}")
-        if best is None or best not in board.legal_moves:
+        if not ok:
+            best = ponder = None  # bestmove 0000: a GUI must not take this for play
+        elif best is None or best not in board.legal_moves:
             best, ponder = next(iter(board.legal_moves), None), None
         if limits.infinite and not self._infinite_stop.is_set():
             # UCI: no bestmove before stop in infinite/ponder mode (ponderhit turns limits finite).

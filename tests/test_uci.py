@@ -233,16 +233,28 @@ def test_chess960_king_takes_rook():
         eng.quit()
 
 
-def test_missing_network_reports_and_still_moves(tmp_path):
+def test_missing_network_refuses_every_go(tmp_path):
+    """A network that fails to load is never played around: each go names the error and answers
+    bestmove 0000, so a GUI shows the failure instead of silently weak moves."""
     missing = tmp_path / "no-such-net.onnx"
     eng = RawEngine("--backend=xla", f"--weights={missing}")
     try:
         eng.send("isready")
         line, before = eng.expect("readyok")
         assert any("error" in b and str(missing) in b for b in before), before
-        eng.send("go nodes 1")
+        for go in ("go nodes 1", "go movetime 50"):
+            eng.send("position startpos moves e2e4")
+            eng.send(go)
+            line, before = eng.expect("bestmove")
+            assert line == "bestmove 0000", line
+            errors = [b for b in before if b.startswith("info string error: no network loaded")]
+            assert errors and str(missing) in errors[0], before
+        eng.send("setoption name Backend value random")  # a network that loads: play resumes
+        eng.send("go nodes 5")
         line, _ = eng.expect("bestmove")
-        assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
+        board = chess.Board()
+        board.push_uci("e2e4")
+        assert chess.Move.from_uci(line.split()[1]) in board.legal_moves
     finally:
         eng.close()
 
