@@ -49,6 +49,21 @@ def _read_model(path: str | os.PathLike | onnx.ModelProto, options: str):
     return load_model(p), str(p), p.parent
 
 
+CPU_MINIBATCH = 7
+"""Minibatch the search gathers on a CPU: lc0's CPU backends suggest 7 (blas, eigen, onednn),
+and its search keeps 2 such batches in flight, as ours does. Small batches keep PUCT close to
+one-visit-at-a-time selection in small trees (docs/engine.md, "Fidelity")."""
+
+ACCELERATOR_MINIBATCH = 256
+"""Minibatch on a GPU or another accelerator: lc0's default for its GPU backends, wide enough
+to keep the device busy."""
+
+
+def preferred_minibatch(platform: str) -> int:
+    """The minibatch size the search should gather for a device of ``platform`` (JAX's name)."""
+    return CPU_MINIBATCH if platform == "cpu" else ACCELERATOR_MINIBATCH
+
+
 class XlaNetwork:
     """An lc0 network compiled with XLA for a set of batch sizes ("buckets").
 
@@ -92,6 +107,7 @@ class XlaNetwork:
         self.max_batch = self.sizes[-1]
         self.devices = runtime.setup(self.options)
         self.device = self.devices[0]
+        self.preferred_batch = min(self.max_batch, preferred_minibatch(self.device.platform))
         self.params = runtime.upload(self.converter, self.devices)
         self._compiled: dict[int, Any] = {}
         self._lock = threading.Lock()

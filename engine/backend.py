@@ -47,6 +47,11 @@ class Network(Protocol):
     has_wdl: bool
     has_mlh: bool
     max_batch: int
+    """Largest batch evaluated in one call (larger ones are split)."""
+    preferred_batch: int
+    """Minibatch size the backend suggests to the search when MinibatchSize is 0 (lc0's
+    ``GetMiniBatchSize``): small on a CPU, where a batch costs in proportion to its size and a
+    small tree gains most from each evaluation, large on a GPU, which needs width to be busy."""
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         """Evaluate float32 planes [N, 112, 8, 8]; any N >= 1 (backends split large batches)."""

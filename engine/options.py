@@ -152,6 +152,8 @@ OPTIONS: tuple[Option, ...] = (
        "Propagate proven wins, losses and draws up the tree."),
     _o("SmartPruningFactor", FLOAT, 1.33, "smart-pruning-factor",
        "Stop early when the best move cannot be overtaken in the remaining time (0 disables).", 0.0, 10.0),
+    _o("SmartPruningMinimumBatches", SPIN, 0, "smart-pruning-minimum-batches",
+       "Smart pruning may stop the search only after this many evaluated batches.", 0, 10000),
     _o("MovesLeftMaxEffect", FLOAT, 0.0345, "moves-left-max-effect",
        "Maximum bonus of the moves-left utility (networks with a moves-left head).", 0.0, 1.0),
     _o("MovesLeftThreshold", FLOAT, 0.8, "moves-left-threshold",

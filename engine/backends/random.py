@@ -24,6 +24,7 @@ class RandomNetwork:
     has_wdl = True
     has_mlh = False
     max_batch = 1024
+    preferred_batch = 7  # as lc0's CPU backends: the search then behaves as with a real CPU network
 
     def __init__(self, name: str = "random") -> None:
         self.name = name

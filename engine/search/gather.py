@@ -4,6 +4,7 @@ collisions, out-of-order backups of terminals and cache hits, and encoding of th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import chess
@@ -13,6 +14,7 @@ from engine import encoding
 from engine.encoding.planes import EncodedMasks, masks_to_planes, position_masks
 from engine.search.cache import CachedEval
 from engine.search.node import Node, Terminal
+from engine.search.report import best_children
 from engine.search.select import assign_visits, child_scores
 
 STOP_CHECK_EVERY = 8
@@ -71,24 +73,42 @@ class GatherMixin:
         return entry
 
     def _gather(self, batch_size: int) -> Batch:
-        """Collect up to ``batch_size`` positions to evaluate (lc0's GatherMinibatch)."""
+        """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch.
+
+        Each pick hands out at most as many visits as the collision budget has left, so a small
+        tree (up to MaxCollisionVisitsScalingStart visits: a budget of one) grows one visit at
+        a time and the first collision ends the minibatch; the budget scales with the smaller
+        of the tree size and the playouts the stoppers expect to remain. Cache hits and
+        terminals are backed up at once and do not fill the minibatch; when a pick met any,
+        its collisions are given back instead of counted, since the values they waited for
+        may be there now (lc0 does the same).
+        """
         batch = Batch()
         p = self.params
         max_ooo = max(1, int(p.max_out_of_order_evals_factor * batch_size))
-        max_collision_visits = p.collision_visit_limit(self.root.n)
-        while len(batch.requests) < batch_size:
-            want = batch_size - len(batch.requests)
+        collisions_left = p.collision_visit_limit(min(self.root.n, self._remaining_hint))
+        self._root_filter = self._catchable_root_moves()
+        while len(batch.requests) < batch_size and batch.out_of_order < max_ooo:
+            want = min(collisions_left, batch_size - len(batch.requests),
+                       max_ooo - batch.out_of_order)
             if self._limits.nodes is not None:
                 want = min(want, self._limits.nodes - self.root.n - self._visits_in_flight(batch))
             if want <= 0:
                 break
             before = (len(batch.requests), batch.out_of_order)
+            first_collision = len(batch.collisions)
             self._select(want, batch)
             if (len(batch.requests), batch.out_of_order) == before:
                 break
-            if (batch.collision_events >= p.max_collision_events
-                    or batch.collision_visits >= max_collision_visits
-                    or batch.out_of_order >= max_ooo or self._stop.is_set()):
+            new = batch.collisions[first_collision:]
+            if batch.out_of_order > before[1]:
+                for node, k in new:
+                    self._cancel(node, k)
+                del batch.collisions[first_collision:]
+            else:
+                collisions_left -= sum(k for _, k in new)
+            if (collisions_left <= 0 or batch.collision_events >= p.max_collision_events
+                    or self._stop.is_set()):
                 break
         for node, k in batch.collisions:
             self._cancel(node, k)
@@ -96,6 +116,22 @@ class GatherMixin:
             self._prefetch(self.root, p.max_prefetch - len(batch.requests), 0, batch,
                            {r.key for r in batch.requests})
         return batch
+
+    def _catchable_root_moves(self) -> list[bool] | None:
+        """Root moves worth visits (searchmoves, and lc0's pruning in selection): a move whose
+        visits cannot reach the current best move's in the playouts expected to remain gets
+        none; the best move always stays. None: every move."""
+        root = self.root
+        mask = None if self._mask is None else self._mask.tolist()
+        remaining = self._remaining_hint
+        if remaining == math.inf or not root.expanded or root.n == 0:
+            return mask
+        best = best_children(self, root, 1)
+        if not best:
+            return mask
+        best_n = root.cn[best[0]]
+        catchable = [i == best[0] or remaining >= best_n - n for i, n in enumerate(root.cn)]
+        return catchable if mask is None else [a and b for a, b in zip(mask, catchable)]
 
     def _prefetch(self, node: Node, budget: int, depth: int, batch: Batch, keys: set) -> int:
         """lc0's PrefetchIntoCache: fill a small batch with positions the search is likely to
@@ -174,7 +210,7 @@ class GatherMixin:
             # lc0's GetDrawScore: DrawScore at even depth for white at the root, negated otherwise.
             draw_score = p.draw_score if ((depth % 2 == 1) == root_black) else -p.draw_score
             qm, pu, _ = child_scores(p, node, at_root, draw_score, use_mlh)
-            mask = self._mask if at_root else None
+            mask = self._root_filter if at_root else None
             for i, cnt in assign_visits(qm, pu, node.cn, node.cnif, k, mask).items():
                 stack.append((node.child(i), cnt, depth + 1))
 

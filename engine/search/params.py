@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from engine import options as opts
 
 DEFAULT_MINIBATCH = 256
-"""Minibatch size used when MinibatchSize is 0 and the backend suggests a larger maximum."""
+"""Minibatch size when MinibatchSize is 0 and the network suggests none (lc0's generic default)."""
 
 DEFAULT_MAX_TREE_NODES = 1_000_000
 """Tree growth stops at this many visits when RamLimitMb is 0 (Python nodes cost ~1.5 KB each)."""
@@ -46,6 +46,7 @@ class SearchParams:
     two_fold_draws: bool = True
     sticky_endgames: bool = True
     smart_pruning_factor: float = 1.33
+    smart_pruning_minimum_batches: int = 0
     moves_left_max_effect: float = 0.0345
     moves_left_threshold: float = 0.8
     moves_left_slope: float = 0.0027
@@ -71,11 +72,12 @@ class SearchParams:
             return self.cpuct_at_root, self.cpuct_base_at_root, self.cpuct_factor_at_root
         return self.cpuct, self.cpuct_base, self.cpuct_factor
 
-    def batch_size(self, max_batch: int) -> int:
-        """Minibatch size: the option, or min(backend max, DEFAULT_MINIBATCH) when it is 0."""
+    def batch_size(self, max_batch: int, preferred: int | None = None) -> int:
+        """Minibatch size: the option; when it is 0, the backend's suggestion (``preferred``,
+        else DEFAULT_MINIBATCH) within the backend's maximum."""
         if self.minibatch_size > 0:
             return self.minibatch_size
-        return max(1, min(max_batch, DEFAULT_MINIBATCH))
+        return max(1, min(max_batch, preferred or DEFAULT_MINIBATCH))
 
     def collision_visit_limit(self, tree_size: int) -> int:
         """Collision visits a minibatch may collect in a tree of ``tree_size`` visits (lc0's
@@ -125,6 +127,7 @@ def from_options(values: Mapping[str, Any]) -> SearchParams:
         two_fold_draws=bool(v["TwoFoldDraws"]),
         sticky_endgames=bool(v["StickyEndgames"]),
         smart_pruning_factor=float(v["SmartPruningFactor"]),
+        smart_pruning_minimum_batches=int(v["SmartPruningMinimumBatches"]),
         moves_left_max_effect=float(v["MovesLeftMaxEffect"]),
         moves_left_threshold=float(v["MovesLeftThreshold"]),
         moves_left_slope=float(v["MovesLeftSlope"]),

@@ -17,6 +17,7 @@ through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
 from __future__ import annotations
 
 import contextlib
+import math
 import gc
 import random
 import threading
@@ -115,6 +116,8 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
         self._searchmoves = set(limits.searchmoves)
         self._mask = None
         self._twofold_first = 0
+        self._remaining_hint = math.inf
+        self._root_filter: list[bool] | None = None
 
     # ----------------------------------------------------------------------------- control
     def stop(self) -> None:
@@ -163,7 +166,8 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
         pending: list[tuple[Future, Batch]] = []
         last_info = 0.0
         last_best = None
-        batch_size = self.params.batch_size(self.network.max_batch)
+        batch_size = self.params.batch_size(self.network.max_batch,
+                                            getattr(self.network, "preferred_batch", None))
         try:
             while not self._stop.is_set():
                 self._maybe_ponderhit()

@@ -44,6 +44,11 @@ class StopperMixin:
     def _limit_reached(self) -> bool:
         lim = self.params
         limits = self._limits
+        # Playouts the stoppers expect to remain (lc0's StoppersHints), for the collision budget:
+        # the nodes left when smart pruning is on, divided by its factor once it is measuring.
+        self._remaining_hint = math.inf
+        if limits.nodes is not None and lim.smart_pruning_factor > 0.0:
+            self._remaining_hint = max(limits.nodes - self.root.n, 0)
         if limits.nodes is not None and self.root.n >= limits.nodes:
             return True
         if self.root.n >= lim.max_tree_nodes:
@@ -74,34 +79,54 @@ class StopperMixin:
             return None
         return int(round(child.terminal.m)) // 2 + 1
 
-    def _smart_prune(self) -> bool:
-        """lc0's SmartPruningStopper: stop when the best move cannot be caught in the time left."""
-        factor = self.params.smart_pruning_factor
+    def _root_outcomes(self) -> tuple[int, int, bool]:
+        """(moves searched, root moves proven lost, a root move proven won), over the searchmoves."""
         root = self.root
-        if factor <= 0.0 or not root.expanded:
+        moves = lost = 0
+        won = False
+        for i, child in enumerate(root.children):
+            if self._mask is not None and not self._mask[i]:
+                continue
+            moves += 1
+            t = child.terminal if child is not None and root.cn[i] > 0 else None
+            if t is not None:
+                lost += t.wl < 0.0
+                won = won or t.wl > 0.0
+        return moves, lost, won
+
+    def _smart_prune(self) -> bool:
+        """lc0's SmartPruningStopper, in its order: one legal move, at most one move that does not
+        lose, a proven win; then, from SMART_PRUNING_TOLERANCE_MS after the first evaluation and
+        SmartPruningMinimumBatches batches on, stop when the second-best move cannot catch up
+        with the best in the playouts left (nodes left under ``go nodes``, time left times the
+        measured rate under a clock; each divided by SmartPruningFactor)."""
+        p = self.params
+        root = self.root
+        if p.smart_pruning_factor <= 0.0 or not root.expanded:
             return False
-        k = len(root.moves) if self._mask is None else int(self._mask.sum())
-        if k == 1 and (self._limits.time_ms is not None or self._limits.nodes is not None):
+        moves, lost, won = self._root_outcomes()
+        if moves <= 1 or moves <= lost + 1 or won:
             return True
-        if self._total_playouts > 0 and self._first_eval_time is None:
-            self._first_eval_time = self.elapsed_ms()
-            return False
-        if self._first_eval_time is None:
-            return False
         elapsed = self.elapsed_ms()
+        if self._first_eval_time is None:
+            if self._total_playouts > 0:
+                self._first_eval_time = elapsed
+            return False
+        if elapsed < self._first_eval_time + SMART_PRUNING_TOLERANCE_MS:
+            return False
         remaining = math.inf
         if self._limits.nodes is not None:
-            remaining = (self._limits.nodes - root.n) / factor
+            remaining = (self._limits.nodes - root.n) / p.smart_pruning_factor
         if self._limits.time_ms is not None:
-            if elapsed < self._first_eval_time + SMART_PRUNING_TOLERANCE_MS:
-                return False
             nodes = self._total_playouts + SMART_PRUNING_TOLERANCE_NODES
             nps = 1000.0 * nodes / max(elapsed - self._first_eval_time, 1e-3) + 1
-            remaining = min(remaining, (self._limits.time_ms - elapsed) / 1000.0 * nps / factor)
+            remaining = min(remaining, (self._limits.time_ms - elapsed) / 1000.0 * nps
+                            / p.smart_pruning_factor)
         if math.isinf(remaining):
             return False
-        cn = np.asarray(root.cn) if self._mask is None else np.where(self._mask, root.cn, 0)
-        if len(cn) < 2:
+        self._remaining_hint = remaining
+        if self._batches < p.smart_pruning_minimum_batches:
             return False
+        cn = np.asarray(root.cn) if self._mask is None else np.where(self._mask, root.cn, 0)
         top2 = np.partition(cn, len(cn) - 2)[-2:]
         return remaining < top2[1] - top2[0]
