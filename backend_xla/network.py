@@ -103,11 +103,12 @@ class XlaNetwork:
             io_dtype=parse_dtype(self.options["io_datatype"]),
             max_inline_constant_size=self.options["max_inline_constant_size"],
             layout=self.options["layout"], conv_method=self.options["conv_method"])
-        self.sizes = batch_sizes(self.options)
-        self.max_batch = self.sizes[-1]
         self.devices = runtime.setup(self.options)
         self.device = self.devices[0]
-        self.preferred_batch = min(self.max_batch, preferred_minibatch(self.device.platform))
+        minibatch = preferred_minibatch(self.device.platform)
+        self.sizes = batch_sizes(self.options, minibatch)
+        self.max_batch = self.sizes[-1]
+        self.preferred_batch = min(self.max_batch, minibatch)
         self.params = runtime.upload(self.converter, self.devices)
         self._compiled: dict[int, Any] = {}
         self._lock = threading.Lock()
@@ -178,6 +179,11 @@ class XlaNetwork:
             if size >= n:
                 return size
         return ready[-1]
+
+    def padded_size(self, n: int) -> int:
+        """Rows computed for a batch of ``n``: the compiled size it is padded to (the search fills
+        the padding with positions for the NN cache, which then cost nothing extra)."""
+        return max(n, self._pick(n))
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         """planes float32 [N, 112, 8, 8] -> NetworkOutput with N rows."""

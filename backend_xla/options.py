@@ -149,12 +149,19 @@ def parse_options(text: str) -> dict[str, Any]:
     return values
 
 
-def batch_sizes(values: dict[str, Any]) -> list[int]:
-    """The batch sizes to compile, ascending (explicit buckets or lc0's max_batch/steps rule)."""
+def batch_sizes(values: dict[str, Any], minibatch: int | None = None) -> list[int]:
+    """The batch sizes to compile, ascending: explicit buckets, or lc0's max_batch/steps rule
+    plus, below its smallest size, the search's ``minibatch`` and twice it, each rounded up to
+    a multiple of 8 (so that a small batch is not padded to max_batch/steps rows: on a CPU a
+    padded row costs as much as a real one)."""
     if values["batch_buckets"]:
         return list(values["batch_buckets"])
     max_batch, steps = values["max_batch"], values["steps"]
-    return sorted({max(1, max_batch * (i + 1) // steps) for i in range(steps)})
+    sizes = {max(1, max_batch * (i + 1) // steps) for i in range(steps)}
+    if minibatch:
+        small = -(-minibatch // 8) * 8
+        sizes |= {b for b in (small, 2 * small) if b < min(sizes)}
+    return sorted(sizes)
 
 
 def options_table_markdown() -> str:

@@ -53,6 +53,9 @@ class Network(Protocol):
     ``GetMiniBatchSize``): small on a CPU, where a batch costs in proportion to its size and a
     small tree gains most from each evaluation, large on a GPU, which needs width to be busy."""
 
+    # Optional: ``padded_size(n) -> int``, the rows a batch of n costs (n rounded up to a compiled
+    # size). The search then prefetches only into the padding; without it, up to MaxPrefetch.
+
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         """Evaluate float32 planes [N, 112, 8, 8]; any N >= 1 (backends split large batches)."""
         ...

@@ -76,19 +76,34 @@ class BackupMixin:
 
     def _backup(self, node: Node, k: int, v: float, d: float, m: float, depth: int) -> None:
         """Add k visits of value v (node's view), d, m to node and its ancestors; m grows by one per
-        ply upwards and v changes sign."""
+        ply upwards and v changes sign.
+
+        Through a proven node the exact value goes up instead of v (lc0). When this backup proves
+        a node (certainty propagation), its statistics become its proven value at once, and
+        each ancestor above it that is not proven itself has the same correction applied to the
+        visits that came through it (lc0's MakeTerminal and AdjustForTerminal): a move found to
+        lose shows Q = -1 at the root now, not after many more visits.
+        """
         self._total_playouts += k
         self._cum_depth += depth * k
         self._max_depth = max(self._max_depth, depth)
         became_terminal = node.terminal is not None and node.parent is not None
+        fix_n, dv, dd, dm = 0, 0.0, 0.0, 0.0  # visits to correct above a newly proven node
         while node is not None:
+            parent = node.parent
+            t = node.terminal
+            if t is not None and parent is not None:
+                v, d, m = t.wl, t.d, t.m
             n = node.n + k
             f = k / n
             node.wl += f * (v - node.wl)
             node.d += f * (d - node.d)
             node.m += f * (m - node.m)
             node.n = n
-            parent = node.parent
+            if fix_n and t is None:
+                node.wl += fix_n * dv / n
+                node.d += fix_n * dd / n
+                node.m += fix_n * dm / n
             if parent is not None:
                 i = node.index
                 if n == k:
@@ -100,7 +115,13 @@ class BackupMixin:
                 parent.cnif[i] -= k
                 if became_terminal and self.params.sticky_endgames:
                     became_terminal = self._prove(parent)
+                    if became_terminal:
+                        pt = parent.terminal
+                        fix_n = parent.n
+                        dv, dd, dm = pt.wl - parent.wl, pt.d - parent.d, pt.m - parent.m
+                        parent.wl, parent.d, parent.m = pt.wl, pt.d, pt.m
             v = -v
+            dv = -dv
             m += 1.0
             node = parent
 

@@ -112,10 +112,20 @@ class GatherMixin:
                 break
         for node, k in batch.collisions:
             self._cancel(node, k)
-        if 0 < len(batch.requests) < p.max_prefetch and not self._stop.is_set():
-            self._prefetch(self.root, p.max_prefetch - len(batch.requests), 0, batch,
+        target = self._prefetch_target(len(batch.requests))
+        if 0 < len(batch.requests) < target and not self._stop.is_set():
+            self._prefetch(self.root, target - len(batch.requests), 0, batch,
                            {r.key for r in batch.requests})
         return batch
+
+    def _prefetch_target(self, requests: int) -> int:
+        """Batch size to fill with prefetched positions: MaxPrefetch (lc0), but no further than
+        the rows the backend computes anyway (its padded size), so prefetching never costs
+        network time: on a CPU, 7 requests padded to 8 take one prefetch, not 25."""
+        padded = getattr(self.network, "padded_size", None)
+        if padded is None or requests == 0:
+            return self.params.max_prefetch
+        return min(self.params.max_prefetch, padded(requests))
 
     def _catchable_root_moves(self) -> list[bool] | None:
         """Root moves worth visits (searchmoves, and lc0's pruning in selection): a move whose

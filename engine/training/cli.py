@@ -38,12 +38,15 @@ FINETUNES = (
      "train": {"steps": 3000, "lr": 3e-4, "warmup": 200}},
     {"data": {"chunks": 366, "positions-per-chunk": 4096, "nodes": 2000, "multipv": 4, "blunder": 0.04},
      "train": {"steps": 3000, "lr": 3e-4, "warmup": 200}},
+    {"data": {"chunks": 600, "positions-per-chunk": 4096, "nodes": 2000, "multipv": 4, "blunder": 0.06},
+     "train": {"steps": 8000, "lr": 3e-4, "warmup": 200}},
 )
 """Later versions, one entry each: new data (its own directory, the next seed), then a new run
 started from the previous version's exported .pb.gz (``--init``). The fourth version (v4) is the
 first entry: 272 chunks of seed 4, 3,000 steps from v3 (trained with a peak rate of 1e-3 for its
 first 600 steps, then resumed at 3e-4; the recipe uses 3e-4 throughout). The fifth (v5): 366
-chunks of seed 5 with 4 % random moves (``--blunder``), 3,000 steps from v4."""
+chunks of seed 5 with 4 % random moves (``--blunder``), 3,000 steps from v4. The sixth (v6): all
+600 chunks of seed 6 with 6 % random moves, 8,000 steps from v5."""
 
 
 def _probability(text: str) -> float:
