@@ -150,6 +150,13 @@ OPTIONS: tuple[Option, ...] = (
        "Score a position repeated once inside the search tree as a draw."),
     _o("StickyEndgames", CHECK, True, "sticky-endgames",
        "Propagate proven wins, losses and draws up the tree."),
+    _o("SyzygyPath", STRING, "", "syzygy-paths",
+       "Folders of Syzygy tablebases (*.rtbw, *.rtbz), separated by ':' (';' on Windows); "
+       "empty: none. A root they cover searches only the moves that keep its result; inside "
+       "the tree, positions they cover after a capture or pawn move are scored exactly."),
+    _o("SyzygyFastPlay", CHECK, False, "syzygy-fast-play",
+       "At a root the tablebases cover, keep the moves by WDL alone instead of by DTZ (faster, "
+       "but a won ending may not make progress)."),
     _o("SmartPruningFactor", FLOAT, 1.33, "smart-pruning-factor",
        "Stop early when the best move cannot be overtaken in the remaining time (0 disables).", 0.0, 10.0),
     _o("SmartPruningMinimumBatches", SPIN, 0, "smart-pruning-minimum-batches",

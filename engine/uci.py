@@ -22,6 +22,7 @@ import engine
 from engine import options as opts
 from engine.backend import load_network
 from engine.search import Limits, NNCache, Search, ThinkingInfo, collector_paused, from_options
+from engine.tablebase import Tablebase, TablebaseError, open_tablebases
 from engine.timemgr import GoParams, TimeManager, parse_time_manager
 
 NETS_DIR = Path(engine.__file__).resolve().parent.parent / "nets"
@@ -64,6 +65,8 @@ class UciEngine:
         self._network_key: tuple | None = None
         self._load_error: str | None = None  # why the last load failed, repeated at each go
         self.search: Search | None = None
+        self.tablebase: Tablebase | None = None
+        self._tablebase_path = ""
         self.cache = NNCache(int(self.values["NNCacheSize"]))
         self.board = chess.Board()
         self.timemgr = TimeManager(int(self.values["MoveOverheadMs"]))
@@ -133,6 +136,7 @@ class UciEngine:
     def cmd_isready(self, args: list[str]) -> None:
         if not self.searching:
             self.ensure_network()
+            self.ensure_tablebase()
         self.send("readyok")
 
     def cmd_setoption(self, args: list[str]) -> None:
@@ -163,6 +167,8 @@ class UciEngine:
             self._open_log()
         elif option.name == "NNCacheSize":
             self.cache.resize(int(value))
+        elif option.name == "SyzygyPath":
+            self.ensure_tablebase()
 
     def cmd_ucinewgame(self, args: list[str]) -> None:
         self._stop_and_join()
@@ -317,6 +323,25 @@ class UciEngine:
                       "its moves are not meaningful; set WeightsFile to a trained network")
         return True
 
+    def ensure_tablebase(self) -> None:
+        """Open the Syzygy tables of SyzygyPath if it changed; a bad path is reported and the
+        engine goes on without tables."""
+        path = str(self.values["SyzygyPath"])
+        if path == self._tablebase_path:
+            return
+        self._stop_and_join()
+        if self.tablebase is not None:
+            self.tablebase.close()
+        self.tablebase, self._tablebase_path = None, path
+        try:
+            self.tablebase = open_tablebases(path)
+        except TablebaseError as exc:
+            self.error(str(exc))
+            return
+        if self.tablebase is not None:
+            self.send(f"info string Syzygy tablebases: {self.tablebase.tables} tables, up to "
+                      f"{self.tablebase.max_pieces} pieces, from {path}")
+
     def _load_failed(self, message: str) -> bool:
         self._load_error = message
         self.error(message)
@@ -344,7 +369,9 @@ class UciEngine:
             params = from_options(self.values)
             if self.search is None:
                 self.search = Search(self.network, params, self.cache)
+            self.ensure_tablebase()
             self.search.params = params
+            self.search.tablebase = self.tablebase
             self.cache.resize(params.nn_cache_size)
         limits = self._make_limits(go, ints, searchmoves)
         clock_budget = limits.time_ms if go.movetime is None else None
@@ -420,7 +447,7 @@ class UciEngine:
             parts.append("wdl {} {} {}".format(*info.wdl))
         if info.moves_left is not None:
             parts.append(f"movesleft {info.moves_left}")
-        parts.append(f"hashfull {info.hashfull} nps {info.nps}")
+        parts.append(f"hashfull {info.hashfull} nps {info.nps} tbhits {info.tbhits}")
         if info.pv:
             chess960 = bool(self.values["UCI_Chess960"])
             b = board.copy(stack=False)

@@ -143,7 +143,11 @@ class BackupMixin:
                 best_wl, best_d, best_m = t.wl, t.d, t.m
         if best_wl < 1.0 and not all_proven:
             return False
-        node.terminal = Terminal(-best_wl, best_d, best_m + 1.0, "proven")
+        # A result resting on a table is a tablebase result, not a mate distance (lc0 reports no
+        # mate score for it).
+        from_tb = any(c is not None and c.terminal is not None and c.terminal.kind == "tablebase"
+                      for c in node.children)
+        node.terminal = Terminal(-best_wl, best_d, best_m + 1.0, "tablebase" if from_tb else "proven")
         return True
 
     def _cancel(self, node: Node, k: int) -> None:

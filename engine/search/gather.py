@@ -127,6 +127,24 @@ class GatherMixin:
             return self.params.max_prefetch
         return min(self.params.max_prefetch, padded(requests))
 
+    def _probe_tablebase(self, node: Node, k: int, depth: int, batch: Batch) -> bool:
+        """lc0: below a root the tables do not cover, a position just after a capture or pawn
+        move (rule50 0) that they cover is a terminal node with its WDL (cursed wins and
+        blessed losses are draws); moves left are the parent's less one."""
+        tb = self.tablebase
+        if tb is None or self._root_in_tablebase or self._board.halfmove_clock != 0:
+            return False
+        wdl = tb.probe_wdl(self._board)
+        if wdl is None:
+            return False
+        self._tb_hits += 1
+        wl = -1.0 if wdl > 1 else (1.0 if wdl < -1 else 0.0)  # the mover's view: -(side to move's)
+        m = max(0.0, node.parent.m - 1.0) if node.parent is not None else 0.0
+        node.terminal = Terminal(wl, 1.0 - abs(wl), m, "tablebase")
+        self._backup(node, k, wl, 1.0 - abs(wl), m, depth)
+        batch.out_of_order += 1
+        return True
+
     def _catchable_root_moves(self) -> list[bool] | None:
         """Root moves worth visits (searchmoves, and lc0's pruning in selection): a move whose
         visits cannot reach the current best move's in the playouts expected to remain gets
@@ -254,6 +272,8 @@ class GatherMixin:
                     self._twofold.append((node, self._twofold_first))
                 self._backup(node, k, 0.0, 1.0, m, depth)
                 batch.out_of_order += 1
+                return
+            if self._probe_tablebase(node, k, depth, batch):
                 return
         self._max_depth = max(self._max_depth, depth)
         if hit is not None and self.params.out_of_order_eval:

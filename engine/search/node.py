@@ -27,7 +27,9 @@ class Terminal:
         self.wl = wl
         self.d = d
         self.m = m
-        self.kind = kind  # "mate", "stalemate", "rule50", "material", "threefold", "twofold"
+        # "mate", "stalemate", "rule50", "material", "threefold", "twofold", "proven",
+        # "tablebase" (a table's WDL, or proven from one: not a mate distance)
+        self.kind = kind
 
 
 class Node:

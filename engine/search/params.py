@@ -65,6 +65,7 @@ class SearchParams:
     per_pv_counters: bool = False
     score_type: str = "WDL_mu"
     max_tree_nodes: int = DEFAULT_MAX_TREE_NODES
+    syzygy_fast_play: bool = False
 
     def cpuct_params(self, at_root: bool) -> tuple[float, float, float]:
         """(init, base, factor) for the root or the other nodes."""
@@ -145,6 +146,7 @@ def from_options(values: Mapping[str, Any]) -> SearchParams:
         multipv=int(v["MultiPV"]),
         per_pv_counters=bool(v["PerPVCounters"]),
         score_type=str(v["ScoreType"]),
+        syzygy_fast_play=bool(v["SyzygyFastPlay"]),
         max_tree_nodes=(ram * 1_000_000 // BYTES_PER_NODE) if ram > 0 else DEFAULT_MAX_TREE_NODES,
     )
 

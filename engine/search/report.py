@@ -39,6 +39,7 @@ class ThinkingInfo:
     multipv: int | None
     pv: tuple[chess.Move, ...]
     moves_left: int | None = None
+    tbhits: int = 0
 
 
 def draw_score_at(search: "Search", depth: int) -> float:
@@ -132,7 +133,8 @@ def make_infos(search: "Search") -> list[ThinkingInfo]:
     depth = int(search._cum_depth // playouts) if playouts else 0
     nps = int(playouts * 1000 / elapsed) if elapsed > 0 else 0
     common = dict(depth=depth, seldepth=search._max_depth, time_ms=int(elapsed),
-                  nodes=playouts + search._initial_visits, nps=nps, hashfull=search.cache.hashfull())
+                  nodes=playouts + search._initial_visits, nps=nps, hashfull=search.cache.hashfull(),
+                  tbhits=search._tb_hits)
     draw_score = draw_score_at(search, 0)
     default_wl, default_d = -root.wl, root.d
     infos = []
@@ -149,7 +151,8 @@ def make_infos(search: "Search") -> list[ThinkingInfo]:
         q = wl + draw_score * d
         child = root.children[i]
         mate = None
-        if visited and child is not None and child.terminal is not None and wl != 0.0:
+        if (visited and child is not None and child.terminal is not None and wl != 0.0
+                and child.terminal.kind != "tablebase"):
             mate = int(math.copysign(round(child.terminal.m) // 2 + 1, wl))
         moves_left = None
         if search.network.has_mlh:

@@ -40,6 +40,7 @@ from engine.search.params import SearchParams
 from engine.search.report import ThinkingInfo, best_children, make_infos, verbose_stats
 from engine.search.stoppers import Limits, StopperMixin
 from engine.search.tree import TreeMixin
+from engine.tablebase import Tablebase
 
 PIPELINE_DEPTH = 2
 """Batches in flight: one evaluating while the next is gathered."""
@@ -85,9 +86,11 @@ class SearchResult:
 class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
     """Owns the tree, the NN cache and the evaluation worker; one ``run`` at a time."""
 
-    def __init__(self, network: Network, params: SearchParams, cache: NNCache | None = None) -> None:
+    def __init__(self, network: Network, params: SearchParams, cache: NNCache | None = None,
+                 tablebase: Tablebase | None = None) -> None:
         self.network = network
         self.params = params
+        self.tablebase = tablebase
         self.cache = cache if cache is not None else NNCache(params.nn_cache_size)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nn-eval")
         self._rules = encoding.format_rules(network.input_format)
@@ -114,6 +117,8 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
         self._first_eval_time: float | None = None
         self._initial_visits = self.root.n
         self._searchmoves = set(limits.searchmoves)
+        self._root_in_tablebase = False
+        self._tb_hits = 0
         self._mask = None
         self._twofold_first = 0
         self._remaining_hint = math.inf
@@ -147,6 +152,7 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
         root_moves = list(self._board.legal_moves)
         if not root_moves:
             return SearchResult(None, None, self.root.n, 0, 0.0)
+        self._filter_root_by_tablebase()
         if self._searchmoves:
             self._ensure_root_expanded()
         with collector_paused():
@@ -203,6 +209,19 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
             for future, batch in pending:
                 self._abandon(batch)
             self._check_in_flight()
+
+    def _filter_root_by_tablebase(self) -> None:
+        """lc0: a root the tables cover searches only the moves that keep its best outcome (by
+        DTZ unless SyzygyFastPlay), and the tree below it is then not probed."""
+        if self.tablebase is None:
+            return
+        probe = self.tablebase.root_moves(self.root_board.copy(), self.params.syzygy_fast_play)
+        if probe is None:
+            return
+        self._root_in_tablebase = True
+        self._tb_hits += 1
+        allowed = set(probe.moves)
+        self._searchmoves = (self._searchmoves & allowed) or allowed
 
     def _wait(self, future: Future) -> bool:
         """Wait for a batch result until it is ready (True) or stop / the deadline (False)."""
