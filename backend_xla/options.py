@@ -117,6 +117,7 @@ def _int(opt: Option, text: str) -> int:
 def parse_options(text: str) -> dict[str, Any]:
     """Parse ``key=value,...`` into a dict with every option (defaults filled in)."""
     values = {o.name: o.default for o in OPTIONS}
+    seen: dict[str, str] = {}
     for item in (text or "").split(","):
         item = item.strip()
         if not item:
@@ -124,6 +125,9 @@ def parse_options(text: str) -> dict[str, Any]:
         key, sep, raw = item.partition("=")
         key, raw = key.strip(), raw.strip()
         opt = _BY_NAME.get(key)
+        if opt is not None and opt.name in seen:
+            raise OptionError(f"backend option {opt.name} given twice ({seen[opt.name]!r} and "
+                              f"{item!r}): expected each key once")
         if opt is None:
             raise OptionError(
                 f"unknown backend option {key!r}: expected one of {', '.join(o.name for o in OPTIONS)}")
@@ -146,6 +150,7 @@ def parse_options(text: str) -> dict[str, Any]:
         else:
             value = raw
         values[opt.name] = value
+        seen[opt.name] = item
     return values
 
 

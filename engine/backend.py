@@ -78,8 +78,11 @@ def backend_names() -> list[str]:
 
 def load_network(path: str, options: str = "", backend: str = "xla") -> Network:
     """Load ``path`` with the named backend; raises ValueError naming the allowed backends."""
+    if backend not in _BACKENDS:
+        import engine.backends  # noqa: F401  (registers the built-in ones, e.g. random)
     if backend not in _BACKENDS and backend == "xla":
         import backend_xla  # noqa: F401  (registers itself on import)
     if backend not in _BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}: expected one of {backend_names()}")
+        raise ValueError(f"unknown backend {backend!r}: expected one of "
+                         f"{sorted(set(backend_names()) | {'xla'})}")
     return _BACKENDS[backend](path, options)

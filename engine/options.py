@@ -97,7 +97,7 @@ OPTIONS: tuple[Option, ...] = (
        "Network backend: xla (JAX/XLA) or random (lc0's --backend=random: pseudo-random outputs, "
        "for testing)."),
     _o("BackendOptions", STRING, "", "backend-opts",
-       "Backend parameters in lc0 syntax, e.g. batch=64,dtype=f16."),
+       "Backend parameters in lc0 syntax, e.g. max_batch=64,data_type=bf16 (README, Backend options)."),
     # --- search ------------------------------------------------------------------------------------
     _o("MinibatchSize", SPIN, 0, "minibatch-size",
        "Positions gathered for one network evaluation. 0 uses a backend-suggested size.", 0, 1024),
@@ -208,8 +208,15 @@ OPTIONS: tuple[Option, ...] = (
     _o("Ponder", CHECK, True, "ponder", "Allow pondering (go ponder / ponderhit)."),
     # --- UCI ---------------------------------------------------------------------------------------
     _o("UCI_ShowWDL", CHECK, False, "show-wdl", "Add `wdl W D L` (per mille) to info lines."),
+    _o("UCI_ShowMovesLeft", CHECK, False, "show-movesleft",
+       "Add `movesleft N` (plies, networks with a moves-left head) to info lines, as lc0."),
+    _o("Threads", SPIN, 2, "threads",
+       "Accepted for lc0 users. Here one search thread gathers minibatches while the network "
+       "runs on all cores (the batch split over XLA's host devices); two minibatches are in "
+       "flight, as lc0's default of two search threads.", 1, 1024),
     _o("UCI_Chess960", CHECK, False, "chess960", "Chess960 castling (king takes rook) in moves."),
-    _o("LogFile", STRING, "", "logfile", "Append the UCI dialogue to this file (empty: no log)."),
+    _o("LogFile", STRING, "", "logfile",
+       "Append the UCI dialogue to this file (empty: no log; <stderr>: standard error, as lc0)."),
 )
 
 BY_NAME: dict[str, Option] = {o.name.lower(): o for o in OPTIONS}
@@ -230,6 +237,10 @@ def defaults() -> dict[str, Any]:
     return {o.name: o.default for o in OPTIONS}
 
 
+SHORT_FLAGS = {"-w": "weights", "-b": "backend", "-o": "backend-opts", "-t": "threads"}
+"""lc0's short command-line flags: ``-w NET``, ``-b xla``, ``-o max_batch=64``, ``-t 2``."""
+
+
 def parse_command_line(argv: Iterable[str]) -> dict[str, Any]:
     """``--flag=value`` / ``--flag value`` / ``--flag`` (booleans) / ``--no-flag`` -> {name: value}.
 
@@ -241,8 +252,11 @@ def parse_command_line(argv: Iterable[str]) -> dict[str, Any]:
     while i < len(args):
         arg = args[i]
         i += 1
+        if arg in SHORT_FLAGS or arg[:2] in SHORT_FLAGS and arg[2:3] == "=":
+            arg = "--" + SHORT_FLAGS[arg[:2]] + arg[2:]
         if not arg.startswith("--"):
-            raise OptionError(f"unexpected argument {arg!r}: expected --option=value")
+            raise OptionError(f"unexpected argument {arg!r}: expected --option=value "
+                              f"(or one of lc0's short flags {', '.join(SHORT_FLAGS)})")
         body = arg[2:]
         name, eq, text = body.partition("=")
         option = BY_FLAG.get(name)

@@ -93,7 +93,9 @@ class UciEngine:
             self._log.close()
             self._log = None
         path = self.values["LogFile"]
-        if path:
+        if path == "<stderr>":
+            self._log = _StderrLog()
+        elif path:
             try:
                 self._log = open(path, "a", encoding="utf-8")
             except OSError as exc:
@@ -445,7 +447,7 @@ class UciEngine:
             parts.append(f"score cp {info.score_cp}")
         if self.values["UCI_ShowWDL"]:
             parts.append("wdl {} {} {}".format(*info.wdl))
-        if info.moves_left is not None:
+        if info.moves_left is not None and self.values["UCI_ShowMovesLeft"]:
             parts.append(f"movesleft {info.moves_left}")
         parts.append(f"hashfull {info.hashfull} nps {info.nps} tbhits {info.tbhits}")
         if info.pv:
@@ -459,6 +461,19 @@ class UciEngine:
                 b.push(move)
             parts.append("pv " + " ".join(moves))
         return " ".join(parts)
+
+
+class _StderrLog:
+    """LogFile=<stderr>: the dialogue on standard error, which closing must not close."""
+
+    def write(self, text: str) -> None:
+        sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        pass
 
 
 def _nonneg(value: int | None) -> int | None:

@@ -3,6 +3,7 @@ with the instant ``random`` backend."""
 
 from __future__ import annotations
 
+import io
 import queue
 import subprocess
 import sys
@@ -302,3 +303,32 @@ def test_every_go_gets_a_bestmove_even_malformed_or_overlapping(raw):
     assert len(errors) == 3 and "'xx'" in errors[0] and "'bogus'" in errors[1], errors
     for line in (first, second, third):
         assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
+
+
+def test_lc0_command_line_habits(tmp_path):
+    """lc0's short flags, LogFile=<stderr>, movesleft only with UCI_ShowMovesLeft, Threads."""
+    values = opts.parse_command_line(["-w", "net.pb.gz", "-b", "random", "-o=max_batch=64", "-t", "2"])
+    assert values == {"WeightsFile": "net.pb.gz", "Backend": "random",
+                      "BackendOptions": "max_batch=64", "Threads": 2}
+    with pytest.raises(opts.OptionError, match="short flags -w, -b, -o, -t"):
+        opts.parse_command_line(["-x", "1"])
+    proc = subprocess.run(ENGINE_CMD + ["--logfile=<stderr>"], cwd=REPO, capture_output=True,
+                          text=True, input="uci\nisready\nquit\n", timeout=60)
+    assert "<< isready" in proc.stderr and ">> readyok" in proc.stderr
+    assert not (REPO / "<stderr>").exists()
+    from engine.search import ThinkingInfo
+    from engine.uci import UciEngine
+
+    info = ThinkingInfo(depth=1, seldepth=1, time_ms=1, nodes=2, nps=2, hashfull=0, score_cp=10,
+                        mate=None, wdl=(1, 998, 1), multipv=None, pv=(), moves_left=40)
+    uci = UciEngine(io.StringIO())
+    assert "movesleft" not in uci.format_info(chess.Board(), info)
+    uci.handle("setoption name UCI_ShowMovesLeft value true")
+    assert " movesleft 40 " in uci.format_info(chess.Board(), info)
+
+
+def test_unknown_backend_lists_every_backend():
+    from engine.backend import load_network
+
+    with pytest.raises(ValueError, match=r"expected one of \['random', 'xla'\]"):
+        load_network("x.onnx", "", backend="cuda")

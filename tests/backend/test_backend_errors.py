@@ -169,3 +169,10 @@ def test_docs_list_every_option():
     docs = (REPO_ROOT / "docs" / "backend.md").read_text()
     missing = [o.name for o in OPTIONS if f"`{o.name}`" not in docs]
     assert not missing, f"expected docs/backend.md to document every option, got none for {missing}"
+
+
+def test_duplicate_backend_option_is_an_error():
+    with pytest.raises(OptionError, match="max_batch given twice"):
+        parse_options("max_batch=64,steps=4,max_batch=128")
+    with pytest.raises(OptionError, match="data_type given twice"):
+        parse_options("datatype=bf16,data_type=f32")  # an alias counts as the same key
