@@ -180,6 +180,27 @@ class XlaNetwork:
                 return size
         return ready[-1]
 
+    def describe(self) -> list[str]:
+        """What runs where, for the engine's start-up ``info string``: platform, devices, data
+        type, compiled batch sizes; then a warning for each request unusual on this platform."""
+        platform = self.device.platform
+        names = ", ".join(str(d) for d in self.devices)
+        split = ("each batch split over them" if len(self.devices) > 1 else "one device")
+        dtype = self.options["data_type"] or "the network's own (f32 unless the file says otherwise)"
+        lines = [f"backend xla: platform {platform}, {len(self.devices)} device(s) [{names}], "
+                 f"{split}; data type {dtype}; batch sizes {','.join(map(str, self.sizes))} "
+                 f"(compiled now: {','.join(map(str, self.ready_sizes))}; the rest in the "
+                 f"background); search minibatch {self.preferred_batch}"]
+        if platform == "cpu":
+            if self.options["device"] is not None:
+                lines.append(f"warning: device={self.options['device']} on the CPU pins one host "
+                             "device (one core) and turns the batch split over the cores off")
+            if self.options["data_type"] in ("bf16", "f16"):
+                lines.append(f"warning: data_type={self.options['data_type']} on the CPU is slower "
+                             "than f32 (no native half-precision math) and less exact "
+                             "(docs/backend.md); it suits GPUs")
+        return lines
+
     def padded_size(self, n: int) -> int:
         """Rows computed for a batch of ``n``: the compiled size it is padded to (the search fills
         the padding with positions for the NN cache, which then cost nothing extra)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import threading
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,10 @@ def _enable_cache(directory: str) -> None:
         return
     import jax
 
-    path = default_cache_dir() if directory == "default" else directory
+    if directory == "default" and os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        path = os.environ["JAX_COMPILATION_CACHE_DIR"]  # JAX's own setting wins over ours
+    else:
+        path = default_cache_dir() if directory == "default" else directory
     try:
         Path(path).mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -62,7 +67,15 @@ def setup(options: dict[str, Any]) -> list:
         _enable_cache(options["cache_dir"])
         import jax
 
-        devices = jax.local_devices()
+        try:
+            devices = jax.local_devices()
+        except Exception as exc:  # e.g. JAX_PLATFORMS=cuda without a GPU build: a bare assertion
+            wanted = os.environ.get("JAX_PLATFORMS", "")
+            raise OptionError(
+                f"JAX could not start its devices{f' (JAX_PLATFORMS={wanted})' if wanted else ''}: "
+                f"{type(exc).__name__}: {str(exc) or 'no reason given'}. For NVIDIA GPUs install JAX's "
+                "GPU build (pip install -e '.[cuda]', README section GPUs); for the CPU, unset "
+                "JAX_PLATFORMS or set it to cpu") from exc
         index, split = options["device"], options["host_devices"]
         if index is not None:
             if split not in ("auto", 1):

@@ -320,6 +320,8 @@ class UciEngine:
         self._load_error = None
         name = getattr(self.network, "name", path.name)
         self.send(f"info string loaded network {name} ({path}) with backend {backend}")
+        for line in getattr(self.network, "describe", lambda: [])():
+            self.send(f"info string {line}")
         if backend != "random" and is_untrained(path):
             self.send(f"info string network {path.name} is untrained (random weights): "
                       "its moves are not meaningful; set WeightsFile to a trained network")

@@ -31,27 +31,37 @@ def usable_cores() -> int:
 def configure_host_devices(n: int | None = None, *, extra_flags: tuple[str, ...] = ()) -> bool:
     """Ask XLA for ``n`` (default: one per usable core) CPU devices; call before ``import jax``.
 
-    Only acts when the user has not set ``XLA_FLAGS`` at all (their setting always wins; a value an
-    earlier call of this function set may be replaced) and jax has not been imported yet. ``extra_flags`` are appended in the same case (e.g. XLA CPU tuning flags).
-    Returns True when ``XLA_FLAGS`` was set by this call.
+    A user's own ``XLA_FLAGS`` are kept and ours are added after them, unless they already set
+    the device count (their setting wins). A value an earlier call of this function set may be
+    replaced. Nothing happens once jax is imported. ``extra_flags`` are added in the same way
+    (e.g. XLA CPU tuning flags). Returns True when ``XLA_FLAGS`` was set by this call.
     """
-    global _flags_set_here
+    global _flags_set_here, _user_part
     if "jax" in sys.modules:
         return False
     current = os.environ.get("XLA_FLAGS")
-    if current is not None and current != _flags_set_here:
-        return False  # the user's own setting
+    ours_before = current is not None and current == _flags_set_here
+    user = _user_part if ours_before else (current or "")
+    if DEVICE_COUNT_FLAG in user:
+        return False  # the user chose the device count
     n = usable_cores() if n is None else n
     flags = [f"{DEVICE_COUNT_FLAG}={n}"] if n > 1 else []
     flags += list(extra_flags)
     if not flags:
-        if current is not None:  # an earlier call's value, now asked for one device
-            del os.environ["XLA_FLAGS"]
+        if ours_before:  # an earlier call's value, now asked for one device: the user's alone
+            if user:
+                os.environ["XLA_FLAGS"] = user
+            else:
+                del os.environ["XLA_FLAGS"]
             _flags_set_here = None
         return False
-    os.environ["XLA_FLAGS"] = _flags_set_here = " ".join(flags)
+    _user_part = user
+    os.environ["XLA_FLAGS"] = _flags_set_here = " ".join(([user] if user else []) + flags)
     return True
 
+
+_user_part = ""
+"""The user's own XLA_FLAGS, kept in front of the flags an earlier call added."""
 
 _flags_set_here: str | None = None
 """The XLA_FLAGS value an earlier call set (``import backend_xla`` makes one): a later call may

@@ -216,11 +216,20 @@ def test_import_configures_one_device_per_core_before_jax():
     assert flags == (f"--xla_force_host_platform_device_count={cores}" if cores > 1 else None)
 
 
-def test_import_after_jax_and_user_flags_are_left_alone():
+def test_import_after_jax_left_alone_and_user_flags_merged():
+    from backend_xla.perf.sharding import DEVICE_COUNT_FLAG, usable_cores
+
     flags, count = _child(IMPORT_CHILD.format(pre="import jax"), {})
     assert (flags, count) == (None, 1)
-    flags, count = _child(IMPORT_CHILD.format(pre=""), {"XLA_FLAGS": "--xla_cpu_use_thunk_runtime=true"})
-    assert (flags, count) == ("--xla_cpu_use_thunk_runtime=true", 1)
+    # A user's own flags are kept and the device count is added after them...
+    user = "--xla_cpu_use_thunk_runtime=true"
+    flags, count = _child(IMPORT_CHILD.format(pre=""), {"XLA_FLAGS": user})
+    cores = usable_cores()
+    assert flags == (f"{user} {DEVICE_COUNT_FLAG}={cores}" if cores > 1 else user)
+    assert count == cores
+    # ...unless they set the device count themselves.
+    flags, count = _child(IMPORT_CHILD.format(pre=""), {"XLA_FLAGS": f"{DEVICE_COUNT_FLAG}=3"})
+    assert (flags, count) == (f"{DEVICE_COUNT_FLAG}=3", 3)
 
 
 # ------------------------------------------------------------------------------ layout, per op

@@ -42,9 +42,13 @@ def test_configure_sets_device_count_before_jax():
     assert changed and flags == "--xla_force_host_platform_device_count=3" and count == 3
 
 
-def test_configure_leaves_user_xla_flags_alone():
-    changed, flags, count = json.loads(_run(CONFIGURE.format(pre=""), {"XLA_FLAGS": ""}, False))
-    assert not changed and flags == "" and count == 1
+def test_configure_merges_user_xla_flags_and_keeps_their_device_count():
+    user = "--xla_cpu_use_thunk_runtime=true"
+    changed, flags, count = json.loads(_run(CONFIGURE.format(pre=""), {"XLA_FLAGS": user}, False))
+    assert changed and flags == f"{user} --xla_force_host_platform_device_count=3" and count == 3
+    own = "--xla_force_host_platform_device_count=1"
+    changed, flags, count = json.loads(_run(CONFIGURE.format(pre=""), {"XLA_FLAGS": own}, False))
+    assert not changed and flags == own and count == 1
 
 
 def test_configure_is_a_no_op_once_jax_is_imported():
