@@ -192,7 +192,7 @@ class XlaNetwork:
                  f"(compiled now: {','.join(map(str, self.ready_sizes))}; the rest in the "
                  f"background); search minibatch {self.preferred_batch}"]
         if platform == "cpu":
-            if self.options["device"] is not None:
+            if isinstance(self.options["device"], int):
                 lines.append(f"warning: device={self.options['device']} on the CPU pins one host "
                              "device (one core) and turns the batch split over the cores off")
             if self.options["data_type"] in ("bf16", "f16"):

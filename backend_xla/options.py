@@ -39,9 +39,10 @@ def default_cache_dir() -> str:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("device", "int", None,
-           "index of the one JAX device to run on (setting it turns the batch split off; "
-           "default: device 0, or every device in host_devices)", min=0),
+    Option("device", "devices", None,
+           "the JAX device(s) to run on: an index (one device, no batch split), several "
+           "';'-separated (0;1: each batch split over them) or all (every local device); "
+           "default: every device in host_devices", min=0),
     Option("host_devices", "count", "auto",
            "devices to split each batch over (auto: every local device; XLA's CPU client has "
            "one per core when backend_xla is imported before jax)", min=1),
@@ -96,6 +97,8 @@ def _allowed(opt: Option) -> str:
         return "one of " + ", ".join(opt.choices)
     if opt.type == "count":
         return f"auto or an integer >= {opt.min}"
+    if opt.type == "devices":
+        return "an index >= 0, ';'-separated indices or all"
     if opt.type in ("int", "int_list"):
         rng = f" in [{opt.min}, {opt.max}]" if opt.max is not None else (
             f" >= {opt.min}" if opt.min is not None else "")
@@ -137,6 +140,19 @@ def parse_options(text: str) -> dict[str, Any]:
             value: Any = _int(opt, raw)
         elif opt.type == "count":
             value = raw if raw == "auto" else _int(opt, raw)
+        elif opt.type == "devices":
+            parts = [p.strip() for p in raw.split(LIST_SEPARATOR) if p.strip()]
+            if raw == "all":
+                value = "all"
+            elif len(parts) == 1:
+                value = _int(opt, parts[0])
+            elif parts:
+                indices = [_int(opt, p) for p in parts]
+                if len(set(indices)) != len(indices):
+                    raise OptionError(f"backend option device: expected distinct indices, got {raw!r}")
+                value = indices
+            else:
+                raise OptionError(f"backend option device: expected {_allowed(opt)}, got {raw!r}")
         elif opt.type == "int_list":
             parts = [p for p in raw.split(LIST_SEPARATOR) if p.strip()]
             if not parts:

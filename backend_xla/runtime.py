@@ -78,13 +78,17 @@ def setup(options: dict[str, Any]) -> list:
                 "JAX_PLATFORMS or set it to cpu") from exc
         index, split = options["device"], options["host_devices"]
         if index is not None:
-            if split not in ("auto", 1):
-                raise OptionError(f"backend option device: pins to one device, so host_devices "
-                                  f"must be auto or 1, got host_devices={split}")
-            if index >= len(devices):
-                raise OptionError(f"backend option device: expected an index below "
-                                  f"{len(devices)} ({devices}), got {index}")
-            return [devices[index]]
+            if split != "auto":
+                raise OptionError(f"backend option device: names the devices itself, so "
+                                  f"host_devices must be auto, got host_devices={split}")
+            if index == "all":
+                return list(devices)
+            indices = index if isinstance(index, list) else [index]
+            for i in indices:
+                if i >= len(devices):
+                    raise OptionError(f"backend option device: expected indices below "
+                                      f"{len(devices)} ({devices}), got {i}")
+            return [devices[i] for i in indices]
         count = len(devices) if split == "auto" else split
         if count > len(devices):
             hint = ("; XLA's CPU client has one device per core only when backend_xla (or "

@@ -127,7 +127,7 @@ def test_bad_planes_shape():
     ("data_type=f64", "data_type: expected one of f32, f16, bf16, got 'f64'"),
     ("batch_buckets=", "batch_buckets: expected"),
     ("steps", "expected steps=VALUE"),
-    ("device=7", "device: expected an index below"),
+    ("device=7", "device: expected indices below"),
 ])
 def test_option_errors(text, pattern):
     with pytest.raises(OptionError, match=pattern):

@@ -154,10 +154,17 @@ diffs = {{}}
 for n in (1, 7, 17, 64):
     a, b = split.evaluate(planes[:n]), one.evaluate(planes[:n])
     diffs[n] = max(float(np.abs(getattr(a, f) - getattr(b, f)).max()) for f in "policy q d m".split())
+# device=1;0 and device=all split over the devices they name, with the same outputs.
+named = {{}}
+for spec in ("1;0", "all"):
+    net = backend_xla.load_network({net!r}, base + ",device=" + spec)
+    diff = max(float(np.abs(getattr(net.evaluate(planes[:n]), f) - getattr(one.evaluate(planes[:n]), f)).max())
+               for n in (17, 64) for f in "policy q d m".split())
+    named[spec] = [[str(d) for d in net.devices], diff, net._compiled[64].devices]
 full = np.array([r["policy_full"] for r in records], np.float32)
 lc0_err = float(np.abs(split.evaluate(planes[:len(full)]).policy - full).max())
 errors = []
-for opts in ("device=0,host_devices=2", "host_devices=3"):
+for opts in ("device=0,host_devices=2", "host_devices=3", "device=0;2", "device=1;1"):
     try:
         backend_xla.load_network({net!r}, base + "," + opts)
         errors.append(None)
@@ -165,7 +172,7 @@ for opts in ("device=0,host_devices=2", "host_devices=3"):
         errors.append(str(exc))
 default = backend_xla.load_network({net!r}, "batch_buckets=8;16,cache_dir=none,background_compile=0")
 layout["default"] = {{str(s): [e.rows, e.devices] for s, e in default._compiled.items()}}
-print(json.dumps([jax.local_device_count(), layout, diffs, lc0_err, errors]))
+print(json.dumps([jax.local_device_count(), layout, diffs, lc0_err, errors, named]))
 """
 
 
@@ -183,7 +190,7 @@ def test_batch_split_equals_one_device_and_lc0():
     ref = need_shared("zoo", SPLIT_NET + "-ref.jsonl.gz")
     code = SPLIT_CHILD.format(tests=str(REPO_ROOT / "tests" / "backend"), ref=str(ref),
                               net=str(net))
-    count, layout, diffs, lc0_err, errors = _child(
+    count, layout, diffs, lc0_err, errors, named = _child(
         code, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
     assert count == 2
     # split_min_rows=8: under 8 rows per device one device; 17 rows: split, padded to 18.
@@ -194,8 +201,14 @@ def test_batch_split_equals_one_device_and_lc0():
     for n, diff in diffs.items():
         assert diff <= 1e-5, (n, diff)
     assert lc0_err <= 1e-4
-    assert "host_devices must be auto or 1" in errors[0]
+    assert "host_devices must be auto" in errors[0]
     assert "at most 2" in errors[1] and "XLA_FLAGS" in errors[1]
+    assert "indices below 2" in errors[2] and "got 2" in errors[2]
+    assert "distinct indices" in errors[3]
+    assert [d[-1] for d in named["1;0"][0]] == ["1", "0"]  # in the order named
+    assert len(named["all"][0]) == 2
+    for spec, (devices, diff, used) in named.items():
+        assert used == 2 and diff <= 1e-5, (spec, devices, diff)
 
 
 IMPORT_CHILD = """
