@@ -19,6 +19,9 @@ CHECK, SPIN, COMBO, STRING, FLOAT = "check", "spin", "combo", "string", "float"
 DEFAULT_WEIGHTS = "<default>"
 """WeightsFile value meaning the project's shipped network (``nets/`` + DEFAULT_NETWORK_FILE)."""
 DEFAULT_NETWORK_FILE = "xlazero-sf6x64.onnx"
+AUTODISCOVER = "<autodiscover>"
+"""WeightsFile value asking for lc0's search: the newest network file in the working directory,
+then beside the engine."""
 """The shipped trained network in ``nets/`` (provenance and strength: nets/README.md)."""
 
 
@@ -92,7 +95,8 @@ OPTIONS: tuple[Option, ...] = (
     # --- network -------------------------------------------------------------------------------
     _o("WeightsFile", STRING, DEFAULT_WEIGHTS, "weights",
        "Network file (.onnx or lc0 .pb.gz). <default> is the project's shipped network, "
-       f"nets/{DEFAULT_NETWORK_FILE} (trained by bin/train-net; see nets/README.md)."),
+       f"nets/{DEFAULT_NETWORK_FILE} (trained by bin/train-net; see nets/README.md); "
+       "<autodiscover> the newest network file in the working directory, else beside the engine."),
     _o("Backend", STRING, "xla", "backend",
        "Network backend: xla (JAX/XLA) or random (lc0's --backend=random: pseudo-random outputs, "
        "for testing)."),

@@ -32,9 +32,25 @@ NETWORK_OPTIONS = ("WeightsFile", "Backend", "BackendOptions")
 GO_INT_ARGS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth", "mate")
 
 
+NETWORK_SUFFIXES = (".pb.gz", ".pb", ".onnx")
+"""Files ``<autodiscover>`` takes for networks."""
+
+
 def resolve_weights(value: str) -> Path:
-    """WeightsFile value -> path; ``<default>`` is the project's shipped network."""
-    return DEFAULT_NETWORK if value in (opts.DEFAULT_WEIGHTS, "") else Path(value).expanduser()
+    """WeightsFile value -> path: ``<default>`` is the project's shipped network, and
+    ``<autodiscover>`` the newest network file in the working directory, else beside the engine
+    (the repository root, then nets/), as lc0 looks in its working and binary directories."""
+    if value in (opts.DEFAULT_WEIGHTS, ""):
+        return DEFAULT_NETWORK
+    if value == opts.AUTODISCOVER:
+        for folder in (Path.cwd(), NETS_DIR.parent, NETS_DIR):
+            found = [p for p in folder.iterdir()
+                     if p.is_file() and p.name.endswith(NETWORK_SUFFIXES)] if folder.is_dir() else []
+            if found:
+                return max(found, key=lambda p: (p.stat().st_mtime, p.name))
+        return Path(f"{opts.AUTODISCOVER}: no {'/'.join(NETWORK_SUFFIXES)} file in "
+                    f"{Path.cwd()}, {NETS_DIR.parent} or {NETS_DIR}")
+    return Path(value).expanduser()
 
 
 def is_untrained(path: Path) -> bool:
@@ -482,6 +498,29 @@ def _nonneg(value: int | None) -> int | None:
     return None if value is None else max(0, value)
 
 
+def expand_config(argv: list[str]) -> list[str]:
+    """``--config=FILE`` (lc0's ``lc0.config`` habit): the file's flags, one a line (``#``
+    comments, the leading ``--`` optional), come before the command line's, which win."""
+    out, config = [], None
+    for arg in argv:
+        if arg.startswith("--config="):
+            config = arg.split("=", 1)[1]
+        else:
+            out.append(arg)
+    if config is None:
+        return out
+    try:
+        text = Path(config).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise opts.OptionError(f"--config: cannot read {config}: {exc.strerror or exc}") from None
+    flags = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            flags.append(line if line.startswith("-") else "--" + line)
+    return flags + out
+
+
 def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None) -> int:
     """Console entry point: ``xlazero [--flag=value ...]``; exit code 2 on a bad flag."""
     from backend_xla.perf.sharding import configure_host_devices  # before anything imports jax:
@@ -492,6 +531,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
         print(opts.markdown_table())
         return 0
     try:
+        argv = expand_config(argv)
         values = opts.parse_command_line(argv)
     except opts.OptionError as exc:
         print(f"xlazero: error: {exc}", file=sys.stderr)

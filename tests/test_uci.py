@@ -332,3 +332,28 @@ def test_unknown_backend_lists_every_backend():
 
     with pytest.raises(ValueError, match=r"expected one of \['random', 'xla'\]"):
         load_network("x.onnx", "", backend="cuda")
+
+
+def test_weights_autodiscover_and_config_file(tmp_path):
+    """lc0's <autodiscover> (newest network file in the working directory) and --config (one
+    flag a line, '#' comments, the command line wins)."""
+    import os
+
+    (tmp_path / "old.pb.gz").write_bytes(b"x")
+    newest = tmp_path / "newest.onnx"
+    newest.write_bytes(b"x")
+    os.utime(tmp_path / "old.pb.gz", (1, 1))
+    config = tmp_path / "lc0.config"
+    config.write_text("# my engine\nbackend=random\n--weights=<autodiscover>\n  minibatch-size=16\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-m", "engine.uci", f"--config={config}",
+                           "--minibatch-size=8"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, input="isready\nquit\n", timeout=60)
+    assert f"loaded network random ({newest}) with backend random" in proc.stdout, proc.stdout
+    from engine.uci import expand_config
+
+    values = opts.parse_command_line(expand_config([f"--config={config}", "--minibatch-size=8"]))
+    assert values["MinibatchSize"] == 8 and values["Backend"] == "random"
+    proc = subprocess.run(ENGINE_CMD + [f"--config={tmp_path / 'missing.config'}"], cwd=REPO,
+                          capture_output=True, text=True, input="quit\n", timeout=60)
+    assert proc.returncode == 2 and "missing.config" in proc.stderr
