@@ -42,6 +42,31 @@ class ThinkingInfo:
     tbhits: int = 0
 
 
+@dataclass(frozen=True)
+class SearchStats:
+    """Counters of the running search, as the reports read them (lc0's IterationStats part).
+
+    nodes: visits of the root, reused ones included; playouts: visits this search added;
+    depth_sum: sum of the depths of those playouts; tb_hits: tablebase probes that answered.
+    """
+
+    elapsed_ms: float
+    nodes: int
+    playouts: int
+    depth_sum: int
+    max_depth: int
+    tb_hits: int
+    hashfull: int
+
+    @property
+    def average_depth(self) -> int:
+        return int(self.depth_sum // self.playouts) if self.playouts else 0
+
+    @property
+    def nps(self) -> int:
+        return int(self.playouts * 1000 / self.elapsed_ms) if self.elapsed_ms > 0 else 0
+
+
 def draw_score_at(search: "Search", depth: int) -> float:
     """lc0's GetDrawScore(is_odd_depth): DrawScore for white at the root, sign alternating."""
     root_black = search.root_board.turn == chess.BLACK
@@ -128,13 +153,9 @@ def make_infos(search: "Search") -> list[ThinkingInfo]:
     """One ThinkingInfo per principal variation (MultiPV)."""
     root = search.root
     p = search.params
-    elapsed = search.elapsed_ms()
-    playouts = search._total_playouts
-    depth = int(search._cum_depth // playouts) if playouts else 0
-    nps = int(playouts * 1000 / elapsed) if elapsed > 0 else 0
-    common = dict(depth=depth, seldepth=search._max_depth, time_ms=int(elapsed),
-                  nodes=playouts + search._initial_visits, nps=nps, hashfull=search.cache.hashfull(),
-                  tbhits=search._tb_hits)
+    st = search.stats()
+    common = dict(depth=st.average_depth, seldepth=st.max_depth, time_ms=int(st.elapsed_ms),
+                  nodes=st.nodes, nps=st.nps, hashfull=st.hashfull, tbhits=st.tb_hits)
     draw_score = draw_score_at(search, 0)
     default_wl, default_d = -root.wl, root.d
     infos = []

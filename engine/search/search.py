@@ -37,7 +37,8 @@ from engine.search.cache import NNCache
 from engine.search.gather import Batch, GatherMixin
 from engine.search.node import Node
 from engine.search.params import SearchParams
-from engine.search.report import ThinkingInfo, best_children, make_infos, verbose_stats
+from engine.search.report import (SearchStats, ThinkingInfo, best_children, make_infos,
+                                  verbose_stats)
 from engine.search.stoppers import Limits, StopperMixin
 from engine.search.tree import TreeMixin
 from engine.tablebase import Tablebase
@@ -182,17 +183,14 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
                     break
                 progressed = False
                 if not reached and len(pending) < PIPELINE_DEPTH:
-                    batch = self._gather(batch_size)
+                    batch = self._gather(batch_size)  # select (cache hits backed up at once)
                     if batch.requests:
-                        planes = masks_to_planes(batch.masks)
-                        future = self._executor.submit(self.network.evaluate, planes)
-                        future.add_done_callback(lambda _: self._wake.set())
-                        pending.append((future, batch))
+                        pending.append((self._encode_and_evaluate(batch), batch))
                     progressed = bool(batch.requests) or batch.out_of_order > 0
                 if pending and (len(pending) >= PIPELINE_DEPTH or not progressed or reached):
                     if self._wait(pending[0][0]):
                         future, batch = pending.pop(0)
-                        self._process(batch, future.result())
+                        self._process(batch, future.result())  # expand and back up
                 elif not pending and not progressed:
                     if not self._limits.infinite:
                         break  # nothing left to search (every line proven)
@@ -223,6 +221,14 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
         allowed = set(probe.moves)
         self._searchmoves = (self._searchmoves & allowed) or allowed
 
+    def _encode_and_evaluate(self, batch: Batch) -> Future:
+        """Encode a gathered batch (its leaves' plane masks, decoded once for the batch) and
+        start its evaluation on the worker thread; the result wakes the search thread."""
+        planes = masks_to_planes(batch.masks)
+        future = self._executor.submit(self.network.evaluate, planes)
+        future.add_done_callback(lambda _: self._wake.set())
+        return future
+
     def _wait(self, future: Future) -> bool:
         """Wait for a batch result until it is ready (True) or stop / the deadline (False)."""
         while not future.done():
@@ -246,6 +252,14 @@ class Search(TreeMixin, GatherMixin, BackupMixin, StopperMixin):
             return None
         best = best_children(self, self.root, 1)
         return best[0] if best else None
+
+    def stats(self) -> SearchStats:
+        """The running search's counters as one record (what reports and stoppers read)."""
+        return SearchStats(elapsed_ms=self.elapsed_ms(),
+                           nodes=self._total_playouts + self._initial_visits,
+                           playouts=self._total_playouts, depth_sum=self._cum_depth,
+                           max_depth=self._max_depth, tb_hits=self._tb_hits,
+                           hashfull=self.cache.hashfull())
 
     def _infos(self) -> list[ThinkingInfo]:
         return make_infos(self)

@@ -17,7 +17,7 @@ SMART_PRUNING_TOLERANCE_NODES = 300
 """lc0's SmartPruningStopper tolerances (stoppers.cc)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Limits:
     """When to stop: any limit reached. time_ms counts from ``started_at`` (time.monotonic() of the
     `go` command's arrival, as lc0 counts; None: the search start) or from ponderhit."""
