@@ -241,6 +241,18 @@ def defaults() -> dict[str, Any]:
     return {o.name: o.default for o in OPTIONS}
 
 
+def parse_pairs(pairs: Iterable[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` strings (UCI names, as setoption) -> {name: value}; OptionError otherwise."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep:
+            raise OptionError(f"expected NAME=VALUE, got {pair!r}")
+        option = find(name)
+        values[option.name] = option.parse(text)
+    return values
+
+
 SHORT_FLAGS = {"-w": "weights", "-b": "backend", "-o": "backend-opts", "-t": "threads"}
 """lc0's short command-line flags: ``-w NET``, ``-b xla``, ``-o max_batch=64``, ``-t 2``."""
 

@@ -357,3 +357,12 @@ def test_weights_autodiscover_and_config_file(tmp_path):
     proc = subprocess.run(ENGINE_CMD + [f"--config={tmp_path / 'missing.config'}"], cwd=REPO,
                           capture_output=True, text=True, input="quit\n", timeout=60)
     assert proc.returncode == 2 and "missing.config" in proc.stderr
+
+
+def test_option_pairs_of_the_bin_tools():
+    assert opts.parse_pairs(["minibatchsize=7", "SmartPruningFactor=0"]) == {
+        "MinibatchSize": 7, "SmartPruningFactor": 0.0}
+    with pytest.raises(opts.OptionError, match="expected NAME=VALUE, got 'CPuct'"):
+        opts.parse_pairs(["CPuct"])
+    with pytest.raises(opts.OptionError, match=r"MinibatchSize: expected a value in \[0, 1024\]"):
+        opts.parse_pairs(["MinibatchSize=5000"])
