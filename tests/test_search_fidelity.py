@@ -23,6 +23,8 @@ from engine.search import from_options
 SAME_BEST_MIN = 0.97
 MEAN_DISTANCE_MAX = 0.04
 DATA = Path(__file__).resolve().parent / "data"
+TOTAL_RATIO = (0.9, 1.1)
+"""Bounds of the median ratio of root visit totals (ours / lc0's); measured 0.98-1.01."""
 
 CI_EVERY = 5
 """CI searches every 5th shared position (a fixed subset of 59); --run-slow searches all 292."""
@@ -51,6 +53,9 @@ def _check(net, records: list[dict], same_best_min: float = SAME_BEST_MIN) -> fi
                        for c in worst)
     assert summary.same_best_share >= same_best_min, f"{summary.line()}; worst: {detail}"
     assert summary.mean_distance <= MEAN_DISTANCE_MAX, f"{summary.line()}; worst: {detail}"
+    # Smart pruning stops where lc0's does: root visit totals alike (a proven win or a single
+    # move stops at once, a decided best move before the node limit).
+    assert TOTAL_RATIO[0] <= summary.median_total_ratio <= TOTAL_RATIO[1], summary.line()
     return summary
 
 
