@@ -62,3 +62,13 @@ def test_help_from_another_directory():
     failures = [f"{s.name}: rc={r.returncode}\n{r.stderr[-2000:]}" for s, r in results
                 if r.returncode != 0 or "usage" not in r.stdout.lower()]
     assert not failures, "\n\n".join(failures)
+
+
+def test_backendbench_labels_rows_with_the_backend_opts_data_type():
+    net = BIN.parent / "nets" / "untrained.onnx"
+    out = subprocess.run([str(BIN / "backendbench"), str(net), "--batch-sizes", "2", "--repeats", "1",
+                          "--no-onnxruntime", "--backend-opts", "data_type=bf16,cache_dir=none"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [ln.split() for ln in out.stdout.splitlines() if ln.strip() and ln.split()[0] in ("f32", "bf16")]
+    assert rows and all(r[0] == "bf16" for r in rows), out.stdout
