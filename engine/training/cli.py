@@ -18,8 +18,10 @@ SEARCH_POLICY_TEMPERATURE = 0.5
 """Policy softmax temperature the shipped network plays best at (matches at fixed nodes,
 docs/training.md); export folds it into the logits, so engines keep lc0's default temperature."""
 
-DEFAULT_DATA = "/work/data/xlazero-train/data"
-DEFAULT_RUN = "/work/data/xlazero-train/run"
+WORK_DIR = Path(__file__).resolve().parents[3] / "xlazero-train"
+"""Training data and runs live beside the repository (as ../shared does), never inside it."""
+DEFAULT_DATA = str(WORK_DIR / "data")
+DEFAULT_RUN = str(WORK_DIR / "run")
 DATA_STAGES = (
     {"chunks": 84, "positions-per-chunk": 2048, "nodes": 10000, "multipv": 6},
     {"chunks": 172, "positions-per-chunk": 4096, "nodes": 3000, "multipv": 4},
@@ -234,7 +236,7 @@ def main(argv: list[str]) -> int:
     _openings_args(sub.add_parser("openings", help="balanced random openings (EPD) for matches"))
     p = sub.add_parser("all", help="datagen, train, export, evaluate")
     p.add_argument("--quick", action="store_true", help="tiny smoke run (minutes)")
-    p.add_argument("--work", default="/work/data/xlazero-train/all", help="data and run directory")
+    p.add_argument("--work", default=str(WORK_DIR / "all"), help="data and run directory")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--name", default=DEFAULT_NAME)
     a = parser.parse_args(argv)
