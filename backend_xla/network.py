@@ -185,7 +185,8 @@ class XlaNetwork:
         type, compiled batch sizes; then a warning for each request unusual on this platform."""
         platform = self.device.platform
         names = ", ".join(str(d) for d in self.devices)
-        split = ("each batch split over them" if len(self.devices) > 1 else "one device")
+        rows = self.options["split_min_rows"] * len(self.devices)
+        split = (f"batches of {rows}+ rows split over them" if len(self.devices) > 1 else "one device")
         dtype = self.options["data_type"] or "the network's own (f32 unless the file says otherwise)"
         lines = [f"backend xla: platform {platform}, {len(self.devices)} device(s) [{names}], "
                  f"{split}; data type {dtype}; batch sizes {','.join(map(str, self.sizes))} "
