@@ -44,7 +44,15 @@ def maia1900():
     return load_network(str(path), "")
 
 
-def _check(net, records: list[dict], same_best_min: float = SAME_BEST_MIN) -> fidelity.Summary:
+GAMES_DISTANCE_MAX = 0.06
+"""Distance asked of the in-game searches. Their reused trees depend on where the previous
+search stopped, and smart pruning may stop only 200 ms after the first evaluation (lc0's rule),
+so the tree sizes depend on the machine's speed: 0.033 over all 120 searches on an idle machine,
+0.050 over the first game's 30 on a loaded one (a fresh-clone run beside other work)."""
+
+
+def _check(net, records: list[dict], same_best_min: float = SAME_BEST_MIN,
+           distance_max: float = MEAN_DISTANCE_MAX) -> fidelity.Summary:
     assert records, "expected records with root visits"
     results = fidelity.compare(net, from_options({}), records)
     summary = fidelity.summarize(results)
@@ -52,7 +60,7 @@ def _check(net, records: list[dict], same_best_min: float = SAME_BEST_MIN) -> fi
     detail = "; ".join(f"#{c.index} lc0 {c.bestmove_ref} ours {c.bestmove} d={c.distance:.3f}"
                        for c in worst)
     assert summary.same_best_share >= same_best_min, f"{summary.line()}; worst: {detail}"
-    assert summary.mean_distance <= MEAN_DISTANCE_MAX, f"{summary.line()}; worst: {detail}"
+    assert summary.mean_distance <= distance_max, f"{summary.line()}; worst: {detail}"
     # Smart pruning stops where lc0's does: root visit totals alike (a proven win or a single
     # move stops at once, a decided best move before the node limit).
     assert TOTAL_RATIO[0] <= summary.median_total_ratio <= TOTAL_RATIO[1], summary.line()
@@ -92,14 +100,14 @@ def test_fidelity_on_heldout_random_positions(maia1900):
 
 def test_fidelity_inside_games_with_tree_reuse(maia1900):
     """Searches that continue the previous one (position ... moves ..., no ucinewgame), as in a
-    game: tree reuse, and go nodes counting the reused visits as lc0 does. The first of the
-    four games (30 searches) in CI."""
-    records = [r for r in _heldout("games") if r["game"] == 0]
-    assert len(records) == 30 and any(r["total"] >= 400 for r in records)
-    _check(maia1900, records, HELDOUT_SAME_BEST_MIN)
+    game: tree reuse, and go nodes counting the reused visits as lc0 does. Two of the four
+    games (60 searches) in CI."""
+    records = [r for r in _heldout("games") if r["game"] < 2]
+    assert len(records) == 60 and any(r["total"] >= 400 for r in records)
+    _check(maia1900, records, HELDOUT_SAME_BEST_MIN, GAMES_DISTANCE_MAX)
 
 
 @pytest.mark.slow
 def test_fidelity_on_all_heldout_positions(maia1900):
     _check(maia1900, _heldout("random"), HELDOUT_SAME_BEST_MIN)
-    _check(maia1900, _heldout("games"), HELDOUT_SAME_BEST_MIN)
+    _check(maia1900, _heldout("games"), HELDOUT_SAME_BEST_MIN, GAMES_DISTANCE_MAX)
