@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import chess
 import numpy as np
 
-from engine import encoding
+from engine import encoding, tablebase
 from engine.encoding.planes import EncodedMasks, masks_to_planes, position_masks
 from engine.search.cache import CachedEval
 from engine.search.node import Node, Terminal
@@ -138,7 +138,8 @@ class GatherMixin:
         if wdl is None:
             return False
         self._tb_hits += 1
-        wl = -1.0 if wdl > 1 else (1.0 if wdl < -1 else 0.0)  # the mover's view: -(side to move's)
+        # The mover's view is the opposite of the side to move's; cursed and blessed count as draws.
+        wl = -1.0 if wdl == tablebase.WIN else (1.0 if wdl == tablebase.LOSS else 0.0)
         m = max(0.0, node.parent.m - 1.0) if node.parent is not None else 0.0
         node.terminal = Terminal(wl, 1.0 - abs(wl), m, "tablebase")
         self._backup(node, k, wl, 1.0 - abs(wl), m, depth)
