@@ -323,9 +323,8 @@ class UciEngine:
         self._drop_network()
         path = resolve_weights(self.values["WeightsFile"])
         backend = self.values["Backend"]
-        if backend == "random":
-            import engine.backends  # noqa: F401  (registers the random backend)
-        elif not path.exists():
+        register_backends()
+        if backend != "random" and not path.exists():
             return self._load_failed(f"cannot load network {path}: file not found")
         try:
             self.network = load_network(str(path), self.values["BackendOptions"], backend=backend)
@@ -521,10 +520,18 @@ def expand_config(argv: list[str]) -> list[str]:
     return flags + out
 
 
+def register_backends() -> None:
+    """Import the backends, which register themselves by name: the protocol (engine.backend)
+    knows no implementation, so the program's entry point brings them in. Importing
+    backend_xla, before anything imports jax, also asks XLA for one CPU device per core, so
+    that batches can be split over the cores."""
+    import backend_xla  # noqa: F401
+    import engine.backends  # noqa: F401  (random)
+
+
 def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None) -> int:
     """Console entry point: ``xlazero [--flag=value ...]``; exit code 2 on a bad flag."""
-    from backend_xla.perf.sharding import configure_host_devices  # before anything imports jax:
-    configure_host_devices()  # one XLA CPU device per core, so backend_xla splits batches over them
+    register_backends()
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
         print("usage: xlazero [--option=value ...]\n")

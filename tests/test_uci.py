@@ -329,6 +329,9 @@ def test_lc0_command_line_habits(tmp_path):
 
 def test_unknown_backend_lists_every_backend():
     from engine.backend import load_network
+    from engine.uci import register_backends
+
+    register_backends()
 
     with pytest.raises(ValueError, match=r"expected one of \['random', 'xla'\]"):
         load_network("x.onnx", "", backend="cuda")

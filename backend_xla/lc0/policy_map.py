@@ -2,7 +2,7 @@
 
 All generated from the geometry of the moves (no tables copied):
 
-* the 1858 moves themselves come from ``engine.encoding`` (one table for encoder and heads);
+* the 1858 moves themselves come from ``engine.backend`` (one table for encoder and heads);
 * convolution policy: 80 planes x 64 from-squares; planes 0-55 are queen moves (direction N, NE,
   E, SE, S, SW, W, NW, each distance 1-7), 56-63 knight moves (clockwise from (+1,+2)), 64-72
   the promotions (towards file -1, 0, +1; as rook, bishop, queen);
@@ -16,8 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.backend import POLICY_SIZE
-from engine.encoding.policy import POLICY_MOVES
+from engine.backend import POLICY_MOVES, POLICY_SIZE
 
 CONV_POLICY_PLANES = 80
 ATTN_POLICY_SIZE = 67 * 64

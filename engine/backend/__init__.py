@@ -1,8 +1,10 @@
-"""The small protocol between search and neural-network backends.
+"""The small protocol between search and neural-network backends, and its constants.
 
-Search depends on this module only; a backend (such as ``backend_xla``) implements
+Search depends on this package only; a backend (such as ``backend_xla``) implements
 :class:`Network` and registers a loader under a name with :func:`register_backend`, the way
-lc0's backends register themselves with its network factory.
+lc0's backends register themselves with its network factory. This package knows no
+implementation: the program's entry point (``engine.uci.main``) imports the backends, which
+register themselves on import.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-POLICY_SIZE = 1858
-"""Number of entries in lc0's policy head (its 1858-move table)."""
+from engine.backend.policy_table import POLICY_MOVES, POLICY_SIZE
 
 INPUT_PLANES = 112
 """Number of 8x8 input planes of every lc0 input format."""
@@ -61,6 +62,9 @@ class Network(Protocol):
         ...
 
 
+__all__ = ["INPUT_PLANES", "POLICY_MOVES", "POLICY_SIZE", "Network", "NetworkLoader",
+           "NetworkOutput", "backend_names", "load_network", "register_backend"]
+
 NetworkLoader = Callable[[str, str], Network]
 """loader(weights_path, backend_options) -> Network."""
 
@@ -77,12 +81,7 @@ def backend_names() -> list[str]:
 
 
 def load_network(path: str, options: str = "", backend: str = "xla") -> Network:
-    """Load ``path`` with the named backend; raises ValueError naming the allowed backends."""
+    """Load ``path`` with the named backend; raises ValueError naming the registered backends."""
     if backend not in _BACKENDS:
-        import engine.backends  # noqa: F401  (registers the built-in ones, e.g. random)
-    if backend not in _BACKENDS and backend == "xla":
-        import backend_xla  # noqa: F401  (registers itself on import)
-    if backend not in _BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}: expected one of "
-                         f"{sorted(set(backend_names()) | {'xla'})}")
+        raise ValueError(f"unknown backend {backend!r}: expected one of {backend_names()}")
     return _BACKENDS[backend](path, options)
