@@ -11,7 +11,8 @@ import pytest
 from engine.backend import POLICY_SIZE, NetworkOutput
 from engine.encoding import policy_indices
 from engine.search import Limits, Search, SearchParams
-from engine.search.gather import STOP_CHECK_EVERY
+from engine.search import backup, gather, tree
+from engine.search.state import STOP_CHECK_EVERY
 from engine.search.node import Node
 from engine.search.select import assign_visits, child_scores, compute_cpuct, compute_fpu
 
@@ -226,20 +227,21 @@ def test_twofold_inside_tree_is_draw():
     board = chess.Board()
     s = Search(ConstNetwork(q=-0.5), NO_PRUNING)
     s.set_position(board)
-    s._ensure_root_expanded()
+    state = s.state
+    gather.ensure_root_expanded(state)
     # Walk g1f3 g8f6 f3g1 f6g8 by hand and check the draw detection at the end of the path.
     node = s.root
     for depth, uci in enumerate(("g1f3", "g8f6", "f3g1", "f6g8"), 1):
         node = node.child(node.moves.index(chess.Move.from_uci(uci)))
         if not node.expanded and uci != "f6g8":
-            s._sync(node, depth)
-            entry = s._evaluate_now(s._cache_key(0))
+            tree.sync(state, node, depth)
+            entry = gather.evaluate_now(state, tree.cache_key(state, 0))
             node.expand(entry.moves, entry.priors)
-    s._sync(node, 4)
-    assert s._board.move_stack == [chess.Move.from_uci(u) for u in ("g1f3", "g8f6", "f3g1", "f6g8")]
-    assert s._draw_kind(4) == "twofold"
+    tree.sync(state, node, 4)
+    assert state.board.move_stack == [chess.Move.from_uci(u) for u in ("g1f3", "g8f6", "f3g1", "f6g8")]
+    assert tree.draw_kind(state, 4) == "twofold"
     s.params = SearchParams(smart_pruning_factor=0.0, two_fold_draws=False)
-    assert s._draw_kind(4) is None
+    assert tree.draw_kind(state, 4) is None
 
 
 def test_sync_reaches_any_node_from_any_other():
@@ -258,12 +260,13 @@ def test_sync_reaches_any_node_from_any_other():
         stack.extend((c, depth + 1) for c in (node.children or ()) if c is not None)
     rng = random.Random(3)
     for node, depth in rng.sample(nodes, min(200, len(nodes))):
-        s._sync(node, depth)
-        assert s._board.move_stack == start.move_stack + node.move_path()
+        tree.sync(s.state, node, depth)
+        assert s.state.board.move_stack == start.move_stack + node.move_path()
         replay = start.copy()
         for move in node.move_path():
             replay.push(move)
-        assert s._keys[-1] == replay._transposition_key() and len(s._keys) == len(s._board.move_stack) + 1
+        keys = s.state.keys
+        assert keys[-1] == replay._transposition_key() and len(keys) == len(s.state.board.move_stack) + 1
 
 
 def test_tree_reuse_keeps_subtree():
@@ -383,14 +386,14 @@ def _assert_tree_consistent(root: Node) -> None:
 
 
 
-def test_processing_stops_at_stop_and_keeps_the_tree_consistent():
+def test_processing_stops_at_stop_and_keeps_the_tree_consistent(monkeypatch):
     """A stop that arrives while a batch is processed leaves the rest of the batch unexpanded:
     no node stays pending and every node's visits equal 1 + its children's (no phantom or lost
     visits)."""
     net = ConstNetwork(q=0.1)
     search = Search(net, NO_PRUNING)
     search.set_position(chess.Board())
-    original = search._backup
+    original = backup.backup
     calls = []
 
     def backup_then_stop(*args):
@@ -398,7 +401,7 @@ def test_processing_stops_at_stop_and_keeps_the_tree_consistent():
         calls.append(1)
         if len(calls) == 40:
             search.stop()
-    search._backup = backup_then_stop
+    monkeypatch.setattr(backup, "backup", backup_then_stop)
     result = search.run(Limits(nodes=5000))
     assert result.bestmove in chess.Board().legal_moves
     assert search.params.batch_size(net.max_batch) >= 2 * STOP_CHECK_EVERY

@@ -3,8 +3,9 @@
 from engine.search.cache import CachedEval, NNCache
 from engine.search.node import Node, Terminal
 from engine.search.params import SearchParams, from_options
-from engine.search.report import SearchStats, ThinkingInfo
-from engine.search.search import Limits, Search, SearchResult, collector_paused
+from engine.search.report import ThinkingInfo
+from engine.search.search import Search, SearchResult, collector_paused
+from engine.search.state import Limits, SearchState, SearchStats
 
-__all__ = ["CachedEval", "Limits", "NNCache", "Node", "Search", "SearchParams", "SearchResult", "SearchStats",
+__all__ = ["CachedEval", "Limits", "NNCache", "Node", "Search", "SearchParams", "SearchResult", "SearchState", "SearchStats",
            "Terminal", "ThinkingInfo", "collector_paused", "from_options"]

@@ -14,7 +14,7 @@ from engine.search.node import Node
 from engine.search.select import compute_cpuct, compute_fpu, moves_left_utility
 
 if TYPE_CHECKING:
-    from engine.search.search import Search
+    from engine.search.state import SearchState
 
 WDL_MU_FALLBACK = 0.996
 """lc0: report centipawns instead of WDL mu when |WL| + D exceeds this."""
@@ -42,45 +42,20 @@ class ThinkingInfo:
     tbhits: int = 0
 
 
-@dataclass(frozen=True)
-class SearchStats:
-    """Counters of the running search, as the reports read them (lc0's IterationStats part).
-
-    nodes: visits of the root, reused ones included; playouts: visits this search added;
-    depth_sum: sum of the depths of those playouts; tb_hits: tablebase probes that answered.
-    """
-
-    elapsed_ms: float
-    nodes: int
-    playouts: int
-    depth_sum: int
-    max_depth: int
-    tb_hits: int
-    hashfull: int
-
-    @property
-    def average_depth(self) -> int:
-        return int(self.depth_sum // self.playouts) if self.playouts else 0
-
-    @property
-    def nps(self) -> int:
-        return int(self.playouts * 1000 / self.elapsed_ms) if self.elapsed_ms > 0 else 0
-
-
-def draw_score_at(search: "Search", depth: int) -> float:
+def draw_score_at(state: "SearchState", depth: int) -> float:
     """lc0's GetDrawScore(is_odd_depth): DrawScore for white at the root, sign alternating."""
-    root_black = search.root_board.turn == chess.BLACK
-    ds = search.params.draw_score
+    root_black = state.root_board.turn == chess.BLACK
+    ds = state.params.draw_score
     return ds if ((depth % 2 == 1) == root_black) else -ds
 
 
-def best_children(search: "Search", node: Node, count: int, depth: int = 0) -> list[int]:
+def best_children(state: "SearchState", node: Node, count: int, depth: int = 0) -> list[int]:
     """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature: terminal wins first (shortest),
     then most visits, then higher Q, then higher prior; terminal losses last (longest first)."""
     if node.n == 0 or not node.expanded:
         return []
-    ds = draw_score_at(search, depth)
-    mask = search._mask if node is search.root else None
+    ds = draw_score_at(state, depth)
+    mask = state.mask if node is state.root else None
     keys = []
     for i in range(len(node.moves)):
         if mask is not None and not mask[i]:
@@ -149,21 +124,21 @@ def wdl_permille(wl: float, d: float) -> tuple[int, int, int]:
     return w, dd, l
 
 
-def make_infos(search: "Search") -> list[ThinkingInfo]:
+def make_infos(state: "SearchState") -> list[ThinkingInfo]:
     """One ThinkingInfo per principal variation (MultiPV)."""
-    root = search.root
-    p = search.params
-    st = search.stats()
+    root = state.root
+    p = state.params
+    st = state.stats()
     common = dict(depth=st.average_depth, seldepth=st.max_depth, time_ms=int(st.elapsed_ms),
                   nodes=st.nodes, nps=st.nps, hashfull=st.hashfull, tbhits=st.tb_hits)
-    draw_score = draw_score_at(search, 0)
+    draw_score = draw_score_at(state, 0)
     default_wl, default_d = -root.wl, root.d
     infos = []
-    edges = best_children(search, root, p.multipv)
+    edges = best_children(state, root, p.multipv)
     if not edges and root.n > 0:
         wl, d = default_wl, default_d
         infos.append(ThinkingInfo(**common, score_cp=score_cp(p.score_type, wl, d, wl + draw_score * d,
-                                                             search.network.has_wdl),
+                                                             state.network.has_wdl),
                                   mate=None, wdl=wdl_permille(wl, d), multipv=None, pv=()))
     for rank, i in enumerate(edges, 1):
         visited = root.cn[i] > 0
@@ -176,7 +151,7 @@ def make_infos(search: "Search") -> list[ThinkingInfo]:
                 and child.terminal.kind != "tablebase"):
             mate = int(math.copysign(round(child.terminal.m) // 2 + 1, wl))
         moves_left = None
-        if search.network.has_mlh:
+        if state.network.has_mlh:
             m = float(root.cm[i]) if visited else 1.0 + root.m
             moves_left = int((1.0 + m) / 2.0)
         info = dict(common)
@@ -184,20 +159,20 @@ def make_infos(search: "Search") -> list[ThinkingInfo]:
             info["nodes"] = int(root.cn[i])
         infos.append(ThinkingInfo(
             **info, score_cp=None if mate is not None else score_cp(p.score_type, wl, d, q,
-                                                                     search.network.has_wdl),
+                                                                     state.network.has_wdl),
             mate=mate, wdl=wdl_permille(wl, d), multipv=rank if p.multipv > 1 else None,
-            pv=tuple(principal_variation(search, i)), moves_left=moves_left))
+            pv=tuple(principal_variation(state, i)), moves_left=moves_left))
     return infos
 
 
-def principal_variation(search: "Search", first: int) -> list[chess.Move]:
+def principal_variation(state: "SearchState", first: int) -> list[chess.Move]:
     """Root move ``first`` followed by the best child at each level."""
-    node = search.root
+    node = state.root
     pv = [node.moves[first]]
     child = node.children[first]
     depth = 1
     while child is not None and child.expanded and child.n > 0:
-        best = best_children(search, child, 1, depth)
+        best = best_children(state, child, 1, depth)
         if not best:
             break
         pv.append(child.moves[best[0]])
@@ -206,24 +181,24 @@ def principal_variation(search: "Search", first: int) -> list[chess.Move]:
     return pv
 
 
-def verbose_stats(search: "Search") -> list[str]:
+def verbose_stats(state: "SearchState") -> list[str]:
     """lc0's VerboseMoveStats lines for the root: worst move first, best last, then the node line."""
     from engine import encoding
 
-    root = search.root
+    root = state.root
     if not root.expanded:
         return []
-    p = search.params
-    draw_score = draw_score_at(search, 0)
+    p = state.params
+    draw_score = draw_score_at(state, 0)
     fpu = compute_fpu(p, root, True, draw_score)
     cpuct = compute_cpuct(p, root.n, True)
     u_coeff = cpuct * math.sqrt(max(root.n - 1, 1))
     cn = np.asarray(root.cn, dtype=np.float64)
     q = np.where(cn > 0, np.asarray(root.cq) + draw_score * np.asarray(root.cd), fpu)
     u = u_coeff * root.p / (1.0 + cn + np.asarray(root.cnif))
-    mu = moves_left_utility(p, root, q) if search.network.has_mlh else None
+    mu = moves_left_utility(p, root, q) if state.network.has_mlh else None
     mu = mu if mu is not None else np.zeros_like(q)
-    board = search.root_board
+    board = state.root_board
     indices = encoding.policy_indices(board, 1)
     order = sorted(range(len(root.moves)), key=lambda i: (root.cn[i], q[i] + u[i]))
     lines = []
@@ -237,10 +212,10 @@ def verbose_stats(search: "Search") -> list[str]:
         else:
             stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
         tail = f"(U: {u[i]:6.5f}) (S: {q[i] + u[i] + mu[i]:8.5f}) "
-        lines.append(head + stats + tail + _value(search, board, child, move, 1.0, draw_score))
+        lines.append(head + stats + tail + _value(state, board, child, move, 1.0, draw_score))
     head = _head("node ", len(root.moves), root.n, sum(root.cnif), root.visited_policy)
     lines.append(head + _stats(-root.wl, root.d, root.m, -root.wl + draw_score * root.d)
-                 + _value(search, board, root, None, -1.0, draw_score))
+                 + _value(state, board, root, None, -1.0, draw_score))
     return lines
 
 
@@ -253,7 +228,7 @@ def _stats(wl: float, d: float, m: float, q: float) -> str:
     return f"(WL: {wl:8.5f}) (D: {d:5.3f}) (M: {m:4.1f}) (Q: {q:8.5f}) "
 
 
-def _value(search: "Search", board: chess.Board, node: Node | None, move: chess.Move | None,
+def _value(state: "SearchState", board: chess.Board, node: Node | None, move: chess.Move | None,
            sign: float, draw_score: float) -> str:
     """(V: …): the network's own value of the position (from the cache), terminal value, or -.----."""
     v = None
@@ -264,7 +239,7 @@ def _value(search: "Search", board: chess.Board, node: Node | None, move: chess.
         b = board.copy(stack=False) if move is not None else board
         if move is not None:
             b.push(move)
-        entry = search.cache.get((b._transposition_key(), b.halfmove_clock))
+        entry = state.cache.get((b._transposition_key(), b.halfmove_clock))
         if entry is not None:
             v = -entry.q
     text = f"(V: {sign * v:7.4f}) " if v is not None else "(V:  -.----) "
