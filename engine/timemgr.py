@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SMART_PRUNING_TOLERANCE_MS = 200
-"""Slowmover is applied only when the budget exceeds this (lc0)."""
+from engine.search.stoppers import SMART_PRUNING_TOLERANCE_MS  # lc0: slowmover only above it
 
 MIN_BUDGET_MS = 1.0
 

@@ -139,7 +139,7 @@ def test_uci_options_and_errors(tmp_path, tables):
     uci.handle(f"setoption name SyzygyPath value {SYZYGY}")
     uci.handle("position fen 7k/8/3r4/8/8/8/7P/1K1R4 w - - 0 1")
     uci.handle("go nodes 100")
-    uci._thread.join(timeout=60)
+    uci.controller.wait(timeout=60)
     lines = out.getvalue().splitlines()
     assert "bestmove d1d6" in lines[-1]
     hits = [int(ln.split(" tbhits ")[1].split()[0]) for ln in lines if ln.startswith("info depth")]

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from engine.encoding import encode_batch, policy_indices
-from engine.uci import NETS_DIR, UciEngine
+from engine.controller import NETS_DIR
+from engine.uci import UciEngine
 
 DEFAULT_NET = NETS_DIR / "xlazero-sf6x64.onnx"
 OTHER_NET = NETS_DIR / "untrained.onnx"
@@ -32,7 +33,7 @@ def _top_policy_move(path, board: chess.Board) -> str:
 def _bestmove(uci: UciEngine, out: io.StringIO, go: str) -> str:
     start = out.tell()
     uci.handle(go)
-    uci._thread.join(timeout=120)
+    uci.controller.wait(timeout=120)
     lines = out.getvalue()[start:].splitlines()
     return next(line.split()[1] for line in lines if line.startswith("bestmove"))
 
@@ -57,6 +58,6 @@ def test_network_change_drops_tree_and_cache(switch):
         # The same file with other options is another network as far as the engine knows; the
         # tree must go even though the outputs agree, so check the drop itself here.
         uci.handle("setoption name BackendOptions value max_batch=64")
-        assert uci.search is None and len(uci.cache) == 0
+        assert uci.controller.search is None and len(uci.controller.cache) == 0
     assert _bestmove(uci, out, "go nodes 1") == default_top
     uci.handle("quit")

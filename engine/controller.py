@@ -1,0 +1,314 @@
+"""The engine behind the UCI loop: the network, NN cache, tree, tablebases, time manager and
+the search thread, driven by option values and the commands' meaning (lc0's EngineController).
+
+It never prints: what it has to say goes to a :class:`Listener` (the UCI layer, which formats
+it). Every ``go`` gets exactly one ``bestmove`` callback: a legal move, or None without a legal
+move or without a network. A network that cannot be loaded is never played around: each ``go``
+reports ``no network loaded: …`` and answers None, which a GUI shows as the engine's failure
+instead of silently weak moves.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+import chess
+
+import engine
+from engine import options as opts
+from engine.backend import load_network
+from engine.search import Limits, NNCache, Search, ThinkingInfo, collector_paused, from_options
+from engine.tablebase import Tablebase, TablebaseError, open_tablebases
+from engine.timemgr import GoParams, TimeManager, parse_time_manager
+
+NETS_DIR = Path(engine.__file__).resolve().parent.parent / "nets"
+DEFAULT_NETWORK = NETS_DIR / opts.DEFAULT_NETWORK_FILE
+UNTRAINED_KEY = "xlazero_untrained"
+NETWORK_OPTIONS = ("WeightsFile", "Backend", "BackendOptions")
+"""Options whose change replaces the network (and drops the tree and cache computed by it)."""
+
+NETWORK_SUFFIXES = (".pb.gz", ".pb", ".onnx")
+"""Files ``<autodiscover>`` takes for networks."""
+
+
+def resolve_weights(value: str) -> Path:
+    """WeightsFile value -> path: ``<default>`` is the project's shipped network, and
+    ``<autodiscover>`` the newest network file in the working directory, else beside the engine
+    (the repository root, then nets/), as lc0 looks in its working and binary directories."""
+    if value in (opts.DEFAULT_WEIGHTS, ""):
+        return DEFAULT_NETWORK
+    if value == opts.AUTODISCOVER:
+        for folder in (Path.cwd(), NETS_DIR.parent, NETS_DIR):
+            found = [p for p in folder.iterdir()
+                     if p.is_file() and p.name.endswith(NETWORK_SUFFIXES)] if folder.is_dir() else []
+            if found:
+                return max(found, key=lambda p: (p.stat().st_mtime, p.name))
+        return Path(f"{opts.AUTODISCOVER}: no {'/'.join(NETWORK_SUFFIXES)} file in "
+                    f"{Path.cwd()}, {NETS_DIR.parent} or {NETS_DIR}")
+    return Path(value).expanduser()
+
+
+def is_untrained(path: Path) -> bool:
+    """Whether an ONNX file carries the shipped-untrained marker in its metadata."""
+    if path.suffix != ".onnx":
+        return False
+    try:
+        import onnx
+
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:
+        return False
+    return any(p.key == UNTRAINED_KEY and p.value == "1" for p in model.metadata_props)
+
+
+class Listener(Protocol):
+    """Where the controller's output goes (the UCI layer)."""
+
+    def message(self, text: str) -> None:
+        """A note for the user (``info string``)."""
+
+    def error(self, text: str) -> None:
+        """A problem the user must see (``info string error: …``)."""
+
+    def infos(self, board: chess.Board, infos: list[ThinkingInfo]) -> None:
+        """Search progress from the position ``board``."""
+
+    def bestmove(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> None:
+        """The answer to a ``go`` (None: no legal move or no network)."""
+
+
+class Controller:
+    """One engine session's state; every method is called from the UCI thread."""
+
+    def __init__(self, listener: Listener, values: Mapping[str, Any] | None = None) -> None:
+        self.listener = listener
+        self.values: dict[str, Any] = opts.defaults()
+        self.values.update(values or {})
+        self.network = None
+        self._network_key: tuple | None = None
+        self._load_error: str | None = None  # why the last load failed, repeated at each go
+        self.search: Search | None = None
+        self.tablebase: Tablebase | None = None
+        self._tablebase_path = ""
+        self.cache = NNCache(int(self.values["NNCacheSize"]))
+        self.board = chess.Board()
+        self.timemgr = TimeManager(int(self.values["MoveOverheadMs"]))
+        self._thread: threading.Thread | None = None
+        self._infinite_stop = threading.Event()
+        self._bestmove_sent = threading.Event()
+        self._go: GoParams | None = None
+        self._go_limits: dict = {}
+
+    # ------------------------------------------------------------------------------ commands
+    def set_option(self, name: str, value: Any) -> None:
+        """Store a parsed option value and apply what it changes at once."""
+        if name == "TimeManager":
+            parse_time_manager(value)  # a bad spec raises before anything changes
+        self.values[name] = value
+        if name in NETWORK_OPTIONS:
+            self._drop_network()
+        elif name == "NNCacheSize":
+            self.cache.resize(int(value))
+        elif name == "SyzygyPath":
+            self.ensure_tablebase()
+
+    def ready(self) -> None:
+        """isready: load what the options name, unless a search is running."""
+        if not self.searching:
+            self.ensure_network()
+            self.ensure_tablebase()
+
+    def new_game(self) -> None:
+        self.stop_and_join()
+        if self.search is not None:
+            self.search.clear()
+        self.cache.clear()
+        self.timemgr.new_game()
+        self.board = chess.Board(chess960=bool(self.values["UCI_Chess960"]))
+
+    def set_position(self, board: chess.Board) -> None:
+        self.board = board
+
+    def go(self, go: GoParams, limits: Mapping[str, int], searchmoves: tuple[chess.Move, ...],
+           arrived_at: float) -> None:
+        """Start a search on its own thread; ``limits`` holds go's nodes, depth and mate, and
+        the clock runs from ``arrived_at`` (when the go line arrived)."""
+        if self.searching:
+            self.listener.error("go: a search is already running; stopping it first")
+            self.stop_and_join()
+        self._infinite_stop.clear()
+        self._bestmove_sent.clear()
+        self.timemgr.move_overhead_ms = int(self.values["MoveOverheadMs"])
+        try:
+            self.timemgr.params = parse_time_manager(self.values["TimeManager"])
+        except ValueError as exc:  # set on the command line: reported, the previous one stays
+            self.listener.error(str(exc))
+        board = self.board.copy()
+        self._go = go
+        self._go_limits = dict(limits)
+        ok = self.ensure_network()
+        if ok:
+            params = from_options(self.values)
+            if self.search is None:
+                self.search = Search(self.network, params, self.cache)
+            self.ensure_tablebase()
+            self.search.params = params
+            self.search.tablebase = self.tablebase
+            self.cache.resize(params.nn_cache_size)
+        search_limits = self._make_limits(go, searchmoves, arrived_at)
+        clock_budget = search_limits.time_ms if go.movetime is None else None
+        self._thread = threading.Thread(target=self._search_thread, name="search", daemon=True,
+                                        args=(board, search_limits, clock_budget if ok else None, ok))
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._infinite_stop.set()
+        if self.search is not None:
+            self.search.stop()
+
+    def ponderhit(self, arrived_at: float) -> None:
+        if not self.searching or self._go is None or not self._go.ponder:
+            return
+        go = GoParams(**{**self._go.__dict__, "ponder": False})
+        limits = self._make_limits(go, (), arrived_at)
+        self._go = go
+        self.search.ponderhit(limits)
+
+    # ------------------------------------------------------------------------------ state
+    @property
+    def searching(self) -> bool:
+        """A search whose bestmove is not sent yet (a finished thread may still be exiting)."""
+        if self._thread is None:
+            return False
+        if self._bestmove_sent.is_set():
+            self._thread.join()
+            self._thread = None
+            return False
+        return self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait until the running search has answered (tests, quit)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def stop_and_join(self) -> None:
+        if self.searching:
+            self.stop()
+            self._thread.join()
+            self._thread = None
+
+    def _drop_network(self) -> None:
+        """Forget the network with everything computed by it: the tree and the NN cache."""
+        self.stop_and_join()
+        if self.search is not None:
+            self.search.close()
+        self.network = None
+        self.search = None
+        self._network_key = None
+        self.cache.clear()
+
+    def ensure_network(self) -> bool:
+        """Load the network named by the options if needed; report failures to the listener."""
+        key = tuple(self.values[k] for k in NETWORK_OPTIONS)
+        if self.network is not None and key == self._network_key:
+            return True
+        self._drop_network()
+        path = resolve_weights(self.values["WeightsFile"])
+        backend = self.values["Backend"]
+        if backend != "random" and not path.exists():
+            return self._load_failed(f"cannot load network {path}: file not found")
+        try:
+            self.network = load_network(str(path), self.values["BackendOptions"], backend=backend)
+        except Exception as exc:
+            return self._load_failed(f"cannot load network {path} with backend {backend}: "
+                                     f"{type(exc).__name__}: {exc}")
+        self._network_key = key
+        self._load_error = None
+        name = getattr(self.network, "name", path.name)
+        self.listener.message(f"loaded network {name} ({path}) with backend {backend}")
+        for line in getattr(self.network, "describe", lambda: [])():
+            self.listener.message(line)
+        if backend != "random" and is_untrained(path):
+            self.listener.message(f"network {path.name} is untrained (random weights): its moves "
+                                  "are not meaningful; set WeightsFile to a trained network")
+        return True
+
+    def ensure_tablebase(self) -> None:
+        """Open the Syzygy tables of SyzygyPath if it changed; a bad path is reported and the
+        engine goes on without tables."""
+        path = str(self.values["SyzygyPath"])
+        if path == self._tablebase_path:
+            return
+        self.stop_and_join()
+        if self.tablebase is not None:
+            self.tablebase.close()
+        self.tablebase, self._tablebase_path = None, path
+        try:
+            self.tablebase = open_tablebases(path)
+        except TablebaseError as exc:
+            self.listener.error(str(exc))
+            return
+        if self.tablebase is not None:
+            self.listener.message(f"Syzygy tablebases: {self.tablebase.tables} tables, up to "
+                                  f"{self.tablebase.max_pieces} pieces, from {path}")
+
+    def _load_failed(self, message: str) -> bool:
+        self._load_error = message
+        self.listener.error(message)
+        return False
+
+    # ------------------------------------------------------------------------------ search
+    def _make_limits(self, go: GoParams, searchmoves: tuple, arrived_at: float) -> Limits:
+        ints = self._go_limits
+        budget = self.timemgr.budget_ms(go, self.board.turn == chess.BLACK, self.board.ply())
+        return Limits(nodes=ints.get("nodes"), time_ms=budget, depth=ints.get("depth"),
+                      mate=ints.get("mate"), infinite=go.infinite or go.ponder,
+                      searchmoves=searchmoves, started_at=arrived_at)
+
+    def _search_thread(self, board: chess.Board, limits: Limits, clock_budget: float | None,
+                       ok: bool) -> None:
+        # The collector stays paused until bestmove is out: resuming it costs tens of ms.
+        with collector_paused():
+            self._search_and_answer(board, limits, clock_budget, ok)
+
+    def _search_and_answer(self, board: chess.Board, limits: Limits, clock_budget: float | None,
+                           ok: bool) -> None:
+        start = limits.started_at
+        best = ponder = None
+        listener = self.listener
+        try:
+            if not ok:
+                listener.error(f"no network loaded: {self._load_error}; set WeightsFile (and "
+                               "Backend, BackendOptions) to a network that loads")
+            elif any(board.legal_moves):
+                search = self.search
+                search.set_position(board)
+                result = search.run(
+                    limits, on_info=lambda infos: listener.infos(board, infos),
+                    on_verbose=lambda lines: [listener.message(ln) for ln in lines],
+                    verbose=bool(self.values["VerboseMoveStats"]),
+                    live_stats=bool(self.values["LogLiveStats"]))
+                best, ponder = result.bestmove, result.ponder
+        except Exception as exc:
+            listener.error(f"search failed: {type(exc).__name__}: {exc}")
+        if not ok:
+            best = ponder = None  # bestmove 0000: a GUI must not take this for play
+        elif best is None or best not in board.legal_moves:
+            best, ponder = next(iter(board.legal_moves), None), None
+        if limits.infinite and not self._infinite_stop.is_set():
+            # UCI: no bestmove before stop in infinite/ponder mode (ponderhit turns limits finite).
+            while not self._infinite_stop.is_set() and self._go is not None and (
+                    self._go.infinite or self._go.ponder):
+                self._infinite_stop.wait(0.01)
+        if self._go is not None and not (self._go.infinite or self._go.ponder):
+            self.timemgr.search_done(clock_budget, (time.monotonic() - start) * 1000.0)
+        if ponder is not None and best is not None:
+            after = board.copy(stack=False)
+            after.push(best)
+            if ponder not in after.legal_moves:
+                ponder = None
+        self._bestmove_sent.set()  # the thread only sends this answer and exits
+        listener.bestmove(board, best, ponder)
