@@ -1,0 +1,36 @@
+"""The import contracts of pyproject.toml ([tool.importlinter]) hold: the arrows point one way
+(engine.uci -> engine.controller -> engine.search -> engine.backend <- backend_xla), the protocol
+and the engine know no backend, backends see only the protocol, and no package has cycles."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_import_contracts_are_kept():
+    pytest.importorskip("importlinter", reason="import-linter is in the test extra: pip install -e '.[test]'")
+    proc = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
+                           "sys.exit(lint_imports(no_cache=True, no_logo=True))"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout
+
+
+def test_a_broken_contract_is_caught(tmp_path):
+    """The checker itself sees a forbidden arrow: a configuration that forbids what the engine
+    really imports (the search imports the protocol) must fail."""
+    pytest.importorskip("importlinter", reason="import-linter is in the test extra: pip install -e '.[test]'")
+    config = tmp_path / "contracts.ini"
+    config.write_text("[importlinter]\nroot_packages =\n    engine\n\n"
+                      "[importlinter:contract:probe]\nname = probe\ntype = forbidden\n"
+                      "source_modules =\n    engine.search\nforbidden_modules =\n    engine.backend\n")
+    proc = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
+                           f"sys.exit(lint_imports(config_filename={str(config)!r}, no_cache=True, no_logo=True))"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "BROKEN" in proc.stdout, proc.stdout[-2000:]
