@@ -331,11 +331,32 @@ def test_time_limit_counts_from_the_go_arrival():
     assert on_time.nodes > 1 and 150 <= on_time.time_ms < 1_000
 
 
-def test_search_params_defaults_are_the_uci_option_defaults():
-    """lc0's constants are declared in the option table; SearchParams' own defaults must agree."""
+def test_search_params_are_built_from_the_option_table():
+    """Each search option sets its own field, and the derived root parameters follow lc0's rules
+    (the root's cpuct only with RootHasOwnCpuctParams; FpuStrategyAtRoot=same follows FpuStrategy)."""
+    from engine import options as opts
     from engine.search import from_options
 
-    assert SearchParams() == from_options({})
+    base = from_options({})
+    assert SearchParams() == base
+    for option in opts.OPTIONS:
+        if not option.param:
+            continue
+        if option.kind == opts.CHECK:
+            value = not option.default
+        elif option.kind == opts.COMBO:
+            value = next(c for c in option.choices if c != option.default)
+        else:
+            value = option.max if option.default != option.max else option.min
+            value = int(value) if option.kind == opts.SPIN else float(value)
+        changed = from_options({option.name: value})
+        assert getattr(changed, option.param) == value, option.name
+        assert getattr(base, option.param) == option.default, option.name
+    assert from_options({"CPuctAtRoot": 3.0}).cpuct_at_root == base.cpuct
+    assert from_options({"CPuctAtRoot": 3.0, "RootHasOwnCpuctParams": True}).cpuct_at_root == 3.0
+    assert from_options({"FpuStrategy": "absolute"}).fpu_absolute_at_root
+    assert not from_options({"FpuStrategy": "absolute", "FpuStrategyAtRoot": "reduction"}).fpu_absolute_at_root
+    assert from_options({"RamLimitMb": 16}).max_tree_nodes < base.max_tree_nodes
 
 
 class SlowNetwork(ConstNetwork):
