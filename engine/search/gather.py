@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-import chess
 import numpy as np
 
 from engine import encoding, tablebase
@@ -156,8 +155,7 @@ def prefetch(state: SearchState, node: Node, budget: int, depth: int, batch: Bat
     if node.n == 0:
         return 0
     p = state.params
-    root_black = state.root_board.turn == chess.BLACK
-    draw_score = p.draw_score if ((depth % 2 == 1) == root_black) else -p.draw_score
+    draw_score = state.draw_score(depth)
     qm, pu, _ = child_scores(p, node, node is state.root, draw_score, state.network.has_mlh)
     started = [n + f for n, f in zip(node.cn, node.cnif)]
     scores = [q + u / (1.0 + s) for q, u, s in zip(qm, pu, started)]
@@ -187,7 +185,7 @@ def select(state: SearchState, visits: int, batch: Batch) -> None:
     """Distribute ``visits`` from the root down the tree by PUCT (multi-visit picking)."""
     p = state.params
     use_mlh = state.network.has_mlh
-    root_black = state.root_board.turn == chess.BLACK
+    draw_scores = (state.draw_score(0), state.draw_score(1))  # by depth parity
     stack: list[tuple[Node, int, int]] = [(state.root, visits, 0)]
     leaves = 0
     while stack:
@@ -208,8 +206,7 @@ def select(state: SearchState, visits: int, batch: Batch) -> None:
             leaf(state, node, k, depth, batch)
             continue
         at_root = node is state.root
-        # lc0's GetDrawScore: DrawScore at even depth for white at the root, negated otherwise.
-        draw_score = p.draw_score if ((depth % 2 == 1) == root_black) else -p.draw_score
+        draw_score = draw_scores[depth & 1]
         qm, pu, _ = child_scores(p, node, at_root, draw_score, use_mlh)
         mask = state.root_filter if at_root else None
         for i, cnt in assign_visits(qm, pu, node.cn, node.cnif, k, mask).items():

@@ -42,19 +42,12 @@ class ThinkingInfo:
     tbhits: int = 0
 
 
-def draw_score_at(state: "SearchState", depth: int) -> float:
-    """lc0's GetDrawScore(is_odd_depth): DrawScore for white at the root, sign alternating."""
-    root_black = state.root_board.turn == chess.BLACK
-    ds = state.params.draw_score
-    return ds if ((depth % 2 == 1) == root_black) else -ds
-
-
 def best_children(state: "SearchState", node: Node, count: int, depth: int = 0) -> list[int]:
     """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature: terminal wins first (shortest),
     then most visits, then higher Q, then higher prior; terminal losses last (longest first)."""
     if node.n == 0 or not node.expanded:
         return []
-    ds = draw_score_at(state, depth)
+    ds = state.draw_score(depth)
     mask = state.mask if node is state.root else None
     keys = []
     for i in range(len(node.moves)):
@@ -131,7 +124,7 @@ def make_infos(state: "SearchState") -> list[ThinkingInfo]:
     st = state.stats()
     common = dict(depth=st.average_depth, seldepth=st.max_depth, time_ms=int(st.elapsed_ms),
                   nodes=st.nodes, nps=st.nps, hashfull=st.hashfull, tbhits=st.tb_hits)
-    draw_score = draw_score_at(state, 0)
+    draw_score = state.draw_score(0)
     default_wl, default_d = -root.wl, root.d
     infos = []
     edges = best_children(state, root, p.multipv)
@@ -189,7 +182,7 @@ def verbose_stats(state: "SearchState") -> list[str]:
     if not root.expanded:
         return []
     p = state.params
-    draw_score = draw_score_at(state, 0)
+    draw_score = state.draw_score(0)
     fpu = compute_fpu(p, root, True, draw_score)
     cpuct = compute_cpuct(p, root.n, True)
     u_coeff = cpuct * math.sqrt(max(root.n - 1, 1))

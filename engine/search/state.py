@@ -160,6 +160,13 @@ class SearchState:
         self.remaining_hint = math.inf
         self.root_filter = None
 
+    def draw_score(self, depth: int) -> float:
+        """lc0's GetDrawScore(is_odd_depth): DrawScore is White's at the root and its sign
+        alternates with the side to move ``depth`` plies below the root."""
+        ds = self.params.draw_score
+        root_black = self.root_board.turn == chess.BLACK
+        return ds if ((depth % 2 == 1) == root_black) else -ds
+
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.start) * 1000.0
 
