@@ -33,7 +33,7 @@ _OPTION_ALIASES = {"policy_head": "policy_head", "policy-head": "policy_head",
 def check_format(weights: Lc0Weights) -> None:
     """lc0's ``CheckSrcFormat``: reject architectures the converter does not handle."""
     fmt = weights.format
-    if weights.net.onnx_model is not None and weights.weights is None:
+    if weights.net.HasField("onnx_model") and weights.weights is None:
         raise WeightsError(f"{weights.path}: holds an ONNX model, not weights (network "
                            f"{fmt.name('network')}): use load_lc0_onnx, which extracts it")
     if weights.weights is None:
@@ -113,8 +113,8 @@ def load_lc0_onnx(path: str | os.PathLike, options: str = "") -> onnx.ModelProto
     """
     weights = read_weights(path)
     opts = parse_options(options)
-    if weights.net.onnx_model is not None and weights.weights is None:
-        blob = weights.net.onnx_model.model or b""
+    if weights.net.HasField("onnx_model") and weights.weights is None:
+        blob = weights.net.onnx_model.model
         try:
             model = onnx.load_from_string(blob)
         except Exception as e:  # onnx raises DecodeError subclasses of several kinds

@@ -11,7 +11,7 @@ from onnx import TensorProto
 
 from .errors import WeightsError
 from .graph import INT32_MAX, GraphBuilder, Vec
-from .protowire import Message
+from .netproto import Message, present
 from .weights import ConvWeights, Lc0Weights, conv_block, layer_values
 
 INPUT_PLANES = 112
@@ -59,7 +59,7 @@ class Converter:
         return WeightsError(f"{self.src.path}: {message}")
 
     def vec(self, msg: Message | None, field: str, where: str) -> Vec:
-        layer = getattr(msg, field) if msg is not None else None
+        layer = present(msg, field)
         return Vec(layer_values(layer, f"{where}.{field}"), f"{where}.{field}")
 
     def W(self, vec: Vec, dims, order=None, dtype=None) -> np.ndarray:
@@ -179,7 +179,7 @@ class Converter:
             c2 = conv_block(block.conv2, where + ".conv2")
             name = f"/block{i}"
             inner = self.conv_block(c1, nf, nf, flow, name + "/conv1")
-            se = (block.se, where + ".se") if block.se is not None else None
+            se = (block.se, where + ".se") if block.HasField("se") else None
             flow = self.conv_block(c2, nf, nf, inner, name + "/conv2", se=se, mixin=flow)
         return flow
 
@@ -234,11 +234,11 @@ class Converter:
     def encoder_layer(self, layer: Message, where: str, emb: int, heads: int, x: str, name: str,
                       act: int, alpha: float = 1.0) -> str:
         g = self.g
-        mha, mwhere = layer.mha, where + ".mha"
+        mha, mwhere = present(layer, "mha"), where + ".mha"
         if mha is None:
             raise self.fail(f"{mwhere}: missing attention weights")
         for rpe in ("rpe_q", "rpe_k", "rpe_v"):
-            if mha.has(rpe):
+            if mha.HasField(rpe):
                 raise self.fail(f"{mwhere}.{rpe}: relative position encodings are not supported")
         q_b = self.vec(mha, "q_b", mwhere)
         d_model = q_b.size
@@ -256,7 +256,7 @@ class Converter:
             proj[key] = g.transpose(f"{name}/mha/{key}/transpose", flow, perm)
         flow = g.matmul(name + "/mha/QK/matmul", proj["Q"], proj["K"])
         flow = g.mul(name + "/mha/QK/scale", flow, g.scalar(1.0 / np.sqrt(np.float32(depth))))
-        if mha.smolgen is not None:
+        if mha.HasField("smolgen"):
             sg = self.smolgen(layer, where, emb, heads, x, name)
             flow = g.add(name + "/smolgen_weights", flow, sg)
         flow = g.softmax(name + "/mha/QK/softmax", flow, 3)
@@ -273,7 +273,7 @@ class Converter:
         flow = self.layer_norm(flow, name + "/ln1", self.vec(layer, "ln1_gammas", where),
                                self.vec(layer, "ln1_betas", where), emb, self.default_eps)
         ffn_act = self.fmt.ffn_activation or act
-        if layer.ffn is None:
+        if not layer.HasField("ffn"):
             raise self.fail(f"{where}.ffn: missing feed-forward weights")
         flow = self.ffn(layer.ffn, where + ".ffn", emb, flow, name, ffn_act, alpha)
         return self.layer_norm(flow, name + "/ln2", self.vec(layer, "ln2_gammas", where),
@@ -310,7 +310,7 @@ class Converter:
 
     def attention_body(self, x: str) -> str:
         g, w = self.g, self.w
-        if w.has("smolgen_w"):
+        if w.HasField("smolgen_w"):
             sw = self.vec(w, "smolgen_w", "weights")
             if sw.size % (SQUARES * SQUARES):
                 raise self.fail(f"weights.smolgen_w: {sw.size} values is not a multiple of 4096")
@@ -338,22 +338,22 @@ class Converter:
         if embedding == EMBEDDING_PE_DENSE:
             flow = self.layer_norm(flow, "/attn_body/ln", self.vec(w, "ip_emb_ln_gammas", "weights"),
                                    self.vec(w, "ip_emb_ln_betas", "weights"), emb, _PE_DENSE_EPS)
-        if w.has("ip_mult_gate") or w.has("ip_add_gate"):
+        if w.HasField("ip_mult_gate") or w.HasField("ip_add_gate"):
             flow = g.reshape("/attn_body/ma_gating/rehape", flow, "/const/ma_gating/shape1", [-1, SQUARES, emb])
-            if w.has("ip_mult_gate"):
+            if w.HasField("ip_mult_gate"):
                 flow = g.mul("/ip_mul_gate", flow, self.dense_T(self.vec(w, "ip_mult_gate", "weights"), SQUARES, emb))
-            if w.has("ip_add_gate"):
+            if w.HasField("ip_add_gate"):
                 flow = g.add("/ip_add_gate", flow, self.dense_T(self.vec(w, "ip_add_gate", "weights"), SQUARES, emb))
         flow = g.reshape("/attn_body/rehape", flow, "/const/ma_gating/shape2", [-1, emb])
         alpha = float(np.float32(2.0 * self.num_enc_blocks) ** np.float32(-0.25))
         if embedding == EMBEDDING_PE_DENSE:
-            if w.ip_emb_ffn is None:
+            if not w.HasField("ip_emb_ffn"):
                 raise self.fail("weights.ip_emb_ffn: PE_DENSE embedding without its feed-forward weights")
             flow = self.ffn(w.ip_emb_ffn, "weights.ip_emb_ffn", emb, flow, "/attn_body",
                             self.fmt.ffn_activation or self.default_activation, alpha)
             flow = self.layer_norm(flow, "/attn_body/ln2", self.vec(w, "ip_emb_ffn_ln_gammas", "weights"),
                                    self.vec(w, "ip_emb_ffn_ln_betas", "weights"), emb, _PE_DENSE_EPS)
-        heads = w.headcount or 0
+        heads = w.headcount
         for i, layer in enumerate(w.encoder):
             flow = self.encoder_layer(layer, f"weights.encoder[{i}]", emb, heads, flow, f"/encoder{i}",
                                       self.default_activation, alpha)

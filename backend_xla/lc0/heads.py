@@ -14,7 +14,7 @@ import numpy as np
 from .convert import SQUARES, Converter
 from .graph import INT32_MAX, Vec
 from .policy_map import CONV_POLICY_PLANES, POLICY_SIZE, attention_policy_map, conv_policy_map
-from .protowire import Message
+from .netproto import Message, present
 from .weights import conv_block
 
 POLICY_CLASSICAL, POLICY_CONVOLUTION, POLICY_ATTENTION = 1, 2, 3
@@ -35,33 +35,30 @@ class Head:
     where: str
 
 
-def _heads(w: Message, container: str, fields: dict[str, str], default: str, message: str,
+def _heads(w: Message, container: str, fields: dict[str, str], default: str,
            legacy_fields: tuple[str, ...]) -> dict[str, Head]:
     """Heads of one kind by lc0 name: from the multi-head container when the file has one (its
     default head always exists, possibly empty), else the legacy single head in ``weights``."""
-    multi = getattr(w, container)
+    multi = present(w, container)
     if multi is not None:
         heads = {}
         for name, field in fields.items():
-            msg = getattr(multi, field)
-            if msg is not None or name == default:
-                heads[name] = Head(name, msg or Message(message), f"weights.{container}.{field}")
+            if multi.HasField(field) or name == default:
+                heads[name] = Head(name, getattr(multi, field), f"weights.{container}.{field}")
         return heads
-    if any(w.has(f) for f in legacy_fields):
+    if any(w.HasField(f) for f in legacy_fields):
         return {default: Head(default, w, "weights")}
     return {}
 
 
 def policy_heads(w: Message) -> dict[str, Head]:
     """Available policy heads by lc0 name (``--policy-head``)."""
-    return _heads(w, "policy_heads", _POLICY_HEAD_FIELDS, "vanilla", "PolicyHead",
-                  ("policy", "policy1", "ip_pol_w"))
+    return _heads(w, "policy_heads", _POLICY_HEAD_FIELDS, "vanilla", ("policy", "policy1", "ip_pol_w"))
 
 
 def value_heads(w: Message) -> dict[str, Head]:
     """Available value heads by lc0 name (``--value-head``)."""
-    return _heads(w, "value_heads", _VALUE_HEAD_FIELDS, "winner", "ValueHead",
-                  ("value", "ip_val_w", "ip1_val_w"))
+    return _heads(w, "value_heads", _VALUE_HEAD_FIELDS, "winner", ("value", "ip_val_w", "ip1_val_w"))
 
 
 def _select(c: Converter, heads: dict[str, Head], name: str, kind: str) -> Head:
@@ -78,7 +75,7 @@ def _shared_policy_embedding(c: Converter, head: Head, field: str) -> Vec:
     if own.size:
         return own
     w = c.w
-    if w.policy_heads is not None and w.policy_heads.has(field):
+    if w.HasField("policy_heads") and w.policy_heads.HasField(field):
         return c.vec(w.policy_heads, field, "weights.policy_heads")
     return c.vec(w, field, "weights")
 
@@ -90,9 +87,9 @@ def policy_head(c: Converter, x: str, head_name: str) -> str:
     out = "/output/policy"
     if c.fmt.policy == POLICY_ATTENTION:
         _attention_policy(c, x, head, out)
-    elif msg.policy is None or not msg.policy.has("weights"):
+    elif not msg.HasField("policy") or not msg.policy.HasField("weights"):
         raise c.fail(f"{where}.policy: the selected policy head {head_name!r} is empty")
-    elif msg.policy1 is not None and msg.policy1.has("weights"):
+    elif msg.HasField("policy1") and msg.policy1.HasField("weights"):
         if c.num_enc_blocks > 0:
             raise c.fail("convolution policy is not supported with an attention body")
         nf = c.num_filters
@@ -134,7 +131,7 @@ def _attention_policy(c: Converter, x: str, head: Head, out: str) -> None:
                     c.dense_T(_shared_policy_embedding(c, head, "ip_pol_w"), in_size, pol_emb))
     flow = g.add("/policy/dense1/add", flow, c.W(pol_b, [pol_emb]))
     flow = c.activation(flow, "/policy/dense1", act)
-    heads = msg.pol_headcount or 0
+    heads = msg.pol_headcount
     for i, layer in enumerate(msg.pol_encoder):
         flow = c.encoder_layer(layer, f"{where}.pol_encoder[{i}]", pol_emb, heads, flow,
                                f"/policy/enc_layer_{i}", act)

@@ -1,7 +1,8 @@
 """lc0's ``net.proto`` (package pblczero, proto2) as field tables: numbers, names, kinds, enums.
 
-Transcribed from LeelaChessZero/lczero-common ``proto/net.proto``; only the field numbers and types
-are used, to drive :mod:`.protowire`. A kind is a scalar type name or the name of a message type.
+Transcribed from LeelaChessZero/lczero-common ``proto/net.proto``; :mod:`.netproto` builds the
+protobuf descriptor from these field numbers and types. A kind is a scalar type name or the name
+of a message type.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Reading lc0's weight files (``.pb.gz``): gzip with a size cap, net.proto decoding, format fix-ups.
+"""Reading lc0's weight files (``.pb.gz``): gzip with a size cap, net.proto parsing (protobuf,
+with the descriptor of :mod:`.netproto`), format fix-ups.
 
 Layer decoding and batch-norm folding follow lc0 (``utils/weights_adapter.cc``,
 ``neural/network_legacy.cc``); format defaults for older files follow ``neural/loader.cc``.
@@ -14,7 +15,7 @@ import numpy as np
 
 from . import schema
 from .errors import WeightsError
-from .protowire import Message, decode
+from .netproto import Message, parse, present
 
 WEIGHT_MAGIC = 0x1C0
 """``Net.magic`` of every lc0 weight file."""
@@ -54,8 +55,9 @@ class NetworkFormat:
 class Lc0Weights:
     """A parsed lc0 weight file.
 
-    ``net`` is the decoded ``Net`` message (``net.weights`` holds the layers, still encoded:
-    use :func:`layer_values`); ``format`` the network format after lc0's fix-ups;
+    ``net`` is the parsed ``Net`` protobuf message (``net.weights`` holds the layers, still
+    encoded: use :func:`layer_values`); ``weights`` is ``None`` when the file has none (an
+    embedded ONNX model); ``format`` the network format after lc0's fix-ups;
     ``had_network_format`` whether the file declared one at all (older files do not).
     """
 
@@ -67,8 +69,8 @@ class Lc0Weights:
     license: str
 
     @property
-    def weights(self) -> Message:
-        return self.net.weights
+    def weights(self) -> Message | None:
+        return present(self.net, "weights")
 
     @property
     def input_format(self) -> int:
@@ -140,23 +142,24 @@ def parse_weights(data: bytes, path: str = "<bytes>") -> Lc0Weights:
         raise WeightsError(f"{path}: too small to be an lc0 weight file ({len(data)} bytes)")
     if data[:2] in (b"1\n", b"2\n"):
         raise WeightsError(f"{path}: old text weight format (version {data[:1].decode()}) is not supported")
-    net = decode(data, "Net", where=path)
+    net = parse(data, "Net", where=path)
     if net.magic != WEIGHT_MAGIC:
-        got = "none" if net.magic is None else hex(net.magic)
+        got = hex(net.magic) if net.HasField("magic") else "none"
         raise WeightsError(f"{path}: not an lc0 weight file (expected magic 0x1c0, got {got})")
-    fmt_msg = net.format.network_format if net.format is not None else None
-    version = net.min_version
+    fmt_msg = present(present(net, "format"), "network_format")
+    version = net.min_version  # unset fields read as 0, as lc0 reads them
+    license = net.license  # protobuf hands back bytes for a proto2 string that is not UTF-8
+    if isinstance(license, bytes):
+        license = license.decode("utf-8", errors="replace")
     return Lc0Weights(
         path=path, net=net, format=_fixed_format(net, fmt_msg), had_network_format=fmt_msg is not None,
-        min_version=(version.major or 0, version.minor or 0, version.patch or 0) if version else (0, 0, 0),
-        license=net.license or "")
+        min_version=(version.major, version.minor, version.patch), license=license)
 
 
 def _fixed_format(net: Message, fmt: Message | None) -> NetworkFormat:
     """lc0's ``FixOlderWeightsFile``: defaults for files from before each format field existed."""
-    v = {name: (getattr(fmt, name) if fmt is not None else None) or 0
-         for name in schema.NETWORK_FORMAT_ENUMS}
-    weights = net.weights
+    v = {name: getattr(fmt, name) if fmt is not None else 0 for name in schema.NETWORK_FORMAT_ENUMS}
+    weights = present(net, "weights")
     n_encoders = len(weights.encoder) if weights is not None else 0
     if fmt is None:
         v.update(input=1, output=1, network=3, value=1, policy=1)
@@ -166,14 +169,14 @@ def _fixed_format(net: Message, fmt: Message | None) -> NetworkFormat:
         v.update(network=4, value=1, policy=1)
     elif v["network"] == 4 and n_encoders > 0:  # attention body written with an older proto
         v["network"] = 6
-        if weights.has("smolgen_w"):
+        if weights.HasField("smolgen_w"):
             v.update(ffn_activation=8, smolgen_activation=7)  # RELU_2, SWISH
     elif v["network"] == 134:  # NETWORK_AB_LEGACY_WITH_MULTIHEADFORMAT
         v["network"] = 7
     if v["network"] == 6:
-        if weights is not None and weights.has("policy_heads") and weights.has("value_heads"):
+        if weights is not None and weights.HasField("policy_heads") and weights.HasField("value_heads"):
             v.update(network=7, input_embedding=2)
-        if fmt is None or not fmt.has("input_embedding"):
+        if fmt is None or not fmt.HasField("input_embedding"):
             if v["input_embedding"] == 0:
                 v["input_embedding"] = 1  # PE_MAP
     return NetworkFormat(**v)
@@ -188,7 +191,7 @@ def layer_values(layer: Message | None, where: str) -> np.ndarray:
     """
     if layer is None or not layer.params:
         return np.zeros(0, np.float32)
-    encoding = layer.encoding if layer.encoding is not None else ENC_LINEAR16
+    encoding = layer.encoding if layer.HasField("encoding") else ENC_LINEAR16
     params = layer.params
     width = 4 if encoding == ENC_FLOAT32 else 2
     if encoding not in (ENC_LINEAR16, ENC_FLOAT16, ENC_BFLOAT16, ENC_FLOAT32):
@@ -200,8 +203,8 @@ def layer_values(layer: Message | None, where: str) -> np.ndarray:
             f"is not a multiple of {width}")
     if encoding == ENC_LINEAR16:
         theta = np.frombuffer(params, "<u2").astype(np.float32) / _LINEAR16_SCALE
-        lo = np.float32(layer.min_val or 0.0)
-        hi = np.float32(layer.max_val or 0.0)
+        lo = np.float32(layer.min_val)
+        hi = np.float32(layer.max_val)
         values = lo * (np.float32(1) - theta) + hi * theta
     elif encoding == ENC_FLOAT16:
         values = np.frombuffer(params, "<f2").astype(np.float32)
@@ -210,7 +213,7 @@ def layer_values(layer: Message | None, where: str) -> np.ndarray:
     else:
         values = np.frombuffer(params, "<f4").astype(np.float32)
     if layer.dims:
-        expected = int(np.prod(layer.dims))
+        expected = int(np.prod(list(layer.dims)))
         if expected != values.size:
             raise WeightsError(f"{where}: dims {list(layer.dims)} declare {expected} values, "
                                f"params hold {values.size}")

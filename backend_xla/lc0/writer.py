@@ -1,4 +1,5 @@
-"""Writing lc0 weight files: encode layers and serialize a ``Net`` back to ``.pb.gz``.
+"""Writing lc0 weight files: encode layers and serialize a ``Net`` back to ``.pb.gz`` (protobuf's
+``SerializeToString``).
 
 Used to make modified networks (re-randomized weights, damaged files) for tests and tools.
 """
@@ -10,7 +11,7 @@ import os
 
 import numpy as np
 
-from .protowire import Message, encode
+from .netproto import Message, message
 from .weights import ENC_BFLOAT16, ENC_FLOAT16, ENC_FLOAT32, ENC_LINEAR16
 
 
@@ -33,12 +34,12 @@ def encode_layer(values: np.ndarray, encoding: int = ENC_LINEAR16) -> Message:
         fields["params"] = flat.astype("<f4").tobytes()
     else:
         raise ValueError(f"unknown layer encoding {encoding}")
-    return Message("Layer", fields)
+    return message("Layer", fields)
 
 
 def serialize(net: Message) -> bytes:
     """The protobuf bytes of a ``Net`` message."""
-    return encode(net)
+    return net.SerializeToString()
 
 
 def write_weights(net: Message, path: str | os.PathLike) -> None:

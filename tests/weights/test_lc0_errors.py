@@ -14,7 +14,7 @@ import onnx
 import pytest
 
 from backend_xla.lc0 import WeightsError, build_onnx, load_lc0_onnx, read_weights
-from backend_xla.lc0.protowire import Message
+from backend_xla.lc0.netproto import message
 from backend_xla.lc0.weights import parse_weights
 from backend_xla.lc0.writer import encode_layer, serialize, write_weights
 from lc0w_helpers import shared
@@ -80,7 +80,7 @@ def test_gzip_of_something_else(tmp_path):
 
 def test_wrong_magic(tmp_path):
     net = parse_weights(_raw(shared(*SMALL_NET)))
-    net.net.values["magic"] = 0x1234
+    net.net.magic = 0x1234
     _expect(_write(tmp_path, "net.pb.gz", serialize(net.net)), "expected magic 0x1c0, got 0x1234")
 
 
@@ -131,13 +131,13 @@ def _modified(tmp_path, edit, name="net.pb.gz"):
 
 def test_unsupported_network_format(tmp_path):
     def edit(net):
-        net.format.network_format.values["value"] = 3  # VALUE_PARAM
+        net.format.network_format.value = 3  # VALUE_PARAM
     _expect(_modified(tmp_path, edit), "value", "VALUE_PARAM", build=True)
 
 
 def test_unsupported_default_activation(tmp_path):
     def edit(net):
-        net.format.network_format.values["default_activation"] = 7
+        net.format.network_format.default_activation = 7
     _expect(_modified(tmp_path, edit), "default_activation", build=True)
 
 
@@ -145,27 +145,27 @@ def test_wrong_weight_size_names_the_layer(tmp_path):
     def edit(net):
         layer = net.weights.residual[1].conv2.weights
         values = np.frombuffer(layer.params, "<u2")[:-9]
-        layer.values["params"] = values.tobytes()
+        layer.params = values.tobytes()
     _expect(_modified(tmp_path, edit), "weights.residual[1].conv2", "expected", build=True)
 
 
 def test_declared_dims_must_match(tmp_path):
     def edit(net):
-        net.weights.input.biases.values["dims"] = [7, 7]
+        net.weights.input.biases.dims[:] = [7, 7]
     _expect(_modified(tmp_path, edit), "weights.input.biases", "dims", build=True)
 
 
 def test_unknown_layer_encoding(tmp_path):
     def edit(net):
-        net.weights.input.biases.values["encoding"] = 9
+        net.weights.input.biases.encoding = 9
     _expect(_modified(tmp_path, edit), "weights.input.biases", "unsupported layer encoding", build=True)
 
 
 def test_odd_float16_params(tmp_path):
     def edit(net):
         layer = encode_layer(np.ones(32), 2)
-        layer.values["params"] = layer.params[:-1]
-        net.weights.values["ip2_val_b"] = layer
+        layer.params = layer.params[:-1]
+        net.weights.ip2_val_b.CopyFrom(layer)
     _expect(_modified(tmp_path, edit), "weights.ip2_val_b", "multiple of 2", build=True)
 
 
@@ -176,7 +176,7 @@ def test_missing_head_and_unknown_head_name(tmp_path):
 
     def edit(net):
         for key in ("value", "ip1_val_w", "ip1_val_b", "ip2_val_w", "ip2_val_b"):
-            net.weights.values.pop(key, None)
+            net.weights.ClearField(key)
     _expect(_modified(tmp_path, edit), "value head", build=True)
 
 
@@ -189,8 +189,26 @@ def test_cli_reports_errors(tmp_path):
 
 
 def test_message_reads_unset_fields_as_absent():
-    layer = Message("Layer")
-    assert layer.params is None and layer.dims == [] and not layer.has("params")
+    layer = message("Layer")
+    assert layer.params == b"" and list(layer.dims) == [] and not layer.HasField("params")
+    assert not layer.HasField("encoding")  # read as LINEAR16, lc0's default, by layer_values
+    parsed = parse_weights(serialize(message("Net", {"magic": 0x1C0, "weights": message("Weights")})))
+    assert parsed.weights is not None and parsed.net.weights.ListFields() == []
+    assert parse_weights(serialize(message("Net", {"magic": 0x1C0}))).weights is None
+
+
+def test_unknown_enum_values_are_kept(tmp_path):
+    """Enum fields are open integers: a value net.proto does not name reaches the format check
+    instead of turning into the default (as a closed proto2 enum would)."""
+    def edit(net):
+        net.format.network_format.policy = 77
+    _expect(_modified(tmp_path, edit), "policy", "77", build=True)
+
+
+def test_garbage_protobuf_names_what_was_expected(tmp_path):
+    raw = _raw(shared(*SMALL_NET))
+    path = _write(tmp_path, "net.pb.gz", raw[:40] + b"\x0f" * 64)  # wire type 7 does not exist
+    _expect(path, "pblczero.Net", "expected a complete message")
 
 
 def test_cli_converts_like_build_onnx(tmp_path):

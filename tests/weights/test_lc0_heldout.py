@@ -13,7 +13,7 @@ import pytest
 from onnx import numpy_helper
 
 from backend_xla.lc0 import build_onnx, describe, read_weights
-from backend_xla.lc0.protowire import Message
+from backend_xla.lc0.netproto import Message, message
 from backend_xla.lc0.weights import layer_values, parse_weights
 from backend_xla.lc0.writer import encode_layer, write_weights
 from conftest import lc0_planes
@@ -99,8 +99,9 @@ class Randomizer:
     def conv(self, block: Message, cout: int, cin: int, k: int, with_bn: bool) -> dict:
         w, wl = self.layer((cout, cin, k, k), 1.5 / np.sqrt(cin * k * k))
         b, bl = self.layer((cout,), 0.1)
-        block.values.clear()
-        block.values.update(weights=wl, biases=bl)
+        block.Clear()
+        block.weights.CopyFrom(wl)
+        block.biases.CopyFrom(bl)
         out = {"w": w.astype(np.float64), "b": b.astype(np.float64)}
         if with_bn:
             bn = {}
@@ -110,13 +111,13 @@ class Randomizer:
                                                 ("beta", "bn_betas", 0.1, False)):
                 arr, layer = self.layer((cout,), scale, positive)
                 bn[key] = arr.astype(np.float64)
-                block.values[field] = layer
+                getattr(block, field).CopyFrom(layer)
             out["bn"] = bn
         return out
 
     def dense(self, holder: Message, field: str, shape, scale=None) -> np.ndarray:
         v, layer = self.layer(shape, scale if scale is not None else 1.0 / np.sqrt(shape[-1]))
-        holder.values[field] = layer
+        getattr(holder, field).CopyFrom(layer)
         return v.astype(np.float64)
 
 
@@ -168,7 +169,7 @@ def test_older_file_without_format_uses_lc0_defaults(tmp_path):
     """A classical-policy, classical-value net written without any format fields."""
     name = "res-classical-b2f32-polclassical-valclassical-relu-bn"
     net = copy.deepcopy(parse_weights(gzip.decompress(shared("zoo", f"{name}.pb.gz").read_bytes())).net)
-    del net.values["format"]
+    net.ClearField("format")
     path = tmp_path / "old.pb.gz"
     write_weights(net, path)
     weights = read_weights(path)
@@ -186,7 +187,8 @@ def test_older_file_without_format_uses_lc0_defaults(tmp_path):
                                               (2, "NETWORK_SE_WITH_HEADFORMAT")])
 def test_old_network_structures_are_upgraded(tmp_path, network, expected):
     net = copy.deepcopy(parse_weights(gzip.decompress(shared("maia", "maia-1100.pb.gz").read_bytes())).net)
-    net.format.network_format.values.update(network=network, policy=0, value=0)
+    fmt = net.format.network_format
+    fmt.network, fmt.policy, fmt.value = network, 0, 0
     path = tmp_path / "old.pb.gz"
     write_weights(net, path)
     fmt = read_weights(path).format
@@ -211,6 +213,6 @@ def test_layer_encodings_round_trip(encoding, tolerance):
 def test_linear16_decodes_like_lc0():
     """q / 65535 interpolates between min_val and max_val (lc0's LayerAdapter)."""
     q = np.array([0, 65535, 32768, 1], "<u2")
-    layer = Message("Layer", {"min_val": -2.0, "max_val": 6.0, "params": q.tobytes()})
+    layer = message("Layer", {"min_val": -2.0, "max_val": 6.0, "params": q.tobytes()})
     theta = q.astype(np.float64) / 65535
     np.testing.assert_allclose(layer_values(layer, "l"), -2.0 * (1 - theta) + 6.0 * theta, rtol=1e-7)
