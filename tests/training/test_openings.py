@@ -5,8 +5,8 @@ from __future__ import annotations
 import chess
 import pytest
 
-from engine.training.openings import OpeningConfig, balanced_openings, write_epd
-from engine.training.stockfish import Line
+from nets.training.openings import OpeningConfig, balanced_openings, write_epd
+from nets.training.stockfish import Line
 
 
 class ScoringEngine:

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from engine.encoding import encode_planes, policy_indices
-from engine.training import datagen
-from engine.training.datagen import GenConfig, chunk_path, generate, make_chunk
-from engine.training.records import (dense_policy, legal_mask, list_chunks, masks_to_planes,
+from nets.training import datagen
+from nets.training.datagen import GenConfig, chunk_path, generate, make_chunk
+from nets.training.records import (dense_policy, legal_mask, list_chunks, masks_to_planes,
                                      read_chunk, write_chunk)
-from engine.training.stockfish import MATE_CP, Line, _parse_info
+from nets.training.stockfish import MATE_CP, Line, _parse_info
 
 FAKE_LINES = 3
 
@@ -112,7 +112,7 @@ def test_stockfish_info_lines_parse():
 
 
 def test_match_score_and_interval():
-    from engine.training.evaluate import MatchResult
+    from nets.training.evaluate import MatchResult
     r = MatchResult(wins=6, draws=4, losses=10)
     assert r.games == 20 and r.score == pytest.approx(0.4)
     # per-game scores: 6 x 1, 4 x 0.5, 10 x 0 -> population variance 0.19, stderr sqrt(0.19/20)
