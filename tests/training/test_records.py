@@ -1,7 +1,8 @@
 """Training records: generation (with a fake engine in place of Stockfish), chunk files, decoding.
 
-The truth for planes is the engine's own encoder (engine.encoding.encode_planes) applied to the
-position rebuilt from the stored game; for policy targets, python-chess's legal moves.
+The truth for planes is the position rebuilt from the stored game, its planes laid out from
+python-chess alone and made by the engine's own encoder (engine.encoding.encode_planes); for policy
+targets, python-chess's legal moves.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import pytest
 from engine.encoding import encode_planes, policy_indices
 from nets.training import datagen
 from nets.training.datagen import GenConfig, chunk_path, generate, make_chunk
-from nets.training.records import (dense_policy, legal_mask, list_chunks, masks_to_planes,
-                                     read_chunk, write_chunk)
+from nets.training.records import (decode_planes, dense_policy, legal_mask, list_chunks, read_chunk,
+                                   write_chunk)
 from nets.training.stockfish import MATE_CP, Line, _parse_info
 
 FAKE_LINES = 3
@@ -62,11 +63,39 @@ def test_chunk_round_trips_through_a_file(chunk, tmp_path):
     assert [back.board(i).fen() for i in range(len(back))] == [chunk.board(i).fen() for i in range(len(chunk))]
 
 
-def test_stored_masks_decode_to_the_engine_planes(chunk):
+def python_chess_planes(board: chess.Board) -> np.ndarray:
+    """lc0's input-format-1 planes of ``board`` from python-chess alone: 8 history steps of 13 planes
+    (our / their P N B R Q K, repetition; nothing before the start position), castling rights,
+    black to move, rule50, zeros, ones; squares in the side to move's frame."""
+    planes = np.zeros((112, 8, 8), np.float32)
+    us = board.turn
+    frame = chess.square_mirror if us == chess.BLACK else (lambda square: square)
+    past = board.copy()
+    for t in range(8):
+        for k, piece_type in enumerate(chess.PIECE_TYPES):
+            for colour, first in ((us, 0), (not us, 6)):
+                for square in map(frame, past.pieces(piece_type, colour)):
+                    planes[13 * t + first + k, square // 8, square % 8] = 1
+        planes[13 * t + 12] = past.is_repetition(2)
+        if not past.move_stack:
+            break
+        past.pop()
+    rights = (board.has_queenside_castling_rights(us), board.has_kingside_castling_rights(us),
+              board.has_queenside_castling_rights(not us), board.has_kingside_castling_rights(not us))
+    planes[104:108] = np.array(rights, np.float32)[:, None, None]
+    planes[108] = us == chess.BLACK
+    planes[109] = board.halfmove_clock
+    planes[111] = 1
+    return planes
+
+
+def test_stored_masks_decode_to_the_planes_of_the_rebuilt_position(chunk):
     assert len(chunk) >= CFG["positions_per_chunk"]
-    planes = masks_to_planes(chunk.masks, chunk.rule50, chunk.black)
+    planes = decode_planes(chunk.masks, chunk.rule50, chunk.black)
     for i in range(len(chunk)):
-        np.testing.assert_array_equal(planes[i], encode_planes(chunk.board(i)), err_msg=f"position {i}")
+        board = chunk.board(i)
+        np.testing.assert_array_equal(planes[i], python_chess_planes(board), err_msg=f"position {i}")
+        np.testing.assert_array_equal(planes[i], encode_planes(board), err_msg=f"position {i}")
     assert chunk.black.any() and (chunk.rule50 > 0).any()  # both frames and rule50 exercised
 
 
