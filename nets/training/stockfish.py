@@ -1,14 +1,15 @@
-"""A minimal UCI driver for Stockfish's MultiPV analysis (training-time tool only).
+"""Stockfish's MultiPV analysis through python-chess (``chess.engine``): the training labels.
 
-Talks UCI over pipes directly (no asyncio layer), since labelling is the cost of data generation.
 Install Stockfish with ``apt-get install stockfish`` (Debian's 15.1 is what the project used).
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass
+
+import chess
+import chess.engine
 
 DEFAULT_STOCKFISH = "/usr/games/stockfish"
 MATE_CP = 10_000
@@ -32,69 +33,52 @@ def find_stockfish(path: str | None = None) -> str:
     return found
 
 
+def line_of(info: chess.engine.InfoDict) -> Line | None:
+    """The :class:`Line` of one MultiPV entry of ``analyse``; None for an entry without a move
+    (Stockfish's answer in a position without legal moves)."""
+    if not info.get("pv"):
+        return None
+    score = info["score"].relative
+    mate = score.mate()
+    cp = score.score() if mate is None else (MATE_CP - abs(mate)) * (1 if mate > 0 else -1)
+    wdl = info["wdl"].relative
+    return Line(info["pv"][0].uci(), cp, (wdl.wins, wdl.draws, wdl.losses))
+
+
 class Stockfish:
     """One Stockfish process with Threads=1, MultiPV=``multipv`` and UCI_ShowWDL on."""
 
     def __init__(self, path: str | None = None, multipv: int = 6, hash_mb: int = 16):
-        self.proc = subprocess.Popen([find_stockfish(path)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
-        self._send("uci")
-        self._wait("uciok")
-        for name, value in (("Threads", 1), ("Hash", hash_mb), ("MultiPV", multipv),
-                            ("UCI_ShowWDL", "true")):
-            self._send(f"setoption name {name} value {value}")
-        self._send("isready")
-        self._wait("readyok")
-
-    def _send(self, line: str) -> None:
-        self.proc.stdin.write(line + "\n")
-
-    def _wait(self, token: str) -> None:
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("Stockfish exited")
-            if line.startswith(token):
-                return
+        self.multipv = multipv
+        self.engine = chess.engine.SimpleEngine.popen_uci(find_stockfish(path))
+        try:
+            # UCI_AnalyseMode stays off, as before python-chess (which turns it on for analysis).
+            self.engine.configure({"Threads": 1, "Hash": hash_mb, "UCI_ShowWDL": True,
+                                   "UCI_AnalyseMode": False})
+        except BaseException:
+            self.engine.quit()
+            raise
+        self.new_game()
 
     def new_game(self) -> None:
-        self._send("ucinewgame")
+        # python-chess sends ucinewgame (Stockfish clears its hash) when the game object changes.
+        self._game = object()
 
-    def analyse(self, moves: list[str], nodes: int) -> list[Line]:
-        """MultiPV lines (best first) of the position after ``moves`` from the start position,
-        from the deepest completed iteration; empty for a position without legal moves."""
-        self._send("position startpos" + (" moves " + " ".join(moves) if moves else ""))
-        self._send(f"go nodes {nodes}")
-        lines: dict[int, Line] = {}
-        while True:
-            text = self.proc.stdout.readline()
-            if not text:
-                raise RuntimeError("Stockfish exited")
-            if text.startswith("bestmove"):
-                break
-            if text.startswith("info") and " multipv " in text and " pv " in text:
-                k, line = _parse_info(text.split())
-                if k is not None and "bound" not in text:
-                    lines[k] = line
-        return [lines[k] for k in sorted(lines)]
+    def analyse(self, board: chess.Board, nodes: int) -> list[Line]:
+        """MultiPV lines of ``board`` in Stockfish's order (its best first) (its moves from the root are sent too, so
+        Stockfish sees repetitions); empty for a position without legal moves.
+
+        Each line is the last Stockfish printed for its index. python-chess takes a bound mark
+        only right after the score, and Stockfish puts the WDL between them, so the line of an
+        aspiration search that the node limit stopped counts as exact here (the hand-written
+        client this replaces skipped such lines and kept the previous iteration's)."""
+        infos = self.engine.analyse(board, chess.engine.Limit(nodes=nodes), multipv=self.multipv,
+                                    game=self._game)
+        return [line for line in map(line_of, infos) if line is not None]
 
     def close(self) -> None:
         try:
-            self._send("quit")
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
+            self.engine.quit()
+        except (chess.engine.EngineError, TimeoutError):
+            self.engine.close()
 
-
-def _parse_info(tok: list[str]) -> tuple[int | None, Line | None]:
-    try:
-        k = int(tok[tok.index("multipv") + 1])
-        s = tok.index("score")
-        kind, val = tok[s + 1], int(tok[s + 2])
-        cp = val if kind == "cp" else (MATE_CP - abs(val)) * (1 if val > 0 else -1)
-        w = tok.index("wdl")
-        wdl = (int(tok[w + 1]), int(tok[w + 2]), int(tok[w + 3]))
-        move = tok[tok.index("pv") + 1]
-    except (ValueError, IndexError):
-        return None, None
-    return k, Line(move, cp, wdl)

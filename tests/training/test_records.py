@@ -16,7 +16,7 @@ from nets.training import datagen
 from nets.training.datagen import GenConfig, chunk_path, generate, make_chunk
 from nets.training.records import (decode_planes, dense_policy, legal_mask, list_chunks, read_chunk,
                                    write_chunk)
-from nets.training.stockfish import MATE_CP, Line, _parse_info
+from nets.training.stockfish import Line
 
 FAKE_LINES = 3
 
@@ -31,13 +31,10 @@ class FakeEngine:
     def new_game(self):
         pass
 
-    def analyse(self, moves, nodes):
+    def analyse(self, board, nodes):
         self.calls += 1
-        board = chess.Board()
-        for m in moves:
-            board.push_uci(m)
         legal = sorted(board.legal_moves, key=lambda m: m.uci())
-        rng = np.random.default_rng(len(moves))
+        rng = np.random.default_rng(len(board.move_stack))
         pick = rng.permutation(len(legal))[:FAKE_LINES]
         return [Line(legal[j].uci(), 50 - 40 * k, (300, 500, 200)) for k, j in enumerate(pick)]
 
@@ -107,8 +104,7 @@ def test_policy_targets_are_the_engine_moves_and_legal(chunk):
     for i in range(len(chunk)):
         board = chunk.board(i)
         index_of = policy_indices(board)
-        moves = str(chunk.games[chunk.game_of[i]]).split()[: chunk.ply[i]]
-        lines = fake.analyse(moves, 1)
+        lines = fake.analyse(board, 1)
         expected = [index_of[chess.Move.from_uci(l.move)] for l in lines]
         assert list(chunk.policy_idx[i][: len(expected)]) == expected
         assert set(np.flatnonzero(legal[i])) == set(index_of.values())
@@ -130,14 +126,6 @@ def test_generation_resumes_by_skipping_finished_chunks(tmp_path, monkeypatch):
     assert first.stat().st_mtime_ns == kept_mtime
     again = read_chunk(second)
     np.testing.assert_array_equal(again.games, redo_bytes.games)  # chunk k depends on (seed, k) only
-
-
-def test_stockfish_info_lines_parse():
-    k, line = _parse_info("info depth 12 seldepth 17 multipv 2 score cp -35 wdl 20 870 110 nodes 9000 "
-                          "nps 1 hashfull 1 tbhits 0 time 9 pv e7e5 g1f3".split())
-    assert (k, line) == (2, Line("e7e5", -35, (20, 870, 110)))
-    k, line = _parse_info("info depth 5 multipv 1 score mate -3 wdl 0 0 1000 nodes 10 pv h7h6".split())
-    assert line.cp == -(MATE_CP - 3)
 
 
 def test_match_score_and_interval():
@@ -163,7 +151,7 @@ def _moves_outside_the_lines(blunder: float) -> tuple[int, int]:
             assert chess.Move.from_uci(move) in board.legal_moves
             if ply >= CFG["max_opening_plies"]:
                 total += 1
-                outside += move not in {l.move for l in fake.analyse(moves[:ply], 1)}
+                outside += move not in {l.move for l in fake.analyse(board, 1)}
             board.push_uci(move)
     return outside, total
 
