@@ -128,18 +128,6 @@ def test_generation_resumes_by_skipping_finished_chunks(tmp_path, monkeypatch):
     np.testing.assert_array_equal(again.games, redo_bytes.games)  # chunk k depends on (seed, k) only
 
 
-def test_match_score_and_interval():
-    from nets.training.evaluate import MatchResult
-    r = MatchResult(wins=6, draws=4, losses=10)
-    assert r.games == 20 and r.score == pytest.approx(0.4)
-    # per-game scores: 6 x 1, 4 x 0.5, 10 x 0 -> population variance 0.19, stderr sqrt(0.19/20)
-    assert r.interval() == pytest.approx(1.96 * np.sqrt(0.19 / 20))
-    assert "Elo difference -70" in r.summary()
-    # All losses: Wilson's interval, upper bound z^2 / (n + z^2) = 0.161 for n = 20.
-    lo, hi = MatchResult(losses=20).bounds()
-    assert lo == pytest.approx(0.0, abs=1e-12) and hi == pytest.approx(1.96 ** 2 / (20 + 1.96 ** 2))
-
-
 def _moves_outside_the_lines(blunder: float) -> tuple[int, int]:
     """(moves after the opening that none of the engine's lines proposed, moves after the opening)
     in a generated chunk; every game is replayed with python-chess, so each move must be legal."""
