@@ -15,10 +15,10 @@ import pytest
 
 import backend_xla
 from backend_xla.lc0 import read_weights
-from engine.training.export import export
-from engine.training.model import NetConfig, forward, init_params
-from engine.training.plot import write_loss_png
-from engine.training.train import Placement, losses, train_step
+from nets.training.export import export
+from nets.training.model import NetConfig, forward, init_params
+from nets.training.plot import write_loss_png
+from nets.training.train import Placement, losses, train_step
 
 from conftest import REPO_ROOT
 
@@ -181,7 +181,7 @@ def test_a_step_split_over_two_devices_equals_the_single_device_step():
 def test_a_weight_file_reads_back_into_the_params_it_was_exported_from(tiny_params, tmp_path):
     """params_from_weights inverts export, the policy scale included, so training can go on from
     a shipped file; the truth is the params themselves and the JAX model's outputs."""
-    from engine.training.export import params_from_weights
+    from nets.training.export import params_from_weights
     scale = 2.5
     export(tiny_params, tmp_path / "scaled.pb.gz", policy_scale=scale)
     back = params_from_weights(tmp_path / "scaled.pb.gz", init_params(TINY, seed=0), policy_scale=scale)
@@ -196,7 +196,7 @@ def test_a_weight_file_reads_back_into_the_params_it_was_exported_from(tiny_para
 
 
 def test_a_weight_file_of_another_architecture_is_refused_naming_the_layer(exported):
-    from engine.training.export import params_from_weights
+    from nets.training.export import params_from_weights
     with pytest.raises(ValueError, match=r"expected 3 residual blocks, got 2"):
         params_from_weights(exported / "tiny.pb.gz", init_params(NetConfig(blocks=3, filters=16), 0))
     with pytest.raises(ValueError, match=r"residual\[0\]\.conv1\.weights: expected 576 values .* got 2304"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import chess
 import pytest
 
-from engine.training.openings import OpeningConfig, balanced_openings, write_epd
-from engine.training.stockfish import Line
+from nets.training.openings import OpeningConfig, balanced_openings, write_epd
+from nets.training.stockfish import Line
 
 
 class ScoringEngine:
@@ -25,9 +25,9 @@ class ScoringEngine:
         theirs = board.legal_moves.count()
         return 15 * (mine - theirs)
 
-    def analyse(self, moves, nodes):
+    def analyse(self, board, nodes):
         self.calls += 1
-        return [Line("0000", self.score(moves), (0, 1000, 0))]
+        return [Line("0000", self.score([m.uci() for m in board.move_stack]), (0, 1000, 0))]
 
 
 def test_openings_are_distinct_balanced_random_positions(tmp_path):

@@ -1,7 +1,8 @@
 """Training records: generation (with a fake engine in place of Stockfish), chunk files, decoding.
 
-The truth for planes is the engine's own encoder (engine.encoding.encode_planes) applied to the
-position rebuilt from the stored game; for policy targets, python-chess's legal moves.
+The truth for planes is the position rebuilt from the stored game, its planes laid out from
+python-chess alone and made by the engine's own encoder (engine.encoding.encode_planes); for policy
+targets, python-chess's legal moves.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import numpy as np
 import pytest
 
 from engine.encoding import encode_planes, policy_indices
-from engine.training import datagen
-from engine.training.datagen import GenConfig, chunk_path, generate, make_chunk
-from engine.training.records import (dense_policy, legal_mask, list_chunks, masks_to_planes,
-                                     read_chunk, write_chunk)
-from engine.training.stockfish import MATE_CP, Line, _parse_info
+from nets.training import datagen
+from nets.training.datagen import GenConfig, chunk_path, generate, make_chunk
+from nets.training.records import (decode_planes, dense_policy, legal_mask, list_chunks, read_chunk,
+                                   write_chunk)
+from nets.training.stockfish import Line
 
 FAKE_LINES = 3
 
@@ -30,13 +31,10 @@ class FakeEngine:
     def new_game(self):
         pass
 
-    def analyse(self, moves, nodes):
+    def analyse(self, board, nodes):
         self.calls += 1
-        board = chess.Board()
-        for m in moves:
-            board.push_uci(m)
         legal = sorted(board.legal_moves, key=lambda m: m.uci())
-        rng = np.random.default_rng(len(moves))
+        rng = np.random.default_rng(len(board.move_stack))
         pick = rng.permutation(len(legal))[:FAKE_LINES]
         return [Line(legal[j].uci(), 50 - 40 * k, (300, 500, 200)) for k, j in enumerate(pick)]
 
@@ -62,11 +60,39 @@ def test_chunk_round_trips_through_a_file(chunk, tmp_path):
     assert [back.board(i).fen() for i in range(len(back))] == [chunk.board(i).fen() for i in range(len(chunk))]
 
 
-def test_stored_masks_decode_to_the_engine_planes(chunk):
+def python_chess_planes(board: chess.Board) -> np.ndarray:
+    """lc0's input-format-1 planes of ``board`` from python-chess alone: 8 history steps of 13 planes
+    (our / their P N B R Q K, repetition; nothing before the start position), castling rights,
+    black to move, rule50, zeros, ones; squares in the side to move's frame."""
+    planes = np.zeros((112, 8, 8), np.float32)
+    us = board.turn
+    frame = chess.square_mirror if us == chess.BLACK else (lambda square: square)
+    past = board.copy()
+    for t in range(8):
+        for k, piece_type in enumerate(chess.PIECE_TYPES):
+            for colour, first in ((us, 0), (not us, 6)):
+                for square in map(frame, past.pieces(piece_type, colour)):
+                    planes[13 * t + first + k, square // 8, square % 8] = 1
+        planes[13 * t + 12] = past.is_repetition(2)
+        if not past.move_stack:
+            break
+        past.pop()
+    rights = (board.has_queenside_castling_rights(us), board.has_kingside_castling_rights(us),
+              board.has_queenside_castling_rights(not us), board.has_kingside_castling_rights(not us))
+    planes[104:108] = np.array(rights, np.float32)[:, None, None]
+    planes[108] = us == chess.BLACK
+    planes[109] = board.halfmove_clock
+    planes[111] = 1
+    return planes
+
+
+def test_stored_masks_decode_to_the_planes_of_the_rebuilt_position(chunk):
     assert len(chunk) >= CFG["positions_per_chunk"]
-    planes = masks_to_planes(chunk.masks, chunk.rule50, chunk.black)
+    planes = decode_planes(chunk.masks, chunk.rule50, chunk.black)
     for i in range(len(chunk)):
-        np.testing.assert_array_equal(planes[i], encode_planes(chunk.board(i)), err_msg=f"position {i}")
+        board = chunk.board(i)
+        np.testing.assert_array_equal(planes[i], python_chess_planes(board), err_msg=f"position {i}")
+        np.testing.assert_array_equal(planes[i], encode_planes(board), err_msg=f"position {i}")
     assert chunk.black.any() and (chunk.rule50 > 0).any()  # both frames and rule50 exercised
 
 
@@ -78,8 +104,7 @@ def test_policy_targets_are_the_engine_moves_and_legal(chunk):
     for i in range(len(chunk)):
         board = chunk.board(i)
         index_of = policy_indices(board)
-        moves = str(chunk.games[chunk.game_of[i]]).split()[: chunk.ply[i]]
-        lines = fake.analyse(moves, 1)
+        lines = fake.analyse(board, 1)
         expected = [index_of[chess.Move.from_uci(l.move)] for l in lines]
         assert list(chunk.policy_idx[i][: len(expected)]) == expected
         assert set(np.flatnonzero(legal[i])) == set(index_of.values())
@@ -103,26 +128,6 @@ def test_generation_resumes_by_skipping_finished_chunks(tmp_path, monkeypatch):
     np.testing.assert_array_equal(again.games, redo_bytes.games)  # chunk k depends on (seed, k) only
 
 
-def test_stockfish_info_lines_parse():
-    k, line = _parse_info("info depth 12 seldepth 17 multipv 2 score cp -35 wdl 20 870 110 nodes 9000 "
-                          "nps 1 hashfull 1 tbhits 0 time 9 pv e7e5 g1f3".split())
-    assert (k, line) == (2, Line("e7e5", -35, (20, 870, 110)))
-    k, line = _parse_info("info depth 5 multipv 1 score mate -3 wdl 0 0 1000 nodes 10 pv h7h6".split())
-    assert line.cp == -(MATE_CP - 3)
-
-
-def test_match_score_and_interval():
-    from engine.training.evaluate import MatchResult
-    r = MatchResult(wins=6, draws=4, losses=10)
-    assert r.games == 20 and r.score == pytest.approx(0.4)
-    # per-game scores: 6 x 1, 4 x 0.5, 10 x 0 -> population variance 0.19, stderr sqrt(0.19/20)
-    assert r.interval() == pytest.approx(1.96 * np.sqrt(0.19 / 20))
-    assert "Elo difference -70" in r.summary()
-    # All losses: Wilson's interval, upper bound z^2 / (n + z^2) = 0.161 for n = 20.
-    lo, hi = MatchResult(losses=20).bounds()
-    assert lo == pytest.approx(0.0, abs=1e-12) and hi == pytest.approx(1.96 ** 2 / (20 + 1.96 ** 2))
-
-
 def _moves_outside_the_lines(blunder: float) -> tuple[int, int]:
     """(moves after the opening that none of the engine's lines proposed, moves after the opening)
     in a generated chunk; every game is replayed with python-chess, so each move must be legal."""
@@ -134,7 +139,7 @@ def _moves_outside_the_lines(blunder: float) -> tuple[int, int]:
             assert chess.Move.from_uci(move) in board.legal_moves
             if ply >= CFG["max_opening_plies"]:
                 total += 1
-                outside += move not in {l.move for l in fake.analyse(moves[:ply], 1)}
+                outside += move not in {l.move for l in fake.analyse(board, 1)}
             board.push_uci(move)
     return outside, total
 

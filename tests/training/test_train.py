@@ -8,10 +8,10 @@ import jax
 import numpy as np
 import pytest
 
-from engine.training.datagen import GenConfig, chunk_path, make_chunk
-from engine.training.dataset import VALIDATION_EVERY
-from engine.training.records import write_chunk
-from engine.training.train import TrainConfig, load_params, train
+from nets.training.datagen import GenConfig, chunk_path, make_chunk
+from nets.training.dataset import VALIDATION_EVERY
+from nets.training.records import write_chunk
+from nets.training.train import TrainConfig, load_params, train
 
 from test_records import CFG, FakeEngine
 
@@ -41,7 +41,7 @@ def test_resumed_run_equals_an_uninterrupted_one(tmp_path):
 def test_all_reproduces_the_shipped_recipe_in_order(monkeypatch):
     """`bin/train-net all`: each data stage with its own seed, training continued after the stages
     named in TRAIN_AFTER_STAGE (one run directory, growing step totals), then export and evaluate."""
-    from engine.training import cli
+    from nets.training import cli
 
     calls = []
     monkeypatch.setattr(cli, "main", lambda argv: calls.append(argv) or 0)
@@ -89,7 +89,7 @@ def test_all_reproduces_the_shipped_recipe_in_order(monkeypatch):
 def test_export_policy_temperature_sets_the_logit_scale_and_rejects_nonsense():
     """The scale makes the engine's default PolicyTemperature act as the requested temperature."""
     from engine.options import find
-    from engine.training import cli
+    from nets.training import cli
 
     default = find("PolicyTemperature").default
     assert cli.policy_scale(0.5) * 0.5 == pytest.approx(default)
@@ -100,7 +100,7 @@ def test_export_policy_temperature_sets_the_logit_scale_and_rejects_nonsense():
 
 def test_a_new_run_can_start_from_a_weight_file(tmp_path):
     """--init: a run whose weights come from an lc0 file (at learning rate 0 they stay the file's)."""
-    from engine.training.export import export
+    from nets.training.export import export
     _data(tmp_path / "data")
     common = dict(data=str(tmp_path / "data"), blocks=1, filters=8, batch=8, warmup=1, steps=2,
                   checkpoint_every=2, validate_every=2, refresh_every=2)
@@ -120,7 +120,7 @@ def test_a_new_run_can_start_from_a_weight_file(tmp_path):
 
 @pytest.mark.parametrize("bad", ["1.5", "-0.1", "often"])
 def test_datagen_blunder_must_be_a_probability(bad, capsys):
-    from engine.training import cli
+    from nets.training import cli
     parser = argparse.ArgumentParser()
     cli._datagen_args(parser)
     assert parser.parse_args(["--blunder", "0.04"]).blunder == pytest.approx(0.04)

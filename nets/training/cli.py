@@ -6,11 +6,10 @@ import argparse
 import time
 from pathlib import Path
 
-from backend_xla.perf.sharding import configure_host_devices
-
-configure_host_devices()  # before jax starts: one XLA CPU device per core, so training splits batches
-
-from engine.options import DEFAULT_NETWORK_FILE, find  # noqa: E402
+# Imported before jax starts, backend_xla makes one XLA CPU device per core: training splits its
+# batches over them.
+import backend_xla  # noqa: F401
+from engine.options import DEFAULT_NETWORK_FILE, find
 
 DEFAULT_NAME = Path(DEFAULT_NETWORK_FILE).stem
 

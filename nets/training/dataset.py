@@ -1,7 +1,7 @@
 """In-memory training set from chunk files: train/validation split by chunk, batch sampling.
 
 Memory: about 1.2 kB per position (masks 896 B, legal bits 233 B, targets), so a million
-positions fit in ~1.2 GB. Planes are decoded per batch (:func:`records.masks_to_planes`).
+positions fit in ~1.2 GB. Planes are decoded per batch (:func:`records.decode_planes`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .records import dense_policy, legal_mask, list_chunks, masks_to_planes, read_chunk
+from .records import decode_planes, dense_policy, legal_mask, list_chunks, read_chunk
 
 VALIDATION_EVERY = 20
 """Chunk k is held out for validation when k % VALIDATION_EVERY == VALIDATION_EVERY - 1: whole
@@ -70,6 +70,6 @@ class PositionSet:
 
     def batch(self, rows: np.ndarray) -> Batch:
         a = {name: arr[rows] for name, arr in self.arrays.items()}
-        return Batch(planes=masks_to_planes(a["masks"], a["rule50"], a["black"]),
+        return Batch(planes=decode_planes(a["masks"], a["rule50"], a["black"]),
                      policy=dense_policy(a["policy_idx"], a["policy_prob"]),
                      legal=legal_mask(a["legal"]), wdl=a["wdl"])

@@ -98,7 +98,7 @@ def play_game(sf: Stockfish, cfg: GenConfig, rng: np.random.Generator) -> tuple[
     lopsided = 0
     sf.new_game()
     while not board.is_game_over(claim_draw=True) and len(moves) < MAX_PLIES:
-        lines = sf.analyse(moves, cfg.nodes)
+        lines = sf.analyse(board, cfg.nodes)
         if not lines:
             break
         lines = [l for l in lines if chess.Move.from_uci(l.move) in board.legal_moves]

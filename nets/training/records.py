@@ -28,18 +28,14 @@ from pathlib import Path
 import chess
 import numpy as np
 
-from engine.backend import INPUT_PLANES, POLICY_SIZE
-from engine.encoding.planes import RULE50_PLANE
+from engine.backend import POLICY_SIZE
+from engine.encoding.planes import EncodedMasks, masks_to_planes
+from engine.encoding.transforms import NO_TRANSFORM
 
 POLICY_TOP_K = 8
 """Most target moves kept per position (Stockfish MultiPV lines)."""
 LEGAL_BYTES = (POLICY_SIZE + 7) // 8  # 233
 CHUNK_SUFFIX = ".npz"
-
-_BYTE_TO_ROW = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1,
-                             bitorder="little").astype(np.float32)
-"""[256, 8]: the 8 squares (files a..h) of one rank byte."""
-
 
 @dataclass(frozen=True)
 class Chunk:
@@ -89,19 +85,15 @@ def list_chunks(directory: str | os.PathLike) -> list[Path]:
     return sorted(p for p in Path(directory).glob("*" + CHUNK_SUFFIX) if ".tmp" not in p.name)
 
 
-def masks_to_planes(masks: np.ndarray, rule50: np.ndarray, black: np.ndarray) -> np.ndarray:
-    """float32 planes [N, 112, 8, 8] from stored masks [N, 112] (format 1, no transform).
+def decode_planes(masks: np.ndarray, rule50: np.ndarray, black: np.ndarray) -> np.ndarray:
+    """float32 planes [N, 112, 8, 8] of stored positions (masks [N, 112], rule50 [N], black [N]).
 
-    Vectorised version of the engine encoder's final step: masks are little-endian uint64 whose
-    byte r is rank r, so swapping bytes mirrors ranks (black's frame), and a byte->row table
-    gives the squares.
+    The engine's own ``masks_to_planes`` decodes them, given back the fields the encoder made
+    them from (input format 1: rule50 in plies, no canonical transform), so training sees
+    exactly the planes the engine feeds the network.
     """
-    flat = np.ascontiguousarray(masks, dtype="<u8").copy()
-    flat[black] = flat[black].byteswap()
-    n = flat.shape[0]
-    planes = _BYTE_TO_ROW[flat.view(np.uint8).reshape(n, INPUT_PLANES, 8)]
-    planes[:, RULE50_PLANE] *= rule50.astype(np.float32)[:, None, None]
-    return planes
+    return masks_to_planes([EncodedMasks(m, float(r), b, NO_TRANSFORM)
+                            for m, r, b in zip(masks.tolist(), rule50.tolist(), black.tolist())])
 
 
 def dense_policy(policy_idx: np.ndarray, policy_prob: np.ndarray) -> np.ndarray:

@@ -50,7 +50,7 @@ def _dense_w(p: dict, enc: int) -> Message:
 
 def params_to_net(params: dict, encoding: int = ENC_FLOAT32, training_steps: int = 0,
                   policy_scale: float = 1.0) -> Message:
-    """The ``Net`` message of ``params`` (see :mod:`engine.training.model`), its policy logits
+    """The ``Net`` message of ``params`` (see :mod:`nets.training.model`), its policy logits
     multiplied by ``policy_scale``."""
     if not policy_scale > 0:
         raise ValueError(f"policy_scale: expected a positive number, got {policy_scale}")

@@ -31,7 +31,7 @@ class OpeningConfig:
 
 def balanced_openings(engine, cfg: OpeningConfig) -> list[chess.Board]:
     """``cfg.count`` distinct positions after min_plies..max_plies random plies whose teacher score
-    (``engine.analyse(moves, nodes)[0].cp``, side to move) is within ±max_cp and not a game end.
+    (``engine.analyse(board, nodes)[0].cp``, side to move) is within ±max_cp and not a game end.
 
     ``engine`` is a stockfish.Stockfish (or a stand-in with the same ``analyse``).
     Raises RuntimeError when ``max_tries`` candidates do not give ``count`` openings.
@@ -52,7 +52,7 @@ def balanced_openings(engine, cfg: OpeningConfig) -> list[chess.Board]:
         key = board.epd()
         if key in found or board.is_game_over():
             continue
-        lines = engine.analyse([m.uci() for m in board.move_stack], cfg.nodes)
+        lines = engine.analyse(board, cfg.nodes)
         if lines and abs(lines[0].cp) <= cfg.max_cp:
             found[key] = board
     if len(found) < cfg.count:
