@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 
 from backend_xla.lc0 import build_onnx, read_weights
-from backend_xla.lc0.protowire import Message
+from backend_xla.lc0.netproto import Message, message
 from backend_xla.lc0.weights import ENC_FLOAT32, conv_block, layer_values
 from backend_xla.lc0.writer import encode_layer, write_weights
 
@@ -40,7 +40,7 @@ def _layer(values, encoding: int) -> Message:
 
 
 def _conv(p: dict, enc: int) -> Message:
-    return Message("ConvBlock", {"weights": _layer(p["w"], enc), "biases": _layer(p["b"], enc)})
+    return message("ConvBlock", {"weights": _layer(p["w"], enc), "biases": _layer(p["b"], enc)})
 
 
 def _dense_w(p: dict, enc: int) -> Message:
@@ -57,25 +57,25 @@ def params_to_net(params: dict, encoding: int = ENC_FLOAT32, training_steps: int
     policy = {k: np.asarray(v, np.float32) * np.float32(policy_scale) for k, v in params["policy"].items()}
     residual = []
     for blk in params["blocks"]:
-        se = Message("SEunit", {"w1": _dense_w(blk["se1"], encoding), "b1": _layer(blk["se1"]["b"], encoding),
+        se = message("SEunit", {"w1": _dense_w(blk["se1"], encoding), "b1": _layer(blk["se1"]["b"], encoding),
                                 "w2": _dense_w(blk["se2"], encoding), "b2": _layer(blk["se2"]["b"], encoding)})
-        residual.append(Message("Residual", {"conv1": _conv(blk["conv1"], encoding),
+        residual.append(message("Residual", {"conv1": _conv(blk["conv1"], encoding),
                                              "conv2": _conv(blk["conv2"], encoding), "se": se}))
-    weights = Message("Weights", {
+    weights = message("Weights", {
         "input": _conv(params["input"], encoding), "residual": residual,
         "policy1": _conv(params["policy1"], encoding), "policy": _conv(policy, encoding),
         "value": _conv(params["value"], encoding),
         "ip1_val_w": _dense_w(params["value1"], encoding), "ip1_val_b": _layer(params["value1"]["b"], encoding),
         "ip2_val_w": _dense_w(params["value2"], encoding), "ip2_val_b": _layer(params["value2"]["b"], encoding),
     })
-    fmt = Message("Format", {"weights_encoding": 1,
-                             "network_format": Message("NetworkFormat", dict(NETWORK_FORMAT))})
-    version = Message("EngineVersion", dict(zip(("major", "minor", "patch"), MIN_VERSION)))
+    fmt = message("Format", {"weights_encoding": 1,
+                             "network_format": message("NetworkFormat", dict(NETWORK_FORMAT))})
+    version = message("EngineVersion", dict(zip(("major", "minor", "patch"), MIN_VERSION)))
     fields = {"magic": WEIGHT_MAGIC, "license": LICENSE, "min_version": version, "format": fmt,
               "weights": weights}
     if training_steps:
-        fields["training_params"] = Message("TrainingParams", {"training_steps": training_steps})
-    return Message("Net", fields)
+        fields["training_params"] = message("TrainingParams", {"training_steps": training_steps})
+    return message("Net", fields)
 
 
 def export(params: dict, pb_path: str | os.PathLike, onnx_path: str | os.PathLike | None = None,
@@ -121,7 +121,7 @@ def params_from_weights(path: str | os.PathLike, template: dict, policy_scale: f
     blocks = []
     for i, (res, tmpl) in enumerate(zip(w.residual, template["blocks"])):
         name = f"residual[{i}]"
-        if res.se is None:
+        if not res.HasField("se"):
             raise ValueError(f"{where}: {name} has no SE unit (the training network is SE residual)")
         blocks.append({"conv1": conv(res.conv1, tmpl["conv1"], name + ".conv1"),
                        "conv2": conv(res.conv2, tmpl["conv2"], name + ".conv2"),
