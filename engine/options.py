@@ -13,20 +13,18 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from engine.backend import OptionError  # one class for engine and backend options
+
 CHECK, SPIN, COMBO, STRING, FLOAT = "check", "spin", "combo", "string", "float"
 """Option kinds. FLOAT is sent to the GUI as a UCI ``string`` (UCI has no float type), as lc0 does."""
 
 DEFAULT_WEIGHTS = "<default>"
 """WeightsFile value meaning the project's shipped network (``nets/`` + DEFAULT_NETWORK_FILE)."""
 DEFAULT_NETWORK_FILE = "xlazero-sf6x64.onnx"
+"""The shipped trained network in ``nets/`` (provenance and strength: nets/README.md)."""
 AUTODISCOVER = "<autodiscover>"
 """WeightsFile value asking for lc0's search: the newest network file in the working directory,
 then beside the engine."""
-"""The shipped trained network in ``nets/`` (provenance and strength: nets/README.md)."""
-
-
-class OptionError(ValueError):
-    """A bad option name or value; the message names the option."""
 
 
 @dataclass(frozen=True)

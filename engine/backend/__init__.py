@@ -63,10 +63,35 @@ class Network(Protocol):
 
 
 __all__ = ["INPUT_PLANES", "POLICY_MOVES", "POLICY_SIZE", "Network", "NetworkLoader",
-           "NetworkOutput", "backend_names", "load_network", "register_backend"]
+           "NetworkOutput", "OptionError", "backend_names", "load_network", "register_backend",
+           "split_options"]
 
 NetworkLoader = Callable[[str, str], Network]
-"""loader(weights_path, backend_options) -> Network."""
+"""loader(weights_path, backend_options) -> Network; ``backend_options`` is lc0's
+``--backend-opts`` string, which the backend reads with :func:`split_options`."""
+
+OPTION_SEPARATOR = ","
+"""Separates the ``key=value`` items of an option string (lc0's --backend-opts syntax)."""
+
+
+class OptionError(ValueError):
+    """An option (engine or backend) that is unknown or has a bad value; the message names it."""
+
+
+def split_options(text: str, what: str = "backend option") -> list[tuple[str, str]]:
+    """lc0's option-string syntax: ``"key=value,key=value"`` -> [(key, value), ...] in order,
+    stripped, empty items skipped. The one parser of option strings: a backend checks the keys
+    and values against its own table. Raises OptionError for an item without ``=``."""
+    pairs = []
+    for item in (text or "").split(OPTION_SEPARATOR):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(f"{what} {item!r}: expected KEY=VALUE")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
 
 _BACKENDS: dict[str, NetworkLoader] = {}
 
