@@ -62,7 +62,7 @@ import numpy as np
 from backend_xla.perf.sharding import configure_host_devices, batch_sharded
 assert configure_host_devices(2)
 import jax, jax.numpy as jnp
-from backend_xla.perf.conv import conv2d
+from backend_xla.ops.conv_methods import conv2d
 rng = np.random.default_rng(0)
 w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
 
