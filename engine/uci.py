@@ -523,7 +523,7 @@ def expand_config(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None) -> int:
     """Console entry point: ``xlazero [--flag=value ...]``; exit code 2 on a bad flag."""
-    from backend_xla.perf.sharding import configure_host_devices  # before anything imports jax:
+    from backend_xla.devices import configure_host_devices  # before anything imports jax:
     configure_host_devices()  # one XLA CPU device per core, so backend_xla splits batches over them
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):

@@ -92,7 +92,7 @@ def net_table(batches=(1, 32, 256), variants=None, devices=(1, "all"), rounds=5,
     import numpy as np
 
     from .maia import load_maia, make_forward
-    from .sharding import batch_sharded
+    from ..devices import batch_sharded
     from .timing import time_round_robin
 
     try:

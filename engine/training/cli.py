@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from backend_xla.perf.sharding import configure_host_devices
+from backend_xla.devices import configure_host_devices
 
 configure_host_devices()  # before jax starts: one XLA CPU device per core, so training splits batches
 

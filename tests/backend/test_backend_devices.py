@@ -1,4 +1,4 @@
-"""backend_xla.perf.sharding: XLA_FLAGS set-up before jax starts, and batch-split execution equal to
+"""backend_xla.devices: XLA_FLAGS set-up before jax starts, and batch-split execution equal to
 unsharded execution. Both need a fresh interpreter (the device count is fixed once jax starts), so
 they run small scripts in subprocesses."""
 
@@ -30,7 +30,7 @@ def _run(code: str, env_extra: dict[str, str] | None = None, drop_xla_flags: boo
 CONFIGURE = """
 import json, os, sys
 {pre}
-from backend_xla.perf.sharding import configure_host_devices
+from backend_xla.devices import configure_host_devices
 changed = configure_host_devices(3)
 import jax
 print(json.dumps([changed, os.environ.get("XLA_FLAGS"), jax.local_device_count()]))
@@ -59,7 +59,7 @@ def test_configure_is_a_no_op_once_jax_is_imported():
 SHARDED = """
 import json
 import numpy as np
-from backend_xla.perf.sharding import configure_host_devices, batch_sharded
+from backend_xla.devices import configure_host_devices, batch_sharded
 assert configure_host_devices(2)
 import jax, jax.numpy as jnp
 from backend_xla.ops.conv_methods import conv2d
