@@ -19,7 +19,6 @@ AXES_INPUT_SINCE_DEFAULT = 18
 
 def _reduce(kind):
     def handler(ctx: NodeContext, x, axes=None):
-        axes = as_nchw(axes)
         since = AXES_INPUT_SINCE.get(ctx.node.op_type, AXES_INPUT_SINCE_DEFAULT)
         if ctx.opset >= since:
             axes = None if axes is None else ctx.ints(axes, "axes")
@@ -85,7 +84,7 @@ register("ReduceL1")(_reduce("l1"))
 register("ReduceL2")(_reduce("l2"))
 
 
-def _global_pool(ctx: NodeContext, x, fn):
+def _global_pool(x, fn):
     if isinstance(x, Nhwc):
         return Nhwc(fn(x.data, axis=(1, 2), keepdims=True).astype(x.dtype))
     return fn(x, axis=tuple(range(2, len(x.shape))), keepdims=True)
@@ -93,12 +92,12 @@ def _global_pool(ctx: NodeContext, x, fn):
 
 @register("GlobalAveragePool", nhwc=True)
 def global_average_pool(ctx: NodeContext, x):
-    return _global_pool(ctx, x, ctx.xp.mean)
+    return _global_pool(x, ctx.xp.mean)
 
 
 @register("GlobalMaxPool", nhwc=True)
 def global_max_pool(ctx: NodeContext, x):
-    return _global_pool(ctx, x, ctx.xp.max)
+    return _global_pool(x, ctx.xp.max)
 
 
 @register("ArgMax", "ArgMin")
