@@ -4,7 +4,7 @@ Importing this package is cheap (JAX is imported only when a network is loaded) 
 the backend with the engine under the name "xla".
 
 It also asks XLA for one CPU device per usable core
-(:func:`backend_xla.perf.sharding.configure_host_devices`), so that a batch can be split over
+(:func:`backend_xla.devices.configure_host_devices`), so that a batch can be split over
 the cores (XLA's CPU convolution runs on one thread; docs/performance.md). That only works
 before the first ``import jax`` in the process and only when the user has not set ``XLA_FLAGS``:
 if jax is already imported it does nothing (the network then runs on the devices jax has; import
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from engine.backend import register_backend
 
 from .errors import NetworkError, OptionError, UnsupportedOpError
-from .perf.sharding import configure_host_devices
+from .devices import configure_host_devices
 
 configure_host_devices()  # before jax starts: afterwards the CPU device count is fixed
 

@@ -15,7 +15,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import onnx
 
-from . import layout as layout_pass
 from . import ops
 from .errors import NetworkError, UnsupportedOpError
 from .onnx_io import device_dtype, is_float, onnx_to_np_dtype, tensor_to_numpy
@@ -27,8 +26,8 @@ ONNX_DOMAINS = ("", "ai.onnx")
 FOLD_LIMIT_BYTES = 64 << 20
 """Weight-only nodes whose outputs total more than this are computed in the graph, not at load."""
 LAYOUTS = ("NHWC", "NCHW")
-"""Activation layouts: "NHWC" runs the layout pass of :mod:`backend_xla.layout`; "NCHW" converts
-op by op in ONNX layout."""
+"""Activation layouts: "NHWC" keeps conv outputs channels-last through the ops that allow it
+(:mod:`backend_xla.ops.nhwc`); "NCHW" converts op by op in ONNX layout."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +144,7 @@ class Converter:
         HWIO filters). Programs split over host devices measured the other way (OIHW 1.15–1.2×
         faster at batch 32/256, Maia, same run), so :meth:`params_for` and :meth:`function` take
         the choice per program. Only weights read by nothing but ``Conv`` nodes qualify, and only
-        for ``conv_method=lax`` (the matmul formulations in backend_xla.perf.conv take OIHW).
+        for ``conv_method=lax`` (the formulations in backend_xla.ops.conv_methods take OIHW).
         """
         if self.conv_method != "lax":
             return set()
@@ -239,7 +238,7 @@ class Converter:
                 self._run_node(node, env, hwio)
             outs = []
             for name in self.output_names:
-                y = layout_pass.as_nchw(env[name])
+                y = ops.as_nchw(env[name])
                 if isinstance(y, np.ndarray):
                     import jax.numpy as jnp
 
@@ -261,22 +260,11 @@ class Converter:
             xp = np
         else:
             import jax.numpy as xp
-        ctx = ops.NodeContext(node, self.opset, xp, self.source, self.float_override)
+        ctx = ops.NodeContext(node, self.opset, xp, self.source, self.float_override,
+                              layout=self.layout, conv_method=self.conv_method,
+                              hwio_filter=len(node.input) > 1 and node.input[1] in hwio)
         try:
-            result = NotImplemented
-            if self.layout == "NHWC":
-                special = layout_pass.handler_for(node.op_type)
-                if node.op_type == "Conv" and special is not None:
-                    result = special(ctx, *args, method=self.conv_method,
-                                     hwio=len(node.input) > 1 and node.input[1] in hwio)
-                elif special is not None and any(isinstance(a, layout_pass.Nhwc) for a in args):
-                    result = special(ctx, *args)
-                if result is NotImplemented:
-                    args = [layout_pass.as_nchw(a) for a in args]
-            elif node.op_type == "Conv" and len(node.input) > 1 and node.input[1] in hwio:
-                result = layout_pass.conv_nchw_hwio(ctx, *args)
-            if result is NotImplemented:
-                result = ops.handler_for(node.op_type)(ctx, *args)
+            result = ops.handler_for(node.op_type)(ctx, *args)
         except NetworkError:
             raise
         except Exception as exc:

@@ -53,7 +53,7 @@ OPTIONS: tuple[Option, ...] = (
            "activation layout: NHWC keeps 4-D activations channels-last between convs "
            "(docs/performance.md); NCHW converts op by op in ONNX layout", choices=("NHWC", "NCHW")),
     Option("conv_method", "choice", "lax",
-           "convolution formulation in the NHWC layout (backend_xla.perf.conv; lax measured "
+           "convolution formulation in the NHWC layout (backend_xla.ops.conv_methods; lax measured "
            "fastest in whole networks)",
            choices=("lax", "auto", "im2col", "im2row", "shifted", "winograd2", "winograd4")),
     Option("data_type", "choice", None,

@@ -1,4 +1,5 @@
-"""JAX runtime glue: plugin registration, compilation cache, device choice, compilation."""
+"""JAX runtime glue: plugin registration, compilation cache, parameter upload, compilation (on one
+device, or split over several as :mod:`backend_xla.devices` decides)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from . import devices as device_split
 from .errors import NetworkError, OptionError
 from .options import SPLIT_MIN_ROWS, default_cache_dir
 
@@ -55,56 +57,13 @@ def _enable_cache(directory: str) -> None:
 
 
 def setup(options: dict[str, Any]) -> list:
-    """Apply the process-wide options; return the JAX devices one batch is split over.
-
-    ``device=N`` pins to that one device. Otherwise ``host_devices`` (``auto``: every local device
-    of the default platform, i.e. one per core on CPU when :mod:`backend_xla` was imported before
-    jax) devices share each batch; one device means no split.
-    """
+    """Apply the process-wide options; return the JAX devices one batch is split over
+    (:func:`backend_xla.devices.select`)."""
     with _setup_lock:
         if options["plugin_path"]:
             _register_plugin(options["plugin_path"])
         _enable_cache(options["cache_dir"])
-        import jax
-
-        try:
-            devices = jax.local_devices()
-        except Exception as exc:  # e.g. JAX_PLATFORMS=cuda without a GPU build: a bare assertion
-            wanted = os.environ.get("JAX_PLATFORMS", "")
-            raise OptionError(
-                f"JAX could not start its devices{f' (JAX_PLATFORMS={wanted})' if wanted else ''}: "
-                f"{type(exc).__name__}: {str(exc) or 'no reason given'}. For NVIDIA GPUs install JAX's "
-                "GPU build (pip install -e '.[cuda]', README section GPUs); for the CPU, unset "
-                "JAX_PLATFORMS or set it to cpu") from exc
-        index, split = options["device"], options["host_devices"]
-        if index is not None:
-            if split != "auto":
-                raise OptionError(f"backend option device: names the devices itself, so "
-                                  f"host_devices must be auto, got host_devices={split}")
-            if index == "all":
-                return list(devices)
-            indices = index if isinstance(index, list) else [index]
-            for i in indices:
-                if i >= len(devices):
-                    raise OptionError(f"backend option device: expected indices below "
-                                      f"{len(devices)} ({devices}), got {i}")
-            return [devices[i] for i in indices]
-        count = len(devices) if split == "auto" else split
-        if count > len(devices):
-            hint = ("; XLA's CPU client has one device per core only when backend_xla (or "
-                    "backend_xla.perf.sharding.configure_host_devices) runs before the first "
-                    "import of jax, or when XLA_FLAGS has --xla_force_host_platform_device_count")
-            raise OptionError(f"backend option host_devices: expected at most {len(devices)} "
-                              f"(the local devices: {devices}), got {count}"
-                              f"{hint if devices[0].platform == 'cpu' else ''}")
-        return devices[:count]
-
-
-def _mesh(devices: list):
-    import jax
-    from jax.sharding import Mesh
-
-    return Mesh(np.array(devices), ("batch",))
+        return device_split.select(options)
 
 
 class Params:
@@ -115,7 +74,6 @@ class Params:
 
     def __init__(self, converter, devices: list) -> None:
         import jax
-        from jax.sharding import NamedSharding, PartitionSpec
 
         self.devices = devices
         single = converter.params_for(hwio_filters=True)
@@ -123,7 +81,7 @@ class Params:
             self.single = {k: jax.device_put(v, devices[0]) for k, v in single.items()}
             self.split = None
             return
-        replicated = NamedSharding(_mesh(devices), PartitionSpec())
+        replicated = device_split.replicated(devices)
         self.split = {k: jax.device_put(v, replicated)
                       for k, v in converter.params_for(hwio_filters=False).items()}
         self.single = {k: jax.device_put(single[k], devices[0]) if k in converter.hwio_weights
@@ -160,16 +118,12 @@ def _lower_split(converter, rows: int, params: Params):
     the devices do not communicate.
     """
     import jax
-    from jax.sharding import NamedSharding, PartitionSpec
 
     n = len(params.devices)
-    mesh = _mesh(params.devices)
     fn, _ = converter.function(rows // n)
     specs = converter.input_specs(rows)
-    batch = PartitionSpec("batch")
-    sharded = jax.shard_map(fn, mesh=mesh, in_specs=(PartitionSpec(),) + (batch,) * len(specs),
-                            out_specs=batch, check_vma=False)
-    split = NamedSharding(mesh, batch)
+    sharded = device_split.shard_batch(fn, params.devices, len(specs), n_replicated=1)
+    split = device_split.batch_sharding(params.devices)
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=split) for s in specs]
     param_shapes = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=v.sharding)
                     for k, v in params.split.items()}
@@ -201,15 +155,15 @@ class Executable:
 
 def compile_function(converter, batch_size: int, params: Params,
                      min_rows_per_device: int = SPLIT_MIN_ROWS) -> Executable:
-    """Compile the network for ``batch_size``; split over the devices of ``params`` when every
-    device gets at least ``min_rows_per_device`` rows, else on the first device alone."""
+    """Compile the network for ``batch_size``; split over the devices of ``params`` when
+    :func:`backend_xla.devices.split_rows` says so, else on the first device alone."""
     import jax
 
     n = len(params.devices)
-    split = n > 1 and batch_size >= min_rows_per_device * n
+    rows = device_split.split_rows(batch_size, n, min_rows_per_device)
+    split = rows is not None
     with jax.default_device(params.devices[0]):
         if split:
-            rows = -(-batch_size // n) * n
             lowered, sharding = _lower_split(converter, rows, params)
         else:
             rows, sharding = batch_size, None

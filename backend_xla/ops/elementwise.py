@@ -1,4 +1,9 @@
-"""Element-wise ops: arithmetic, activations, comparisons and logic (numpy broadcasting)."""
+"""Element-wise ops: arithmetic, activations, comparisons and logic (numpy broadcasting).
+
+Most run on NHWC values as they are (:mod:`backend_xla.ops.nhwc`): a one-input op on the stored
+data, a broadcasting op on operands transposed alike. ``Mod`` and ``CastLike`` take ONNX layout
+(no lc0 network applies them to a conv output).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,38 @@ import functools
 
 import numpy as np
 
+from . import nhwc
 from .registry import NodeContext, is_static, register
+
+
+def _unary_op(*op_types: str):
+    """Register ``fn(ctx, x)`` for a one-input element-wise op: it runs on the stored data, so an
+    NHWC input gives an NHWC output."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def handler(ctx: NodeContext, x):
+            return nhwc.map_data(x, lambda v: fn(ctx, v))
+
+        register(*op_types, nhwc=True)(handler)
+        return fn
+
+    return wrap
+
+
+def _broadcasting_op(*op_types: str):
+    """Register ``fn(ctx, *inputs)`` for an element-wise op with numpy broadcasting: an NHWC input
+    keeps the result NHWC (:func:`backend_xla.ops.nhwc.broadcasting`)."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def handler(ctx: NodeContext, *inputs):
+            return nhwc.broadcasting(inputs, lambda *xs: fn(ctx, *xs))
+
+        register(*op_types, nhwc=True)(handler)
+        return fn
+
+    return wrap
 
 SELU_ALPHA = 1.67326319217681884765625
 SELU_GAMMA = 1.05070102214813232421875
@@ -25,20 +61,20 @@ def _binary(fn):
     return handler
 
 
-register("Add")(_binary(lambda xp, a, b: xp.add(a, b)))
-register("Sub")(_binary(lambda xp, a, b: xp.subtract(a, b)))
-register("Mul")(_binary(lambda xp, a, b: xp.multiply(a, b)))
-register("Equal")(_binary(lambda xp, a, b: xp.equal(a, b)))
-register("Less")(_binary(lambda xp, a, b: xp.less(a, b)))
-register("LessOrEqual")(_binary(lambda xp, a, b: xp.less_equal(a, b)))
-register("Greater")(_binary(lambda xp, a, b: xp.greater(a, b)))
-register("GreaterOrEqual")(_binary(lambda xp, a, b: xp.greater_equal(a, b)))
-register("And")(_binary(lambda xp, a, b: xp.logical_and(a, b)))
-register("Or")(_binary(lambda xp, a, b: xp.logical_or(a, b)))
-register("Xor")(_binary(lambda xp, a, b: xp.logical_xor(a, b)))
+_broadcasting_op("Add")(_binary(lambda xp, a, b: xp.add(a, b)))
+_broadcasting_op("Sub")(_binary(lambda xp, a, b: xp.subtract(a, b)))
+_broadcasting_op("Mul")(_binary(lambda xp, a, b: xp.multiply(a, b)))
+_broadcasting_op("Equal")(_binary(lambda xp, a, b: xp.equal(a, b)))
+_broadcasting_op("Less")(_binary(lambda xp, a, b: xp.less(a, b)))
+_broadcasting_op("LessOrEqual")(_binary(lambda xp, a, b: xp.less_equal(a, b)))
+_broadcasting_op("Greater")(_binary(lambda xp, a, b: xp.greater(a, b)))
+_broadcasting_op("GreaterOrEqual")(_binary(lambda xp, a, b: xp.greater_equal(a, b)))
+_broadcasting_op("And")(_binary(lambda xp, a, b: xp.logical_and(a, b)))
+_broadcasting_op("Or")(_binary(lambda xp, a, b: xp.logical_or(a, b)))
+_broadcasting_op("Xor")(_binary(lambda xp, a, b: xp.logical_xor(a, b)))
 
 
-@register("Div")
+@_broadcasting_op("Div")
 def div(ctx: NodeContext, a, b):
     xp = ctx.xp
     if np.dtype(a.dtype).kind in "iu":
@@ -55,7 +91,7 @@ def mod(ctx: NodeContext, a, b):
     return ctx.xp.mod(a, b)
 
 
-@register("Pow")
+@_broadcasting_op("Pow")
 def pow_(ctx: NodeContext, a, b):
     # The result has the base's type (ONNX Pow allows a different exponent type).
     return ctx.xp.power(a, b.astype(a.dtype)).astype(a.dtype)
@@ -68,17 +104,17 @@ def _variadic(name):
     return handler
 
 
-register("Max")(_variadic("maximum"))
-register("Min")(_variadic("minimum"))
-register("Sum")(_variadic("add"))
+_broadcasting_op("Max")(_variadic("maximum"))
+_broadcasting_op("Min")(_variadic("minimum"))
+_broadcasting_op("Sum")(_variadic("add"))
 
 
-@register("Mean")
+@_broadcasting_op("Mean")
 def mean(ctx: NodeContext, *xs):
     return (functools.reduce(ctx.xp.add, xs) / len(xs)).astype(xs[0].dtype)
 
 
-@register("Where")
+@_broadcasting_op("Where")
 def where(ctx: NodeContext, cond, a, b):
     return ctx.xp.where(cond, a, b)
 
@@ -90,26 +126,26 @@ def _unary(fn):
     return handler
 
 
-register("Neg")(_unary(lambda xp, x: xp.negative(x)))
-register("Abs")(_unary(lambda xp, x: xp.abs(x)))
-register("Exp")(_unary(lambda xp, x: xp.exp(x)))
-register("Log")(_unary(lambda xp, x: xp.log(x)))
-register("Sqrt")(_unary(lambda xp, x: xp.sqrt(x)))
-register("Tanh")(_unary(lambda xp, x: xp.tanh(x)))
-register("Floor")(_unary(lambda xp, x: xp.floor(x)))
-register("Ceil")(_unary(lambda xp, x: xp.ceil(x)))
-register("Sign")(_unary(lambda xp, x: xp.sign(x)))
-register("Not")(_unary(lambda xp, x: xp.logical_not(x)))
-register("Reciprocal")(_unary(lambda xp, x: (xp.ones((), x.dtype) / x).astype(x.dtype)))
-register("Relu")(_unary(lambda xp, x: xp.maximum(x, xp.zeros((), x.dtype))))
+_unary_op("Neg")(_unary(lambda xp, x: xp.negative(x)))
+_unary_op("Abs")(_unary(lambda xp, x: xp.abs(x)))
+_unary_op("Exp")(_unary(lambda xp, x: xp.exp(x)))
+_unary_op("Log")(_unary(lambda xp, x: xp.log(x)))
+_unary_op("Sqrt")(_unary(lambda xp, x: xp.sqrt(x)))
+_unary_op("Tanh")(_unary(lambda xp, x: xp.tanh(x)))
+_unary_op("Floor")(_unary(lambda xp, x: xp.floor(x)))
+_unary_op("Ceil")(_unary(lambda xp, x: xp.ceil(x)))
+_unary_op("Sign")(_unary(lambda xp, x: xp.sign(x)))
+_unary_op("Not")(_unary(lambda xp, x: xp.logical_not(x)))
+_unary_op("Reciprocal")(_unary(lambda xp, x: (xp.ones((), x.dtype) / x).astype(x.dtype)))
+_unary_op("Relu")(_unary(lambda xp, x: xp.maximum(x, xp.zeros((), x.dtype))))
 
 
-@register("Identity")
+@_unary_op("Identity")
 def identity(ctx: NodeContext, x):
     return x
 
 
-@register("Sigmoid")
+@_unary_op("Sigmoid")
 def sigmoid(ctx: NodeContext, x):
     if is_static(x):
         return (1 / (1 + np.exp(-x))).astype(x.dtype)
@@ -126,31 +162,31 @@ def _softplus(x):
     return jax.nn.softplus(x)
 
 
-@register("Softplus")
+@_unary_op("Softplus")
 def softplus(ctx: NodeContext, x):
     return _softplus(x)
 
 
-@register("Mish")
+@_unary_op("Mish")
 def mish(ctx: NodeContext, x):
     return x * ctx.xp.tanh(_softplus(x))
 
 
-@register("Erf")
+@_unary_op("Erf")
 def erf(ctx: NodeContext, x):
     import jax.scipy.special
 
     return jax.scipy.special.erf(x)
 
 
-@register("Elu")
+@_unary_op("Elu")
 def elu(ctx: NodeContext, x):
     alpha = ctx.attr("alpha", 1.0)
     xp = ctx.xp
     return xp.where(x > 0, x, (alpha * (xp.exp(x) - 1)).astype(x.dtype))
 
 
-@register("Selu")
+@_unary_op("Selu")
 def selu(ctx: NodeContext, x):
     alpha = ctx.attr("alpha", SELU_ALPHA)
     gamma = ctx.attr("gamma", SELU_GAMMA)
@@ -158,21 +194,26 @@ def selu(ctx: NodeContext, x):
     return (gamma * xp.where(x > 0, x, alpha * (xp.exp(x) - 1))).astype(x.dtype)
 
 
-@register("LeakyRelu")
+@_unary_op("LeakyRelu")
 def leaky_relu(ctx: NodeContext, x):
     alpha = ctx.attr("alpha", 0.01)
     return ctx.xp.where(x >= 0, x, (alpha * x).astype(x.dtype))
 
 
-@register("HardSigmoid")
+@_unary_op("HardSigmoid")
 def hard_sigmoid(ctx: NodeContext, x):
     alpha = ctx.attr("alpha", 0.2)
     beta = ctx.attr("beta", 0.5)
     return ctx.xp.clip(alpha * x + beta, 0, 1).astype(x.dtype)
 
 
-@register("Clip")
+@register("Clip", nhwc=True)
 def clip(ctx: NodeContext, x, lo=None, hi=None):
+    # Scalar bounds (or none) clip NHWC data as it is stored; tensor bounds broadcast in ONNX layout.
+    scalar = [v is None or (not isinstance(v, nhwc.Nhwc) and np.size(v) == 1) for v in (lo, hi)]
+    if isinstance(x, nhwc.Nhwc) and all(scalar):
+        return nhwc.Nhwc(clip(ctx, x.data, lo, hi))
+    x, lo, hi = (nhwc.as_nchw(v) for v in (x, lo, hi))
     if ctx.opset < 11:
         lo = np.asarray(ctx.attr("min", -np.inf), x.dtype)
         hi = np.asarray(ctx.attr("max", np.inf), x.dtype)
@@ -184,7 +225,7 @@ def clip(ctx: NodeContext, x, lo=None, hi=None):
     return x
 
 
-@register("Cast")
+@_unary_op("Cast")
 def cast(ctx: NodeContext, x):
     from ..onnx_io import device_dtype, onnx_to_np_dtype
 

@@ -1,16 +1,25 @@
-"""Normalization and softmax ops."""
+"""Normalization and softmax ops (``BatchNormalization`` keeps an NHWC input NHWC)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .nhwc import Nhwc, as_nchw
 from .registry import NodeContext, register
 
 
-@register("BatchNormalization")
+@register("BatchNormalization", nhwc=True)
 def batch_normalization(ctx: NodeContext, x, scale, bias, mean, var, *_):
     if ctx.attr("training_mode", 0):
         raise ctx.error("expected inference mode (training_mode=0), got training_mode=1")
+    if isinstance(x, Nhwc) and not any(isinstance(v, Nhwc) for v in (scale, bias, mean, var)):
+        # The per-channel vectors are reshaped to [1, C, 1, 1] for rank 4; on the stored
+        # [N, H, W, C] data they broadcast as [C]. Normalize a rank-2 view: for rank 2 they are
+        # reshaped to [1, C], which broadcasts against NHWC data as the last axis.
+        n, h, w, c = x.data.shape
+        flat = batch_normalization(ctx, x.data.reshape(n * h * w, c), scale, bias, mean, var)
+        return Nhwc(flat.reshape(n, h, w, c))
+    x, scale, bias, mean, var = (as_nchw(v) for v in (x, scale, bias, mean, var))
     eps = ctx.attr("epsilon", 1e-5)
     xp = ctx.xp
     shape = (1, -1) + (1,) * (len(x.shape) - 2)

@@ -1,10 +1,15 @@
-"""Reductions (opset < 13/18: axes attribute; later: optional axes input)."""
+"""Reductions (opset < 13/18: axes attribute; later: optional axes input).
+
+``ReduceMean/Sum/Max/Min`` over given axes and the global pools reduce an NHWC value (an SE
+block's mean over H, W) over its stored axes; the other reductions take ONNX layout.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..onnx_io import is_float
+from .nhwc import NCHW_AXIS_IN_NHWC, Nhwc, as_nchw, permute
 from .registry import NodeContext, register
 
 # Opset in which each reduction's ``axes`` moved from attribute to input.
@@ -20,6 +25,9 @@ def _reduce(kind):
         else:
             axes = ctx.attr("axes")
         keepdims = bool(ctx.attr("keepdims", 1))
+        if isinstance(x, Nhwc) and axes:
+            return _reduce_nhwc(ctx, kind, x, axes, keepdims)
+        x = as_nchw(x)
         if not axes:
             if ctx.attr("noop_with_empty_axes", 0):
                 return x
@@ -51,10 +59,24 @@ def _reduce(kind):
     return handler
 
 
-register("ReduceMean")(_reduce("mean"))
-register("ReduceSum")(_reduce("sum"))
-register("ReduceMax")(_reduce("max"))
-register("ReduceMin")(_reduce("min"))
+def _reduce_nhwc(ctx: NodeContext, kind: str, x: Nhwc, axes, keepdims: bool):
+    """The reduction over the stored axes: with keepdims the result stays NHWC; without, the kept
+    axes are put back in ONNX order (SE: mean over H, W of [N, H, W, C] is already [N, C])."""
+    import jax.numpy as jnp
+
+    logical = ctx.axes(axes, 4)
+    stored = tuple(sorted(NCHW_AXIS_IN_NHWC[a] for a in logical))
+    out = getattr(jnp, kind)(x.data, axis=stored, keepdims=keepdims).astype(x.dtype)
+    if keepdims:
+        return Nhwc(out)
+    kept = [NCHW_AXIS_IN_NHWC[a] for a in range(4) if a not in logical]  # ONNX order
+    return permute(jnp, out, tuple(sorted(kept).index(k) for k in kept))
+
+
+register("ReduceMean", nhwc=True)(_reduce("mean"))
+register("ReduceSum", nhwc=True)(_reduce("sum"))
+register("ReduceMax", nhwc=True)(_reduce("max"))
+register("ReduceMin", nhwc=True)(_reduce("min"))
 register("ReduceProd")(_reduce("prod"))
 register("ReduceSumSquare")(_reduce("sumsquare"))
 register("ReduceLogSumExp")(_reduce("logsumexp"))
@@ -62,14 +84,20 @@ register("ReduceL1")(_reduce("l1"))
 register("ReduceL2")(_reduce("l2"))
 
 
-@register("GlobalAveragePool")
+def _global_pool(x, fn):
+    if isinstance(x, Nhwc):
+        return Nhwc(fn(x.data, axis=(1, 2), keepdims=True).astype(x.dtype))
+    return fn(x, axis=tuple(range(2, len(x.shape))), keepdims=True)
+
+
+@register("GlobalAveragePool", nhwc=True)
 def global_average_pool(ctx: NodeContext, x):
-    return ctx.xp.mean(x, axis=tuple(range(2, len(x.shape))), keepdims=True)
+    return _global_pool(x, ctx.xp.mean)
 
 
-@register("GlobalMaxPool")
+@register("GlobalMaxPool", nhwc=True)
 def global_max_pool(ctx: NodeContext, x):
-    return ctx.xp.max(x, axis=tuple(range(2, len(x.shape))), keepdims=True)
+    return _global_pool(x, ctx.xp.max)
 
 
 @register("ArgMax", "ArgMin")

@@ -6,10 +6,15 @@ everything computed only from them, including ``Shape`` of a tensor whose shape 
 arrays (traced values). Handlers compute with ``ctx.xp``, which is ``numpy`` when every input is
 static (so shape subgraphs fold to constants while the graph is converted) and ``jax.numpy``
 otherwise. A missing optional input is ``None``.
+
+With ``layout=NHWC`` a traced 4-D input may also be an :class:`~backend_xla.ops.nhwc.Nhwc` (stored
+channels-last, ONNX shape NCHW). Only handlers registered with ``nhwc=True`` see those, and each
+handles both layouts itself; every other handler gets its inputs in ONNX layout.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -18,23 +23,37 @@ import onnx
 from onnx import helper
 
 from ..errors import NetworkError
+from .nhwc import as_nchw
 
 Handler = Callable[..., Any]
 
 _HANDLERS: dict[str, Handler] = {}
 
 
-def register(*op_types: str) -> Callable[[Handler], Handler]:
-    """Register ``fn`` as the handler of each ONNX op type in ``op_types`` (default domain)."""
+def register(*op_types: str, nhwc: bool = False) -> Callable[[Handler], Handler]:
+    """Register ``fn`` as the handler of each ONNX op type in ``op_types`` (default domain).
+
+    ``nhwc``: ``fn`` takes inputs in either layout (see the module docstring); otherwise the
+    registered handler hands ``fn`` every input in ONNX layout.
+    """
 
     def wrap(fn: Handler) -> Handler:
+        handler = fn if nhwc else _in_onnx_layout(fn)
         for op in op_types:
             if op in _HANDLERS:
                 raise RuntimeError(f"op {op} registered twice")
-            _HANDLERS[op] = fn
+            _HANDLERS[op] = handler
         return fn
 
     return wrap
+
+
+def _in_onnx_layout(fn: Handler) -> Handler:
+    @functools.wraps(fn)
+    def handler(ctx, *inputs):
+        return fn(ctx, *[as_nchw(x) for x in inputs])
+
+    return handler
 
 
 def handler_for(op_type: str) -> Handler | None:
@@ -56,6 +75,10 @@ class NodeContext:
 
     ``float_override``: when the user asked for a compute type (``data_type``), the numpy dtype
     every floating tensor is computed in; ``Cast`` to any float type goes there instead.
+    ``layout``: the converter's activation layout (``"NHWC"``: ``Conv`` outputs are stored
+    channels-last); ``conv_method``: the convolution formulation asked for (option
+    ``conv_method``); ``hwio_filter``: this ``Conv``'s filter input was stored ``[KH, KW, Cin,
+    Cout]`` at load instead of ONNX's OIHW (``Converter.params_for``).
     """
 
     node: onnx.NodeProto
@@ -63,6 +86,9 @@ class NodeContext:
     xp: Any
     source: str
     float_override: Any = None
+    layout: str = "NCHW"
+    conv_method: str = "lax"
+    hwio_filter: bool = False
     attrs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -25,7 +25,7 @@ def constant(ctx: NodeContext):
     raise ctx.error(f"expected one of value/value_float(s)/value_int(s), got {sorted(ctx.attrs)}")
 
 
-@register("Shape")
+@register("Shape", nhwc=True)  # only the ONNX shape matters, which an NHWC value reports as well
 def shape(ctx: NodeContext, x):
     dims = np.asarray(x.shape, np.int64)
     rank = len(dims)
@@ -35,7 +35,7 @@ def shape(ctx: NodeContext, x):
     return dims[start:end]
 
 
-@register("Size")
+@register("Size", nhwc=True)
 def size(ctx: NodeContext, x):
     return np.asarray(int(np.prod(x.shape)), np.int64)
 

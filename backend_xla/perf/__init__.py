@@ -1,7 +1,8 @@
-"""CPU performance building blocks for the ONNX→XLA converter.
+"""CPU benchmarks for the ONNX→XLA converter (``bin/convbench``); nothing at run time imports this
+package.
 
-``conv``: convolution formulations (im2col / shifted matmuls / Winograd / lax) in ONNX semantics.
-``sharding``: split a jitted function's batch across all local CPU devices.
 ``maia``: a hand-built Maia (lc0 SE-residual) forward pass used to measure what is reachable.
-See docs/performance.md for the measurements and the recommendation to the converter.
+``bench``: the tables of docs/performance.md; ``timing``: round-robin timing; ``conv``: FLOP counts.
+The conv formulations they measure are run-time code (:mod:`backend_xla.ops.conv_methods`), as is
+the batch split over host devices (:mod:`backend_xla.devices`).
 """

@@ -45,7 +45,8 @@ def conv_table(batches=(1, 32, 256), cins=(64, 112), dtypes=("f32", "bf16"), rou
     import jax.numpy as jnp
     import numpy as np
 
-    from .conv import conv2d, conv_flops
+    from ..ops.conv_methods import conv2d
+    from .conv import conv_flops
     from .timing import matmul_peak_gflops, time_round_robin
 
     peak = matmul_peak_gflops()
@@ -91,7 +92,7 @@ def net_table(batches=(1, 32, 256), variants=None, devices=(1, "all"), rounds=5,
     import numpy as np
 
     from .maia import load_maia, make_forward
-    from .sharding import batch_sharded
+    from ..devices import batch_sharded
     from .timing import time_round_robin
 
     try:

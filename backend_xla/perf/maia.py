@@ -1,7 +1,7 @@
 """A hand-built forward pass of lc0 SE-residual networks (Maia) from their ONNX initializers.
 
 This is a measuring stick, not the converter: it shows what throughput the formulations in
-:mod:`backend_xla.perf.conv` reach on a whole network, with activations kept NHWC throughout
+:mod:`backend_xla.ops.conv_methods` reach on a whole network, with activations kept NHWC throughout
 (one transpose at the input; the heads read NHWC directly because the flatten order is folded into
 the policy gather indices and the value dense weights at build time).
 
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .conv import conv2d
+from ..ops.conv_methods import conv2d
 
 BOARD = 8  # lc0 boards are 8×8
 SQUARES = BOARD * BOARD
@@ -86,7 +86,7 @@ def make_forward(wt: MaiaWeights, *, method: str = "auto", dtype: Any = jnp.floa
                  layout: str = "NHWC", micro_batch: int | None = None):
     """Return ``f(planes[N,112,8,8]) -> (policy[N,1858], wdl[N,3])`` (float32 outputs), unjitted.
 
-    method: conv formulation for every conv (see :func:`backend_xla.perf.conv.conv2d`).
+    method: conv formulation for every conv (see :func:`backend_xla.ops.conv_methods.conv2d`).
     dtype: compute dtype of the body (float32 or bfloat16; heads' softmax is done in float32).
     layout: "NHWC" keeps activations NHWC throughout; "NCHW" is the op-by-op ONNX layout.
     micro_batch: when set and smaller than N, the network runs in a ``lax.map`` over chunks of this

@@ -221,7 +221,7 @@ print(json.dumps([os.environ.get("XLA_FLAGS"), jax.local_device_count()]))
 
 
 def test_import_configures_one_device_per_core_before_jax():
-    from backend_xla.perf.sharding import usable_cores
+    from backend_xla.devices import usable_cores
 
     flags, count = _child(IMPORT_CHILD.format(pre=""), {})
     cores = usable_cores()
@@ -230,7 +230,7 @@ def test_import_configures_one_device_per_core_before_jax():
 
 
 def test_import_after_jax_left_alone_and_user_flags_merged():
-    from backend_xla.perf.sharding import DEVICE_COUNT_FLAG, usable_cores
+    from backend_xla.devices import DEVICE_COUNT_FLAG, usable_cores
 
     flags, count = _child(IMPORT_CHILD.format(pre="import jax"), {})
     assert (flags, count) == (None, 1)

@@ -1,4 +1,4 @@
-"""Every convolution formulation of backend_xla.perf.conv against two independent truths:
+"""Every convolution formulation of backend_xla.ops.conv_methods against two independent truths:
 a direct numpy convolution written here and ``jax.lax.conv_general_dilated``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from backend_xla.perf.conv import METHODS, conv2d, winograd_weights
+from backend_xla.ops.conv_methods import METHODS, conv2d, winograd_weights
 
 F32_ATOL = 1e-4  # f32 sums of ≤ 1,008 products of O(1) values; Winograd F(4×4) rounds a bit more
 BF16_RTOL = 5e-2  # bf16 keeps 8 mantissa bits: ~0.4 % per rounding, relative to the output scale
@@ -139,7 +139,7 @@ def test_bf16_close_to_f64(method):
 
 def test_winograd_filter_transform_is_exact_inverse_of_direct():
     """U = G g Gᵀ with Aᵀ[(U ⊙ Bᵀ d B)]A = correlation of one tile: check on a single 6×6 tile."""
-    from backend_xla.perf.conv import WINOGRAD
+    from backend_xla.ops.conv_methods import WINOGRAD
 
     rng = np.random.default_rng(3)
     g = rng.standard_normal((1, 1, 3, 3))
@@ -153,7 +153,7 @@ def test_winograd_filter_transform_is_exact_inverse_of_direct():
 
 
 def test_auto_picks_winograd_only_for_mid_batch_tower_convs():
-    from backend_xla.perf.conv import choose_method
+    from backend_xla.ops.conv_methods import choose_method
 
     tower = ((64, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)
     assert choose_method(*tower, batch=32) == "winograd2"

@@ -165,7 +165,7 @@ def check_split_step() -> int:
 
 def test_a_step_split_over_two_devices_equals_the_single_device_step():
     # A fresh interpreter: the XLA CPU device count is fixed once jax has started.
-    code = ("from backend_xla.perf.sharding import configure_host_devices\n"
+    code = ("from backend_xla.devices import configure_host_devices\n"
             "configure_host_devices(2)\n"
             "import sys; sys.path[:0] = [%r, %r]\n"
             "import test_model_export as t\n"

@@ -1,4 +1,4 @@
-"""backend_xla.perf.sharding: XLA_FLAGS set-up before jax starts, and batch-split execution equal to
+"""backend_xla.devices: XLA_FLAGS set-up before jax starts, and batch-split execution equal to
 unsharded execution. Both need a fresh interpreter (the device count is fixed once jax starts), so
 they run small scripts in subprocesses."""
 
@@ -30,7 +30,7 @@ def _run(code: str, env_extra: dict[str, str] | None = None, drop_xla_flags: boo
 CONFIGURE = """
 import json, os, sys
 {pre}
-from backend_xla.perf.sharding import configure_host_devices
+from backend_xla.devices import configure_host_devices
 changed = configure_host_devices(3)
 import jax
 print(json.dumps([changed, os.environ.get("XLA_FLAGS"), jax.local_device_count()]))
@@ -59,10 +59,10 @@ def test_configure_is_a_no_op_once_jax_is_imported():
 SHARDED = """
 import json
 import numpy as np
-from backend_xla.perf.sharding import configure_host_devices, batch_sharded
+from backend_xla.devices import configure_host_devices, batch_sharded
 assert configure_host_devices(2)
 import jax, jax.numpy as jnp
-from backend_xla.perf.conv import conv2d
+from backend_xla.ops.conv_methods import conv2d
 rng = np.random.default_rng(0)
 w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
 
@@ -91,3 +91,32 @@ def test_batch_sharded_equals_unsharded():
         assert rows == n and e_y == 0.0 and e_sum < SUM_RTOL, (n, e_y, e_sum)
     assert errs[-1][-1] == 2  # the even batch really lives on both devices
     assert small_devices == 1  # below min_rows_per_device the batch stays on one device
+
+
+RUNTIME_ONLY = """
+import json, sys
+import numpy as np
+import backend_xla
+net = backend_xla.load_network(sys.argv[1], "batch_buckets=1;16,cache_dir=none,background_compile=0,"
+                               "conv_method=winograd2")
+out = net.evaluate(np.zeros((16, 112, 8, 8), np.float32))
+print(json.dumps([len(net.devices), list(out.policy.shape),
+                  sorted(m for m in sys.modules if m.startswith("backend_xla.perf"))]))
+"""
+
+
+def test_loading_and_running_a_network_never_imports_the_benchmarks():
+    """backend_xla.perf is benchmark code: converting (with a conv_method formulation), compiling
+    one-device and split programs and evaluating must not need it."""
+    from conftest import need_shared
+
+    net = need_shared("zoo", "se-b2f32-polconv-wdl-input3-canonical.onnx")
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    out = subprocess.run([sys.executable, "-c", RUNTIME_ONLY, str(net)], env=env,
+                         capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    assert out.returncode == 0, out.stderr[-2000:]
+    devices, shape, perf_modules = json.loads(out.stdout.strip().splitlines()[-1])
+    assert devices == 2 and shape == [16, 1858]
+    assert perf_modules == [], f"expected no backend_xla.perf module loaded, got {perf_modules}"
