@@ -34,3 +34,18 @@ def test_a_broken_contract_is_caught(tmp_path):
                            f"sys.exit(lint_imports(config_filename={str(config)!r}, no_cache=True, no_logo=True))"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "BROKEN" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_every_runtime_module_is_under_the_no_benchmarks_contract():
+    """A new backend_xla module must join the contract that keeps benchmark code out of the
+    runtime (pyproject.toml), or that contract would silently not cover it."""
+    import pkgutil
+    import tomllib
+
+    import backend_xla
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    contract = next(c for c in config["tool"]["importlinter"]["contracts"]
+                    if c.get("forbidden_modules") == ["backend_xla.perf"])
+    modules = {f"backend_xla.{m.name}" for m in pkgutil.iter_modules(backend_xla.__path__)}
+    assert modules - {"backend_xla.perf"} == set(contract["source_modules"]) - {"engine"}
