@@ -6,6 +6,8 @@ Every failure to read, convert or evaluate a network surfaces as a :class:`Netwo
 
 from __future__ import annotations
 
+from engine.backend import OptionError  # noqa: F401  (the one class of option errors, re-exported)
+
 
 class NetworkError(ValueError):
     """A network file could not be read, converted or run."""
@@ -13,7 +15,3 @@ class NetworkError(ValueError):
 
 class UnsupportedOpError(NetworkError):
     """The graph uses an ONNX op (or op variant) this converter does not implement."""
-
-
-class OptionError(NetworkError):
-    """A backend option (``--backend-opts``) is unknown or has an invalid value."""

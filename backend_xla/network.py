@@ -18,10 +18,9 @@ from engine.backend import INPUT_PLANES, POLICY_SIZE, NetworkOutput
 from . import runtime
 from .convert import Converter
 from .errors import NetworkError
-from .onnx_io import load_model, parse_dtype
+from .onnx_io import INPUT_NAME, load_model, parse_dtype
 from .options import batch_sizes, parse_options
 
-INPUT_NAME = "/input/planes"
 OUTPUT_POLICY = "/output/policy"
 OUTPUT_WDL = "/output/wdl"
 OUTPUT_VALUE = "/output/value"
@@ -33,8 +32,9 @@ ProgressCallback = Callable[[int, int, int], None]
 """progress(batch_size_just_compiled, number_ready, number_total)."""
 
 
-def _read_model(path: str | os.PathLike | onnx.ModelProto, options: str):
-    """(model, source name, directory for external data)."""
+def _read_model(path: str | os.PathLike | onnx.ModelProto, options: dict):
+    """(model, source name, directory for external data); ``options``: the parsed backend
+    options (an lc0 weight file's heads are chosen by policy_head and value_head)."""
     if isinstance(path, onnx.ModelProto):
         return path, f"<ONNX model {path.graph.name or 'unnamed'}>", None
     p = Path(path)
@@ -44,7 +44,8 @@ def _read_model(path: str | os.PathLike | onnx.ModelProto, options: str):
         except ImportError as exc:
             raise NetworkError(f"{p}: lc0 weight files need backend_xla.lc0, which is not "
                                f"available ({exc}); convert it to ONNX with lc0 leela2onnx") from exc
-        model = load_lc0_onnx(str(p), options)
+        model = load_lc0_onnx(str(p), policy_head=options["policy_head"],
+                              value_head=options["value_head"])
         return model, str(p), p.parent
     return load_model(p), str(p), p.parent
 
@@ -75,7 +76,7 @@ class XlaNetwork:
 
     def __init__(self, path: str | os.PathLike | onnx.ModelProto, options: str = "") -> None:
         self.options = parse_options(options)
-        model, self.source, base_dir = _read_model(path, options)
+        model, self.source, base_dir = _read_model(path, self.options)
         self.name = Path(self.source).name
         graph_inputs = {i.name for i in model.graph.input}
         if INPUT_NAME not in graph_inputs:

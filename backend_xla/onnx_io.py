@@ -12,6 +12,9 @@ from onnx import helper, numpy_helper
 
 from .errors import NetworkError
 
+INPUT_NAME = "/input/planes"
+"""The input of an lc0 network (lc0's ONNX convention): float planes [batch, 112, 8, 8]."""
+
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
 

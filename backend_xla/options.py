@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import OptionError
+from engine.backend import OptionError, split_options
 
 SPLIT_MIN_ROWS = 8
 """Default ``split_min_rows``: rows per device below which a batch is not split (docs/backend.md)."""
@@ -121,12 +121,8 @@ def parse_options(text: str) -> dict[str, Any]:
     """Parse ``key=value,...`` into a dict with every option (defaults filled in)."""
     values = {o.name: o.default for o in OPTIONS}
     seen: dict[str, str] = {}
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        key, sep, raw = item.partition("=")
-        key, raw = key.strip(), raw.strip()
+    for key, raw in split_options(text):
+        item = f"{key}={raw}"
         opt = _BY_NAME.get(key)
         if opt is not None and opt.name in seen:
             raise OptionError(f"backend option {opt.name} given twice ({seen[opt.name]!r} and "
@@ -134,8 +130,6 @@ def parse_options(text: str) -> dict[str, Any]:
         if opt is None:
             raise OptionError(
                 f"unknown backend option {key!r}: expected one of {', '.join(o.name for o in OPTIONS)}")
-        if not sep:
-            raise OptionError(f"backend option {key}: expected {key}=VALUE, got {item!r}")
         if opt.type == "int":
             value: Any = _int(opt, raw)
         elif opt.type == "count":

@@ -4,7 +4,7 @@ Cheap to import: onnx (and the graph builder) load only when a graph is built.
 
     read_weights(path) -> Lc0Weights
     build_onnx(weights, data_type="f32", policy_head="vanilla", value_head="winner") -> onnx.ModelProto
-    load_lc0_onnx(path, options="") -> onnx.ModelProto
+    load_lc0_onnx(path, policy_head=, value_head=, data_type=, opset=) -> onnx.ModelProto
     describe(path) -> list[str]
 """
 
@@ -23,10 +23,10 @@ def build_onnx(weights, data_type="f32", policy_head="vanilla", value_head="winn
     return _build(weights, data_type, policy_head, value_head, **kwargs)
 
 
-def load_lc0_onnx(path, options: str = ""):
+def load_lc0_onnx(path, **heads_and_types):
     """See :func:`backend_xla.lc0.build.load_lc0_onnx`."""
     from .build import load_lc0_onnx as _load
-    return _load(path, options)
+    return _load(path, **heads_and_types)
 
 
 def describe(path) -> list[str]:

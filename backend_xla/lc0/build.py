@@ -6,6 +6,7 @@ import os
 
 import onnx
 
+from ..onnx_io import INPUT_NAME
 from .convert import Converter
 from .errors import WeightsError
 from .graph import GraphBuilder
@@ -15,7 +16,6 @@ from .heads import value_head as value_head_fn
 from .weights import Lc0Weights, read_weights
 
 DEFAULT_OPSET = 17
-INPUT_NAME = "/input/planes"
 INPUT_FORMAT_KEY = "lc0_input_format"
 _SUPPORTED = {
     "network": {3, 4, 6, 7},
@@ -24,11 +24,6 @@ _SUPPORTED = {
     "default_activation": {0, 1},
     "input_embedding": {0, 1, 2},
 }
-_OPTION_ALIASES = {"policy_head": "policy_head", "policy-head": "policy_head",
-                   "value_head": "value_head", "value-head": "value_head",
-                   "onnx-data-type": "data_type",
-                   "onnx_data_type": "data_type", "opset": "opset", "onnx-opset": "opset"}
-
 
 def check_format(weights: Lc0Weights) -> None:
     """lc0's ``CheckSrcFormat``: reject architectures the converter does not handle."""
@@ -92,27 +87,13 @@ def _build(weights: Lc0Weights, data_type: str, policy_head: str, value_head: st
     return model
 
 
-def parse_options(options: str) -> dict[str, str]:
-    """``"policy_head=optimistic,value_head=q"`` -> known keys; other backends' keys are ignored."""
-    result = {}
-    for item in (options or "").split(","):
-        if "=" not in item:
-            continue
-        key, value = (s.strip() for s in item.split("=", 1))
-        if key.lower() in _OPTION_ALIASES:
-            result[_OPTION_ALIASES[key.lower()]] = value
-    return result
-
-
-def load_lc0_onnx(path: str | os.PathLike, options: str = "") -> onnx.ModelProto:
-    """Read an lc0 weight file and build its ONNX model.
-
-    ``options``: comma-separated ``key=value``; ``policy_head``, ``value_head``, ``onnx_data_type``
-    (f32/f16/bf16), ``opset``. A file that embeds an ONNX model (lc0's NETWORK_ONNX) returns it,
-    with the input format recorded.
+def load_lc0_onnx(path: str | os.PathLike, policy_head: str = "vanilla", value_head: str = "winner",
+                  data_type: str = "f32", opset: int = DEFAULT_OPSET) -> onnx.ModelProto:
+    """Read an lc0 weight file and build its ONNX model with the named heads (as lc0's
+    --policy-head / --value-head), data type (f32/f16/bf16) and opset. A file that embeds an
+    ONNX model (lc0's NETWORK_ONNX) returns it, with the input format recorded.
     """
     weights = read_weights(path)
-    opts = parse_options(options)
     if weights.net.HasField("onnx_model") and weights.weights is None:
         blob = weights.net.onnx_model.model
         try:
@@ -121,10 +102,5 @@ def load_lc0_onnx(path: str | os.PathLike, options: str = "") -> onnx.ModelProto
             raise WeightsError(f"{weights.path}: embedded ONNX model cannot be parsed: {e}") from e
         model.metadata_props.add(key=INPUT_FORMAT_KEY, value=str(weights.format.input))
         return model
-    try:
-        opset = int(opts.get("opset", DEFAULT_OPSET))
-    except ValueError as e:
-        raise WeightsError(f"{weights.path}: option opset: expected an integer, got {opts['opset']!r}") from e
-    return build_onnx(weights, data_type=opts.get("data_type", "f32"),
-                      policy_head=opts.get("policy_head", "vanilla"),
-                      value_head=opts.get("value_head", "winner"), opset=opset)
+    return build_onnx(weights, data_type=data_type, policy_head=policy_head,
+                      value_head=value_head, opset=opset)

@@ -89,7 +89,7 @@ def split_options(text: str, what: str = "backend option") -> list[tuple[str, st
             continue
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise OptionError(f"{what} {item!r}: expected KEY=VALUE")
+            raise OptionError(f"{what} {item!r}: expected {key.strip() or 'KEY'}=VALUE")
         pairs.append((key.strip(), value.strip()))
     return pairs
 
