@@ -133,7 +133,8 @@ class XlaNetwork:
     def _compile(self, batch_size: int) -> None:
         start = time.perf_counter()
         executable = runtime.compile_function(self.converter, batch_size, self.params,
-                                              self.options["split_min_rows"])
+                                              self.options["split_min_rows"],
+                                              self.options["hlo_proto_dump_dir"])
         with self._lock:
             self._compiled[batch_size] = executable
             self.compile_seconds[batch_size] = time.perf_counter() - start

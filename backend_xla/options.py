@@ -69,7 +69,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("batch_buckets", "int_list", None,
            "explicit batch sizes, ';'-separated (e.g. 1;8;32;256); overrides max_batch/steps",
            min=1, max=1 << 16),
-    Option("plugin_path", "path", None, "PjRT plugin .so to register with JAX (e.g. a GPU plugin)"),
+    Option("plugin_path", "path", None,
+           "PJRT plugin library to add to JAX (as lc0: a name with a slash is a path, a bare "
+           "name is looked up as dlopen does); given to JAX through PJRT_NAMES_AND_LIBRARY_PATHS, "
+           "so it must come with the first network loaded in the process"),
+    Option("hlo_proto_dump_dir", "path", None,
+           "write each compiled batch size's HLO module proto here (<network>-batch<N>.hlo.pb), "
+           "as lc0's XLA backend"),
     Option("cache_dir", "str", "default",
            "JAX persistent compilation cache directory ('none' disables; default: "
            "$XDG_CACHE_HOME/xlazero/jax)"),

@@ -20,17 +20,73 @@ _plugins: set[str] = set()
 _cache_dir: str | None = None
 
 
-def _register_plugin(path: str) -> None:
-    if path in _plugins:
-        return
-    if not Path(path).is_file():
-        raise OptionError(f"backend option plugin_path: expected an existing .so file, got {path!r}")
-    from jax._src import xla_bridge
+PJRT_PLUGINS_VARIABLE = "PJRT_NAMES_AND_LIBRARY_PATHS"
+"""JAX's public way to add PJRT plugins: ``name:path,name:path``, read when JAX first starts
+its backends (jax's xla_bridge docs)."""
+
+
+def find_library(name: str) -> str:
+    """The file a PJRT plugin name stands for, as lc0 documents ``plugin_path``: a name with a
+    slash is a path (relative or absolute); a bare name is looked up as ``dlopen`` does
+    (LD_LIBRARY_PATH, the linker cache, the system folders), by loading it and reading back
+    which file the loader mapped."""
+    if os.sep in name:
+        path = Path(name).expanduser().resolve()
+        if not path.is_file():
+            raise OptionError(f"backend option plugin_path: expected an existing shared library, "
+                              f"got {name!r} (no such file)")
+        return str(path)
+    import ctypes
 
     try:
-        xla_bridge.register_plugin(Path(path).stem, library_path=path)
-    except Exception as exc:
-        raise OptionError(f"backend option plugin_path: cannot register {path!r}: {exc}") from exc
+        ctypes.CDLL(name)
+    except OSError as exc:
+        raise OptionError(f"backend option plugin_path: {name!r} is not found where dlopen looks "
+                          f"(LD_LIBRARY_PATH, the linker cache, the system folders): {exc}") from None
+    try:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:
+        return name  # not Linux: dlopen found it, and JAX's loader will find it the same way
+    for line in maps:
+        fields = line.split()
+        if len(fields) >= 6 and Path(fields[5]).name == name:
+            return fields[5]
+    for line in maps:  # a linker-cache alias (libfoo.so -> libfoo.so.1.2): match the stem
+        fields = line.split()
+        if len(fields) >= 6 and Path(fields[5]).name.startswith(name.split(".so")[0] + ".so"):
+            return fields[5]
+    return name
+
+
+def _register_plugin(name: str) -> None:
+    """Add the plugin to JAX's plugin list (PJRT_NAMES_AND_LIBRARY_PATHS) before JAX starts
+    its backends, then check that JAX sees its platform."""
+    path = find_library(name)
+    if path in _plugins:
+        return
+    plugin = Path(path).name.split(".so")[0].removeprefix("lib").removeprefix("pjrt_c_api_")
+    plugin = plugin.removeprefix("pjrt_").removesuffix("_plugin") or "plugin"
+    before = os.environ.get(PJRT_PLUGINS_VARIABLE)
+    entries = [e for e in (before or "").split(",") if e]
+    if not any(e.split(":", 1)[-1] == path for e in entries):
+        entries.append(f"{plugin}:{path}")
+        os.environ[PJRT_PLUGINS_VARIABLE] = ",".join(entries)
+    import jax
+
+    try:
+        jax.devices(plugin)
+    except RuntimeError as exc:
+        # A plugin that failed must not stay in the list: JAX would fail on it again at every
+        # later start of its backends, CPU included.
+        if before is None:
+            os.environ.pop(PJRT_PLUGINS_VARIABLE, None)
+        else:
+            os.environ[PJRT_PLUGINS_VARIABLE] = before
+        raise OptionError(
+            f"backend option plugin_path: JAX did not start {path} as PJRT plugin {plugin!r}: "
+            f"{exc}. JAX reads its plugins once, when it first starts its backends: give "
+            f"plugin_path with the first network loaded in the process, or set "
+            f"{PJRT_PLUGINS_VARIABLE}={plugin}:{path} before starting") from None
     _plugins.add(path)
 
 
@@ -153,10 +209,27 @@ class Executable:
         return self.compiled(self.params, *inputs)
 
 
+def dump_hlo(lowered, directory: str, source: str, batch_size: int) -> Path:
+    """Write the HLO module proto of one batch size to ``directory`` (lc0's XLA backend option
+    ``hlo_proto_dump_dir``), as ``<network>-batch<N>.hlo.pb``; returns the file."""
+    folder = Path(directory).expanduser()
+    stem = Path(source).name.split(".")[0] or "network"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{stem}-batch{batch_size}.hlo.pb"
+        path.write_bytes(lowered.compiler_ir("hlo").as_serialized_hlo_module_proto())
+    except OSError as exc:
+        raise OptionError(f"backend option hlo_proto_dump_dir: cannot write to {directory!r}: "
+                          f"{exc.strerror or exc}") from None
+    return path
+
+
 def compile_function(converter, batch_size: int, params: Params,
-                     min_rows_per_device: int = SPLIT_MIN_ROWS) -> Executable:
+                     min_rows_per_device: int = SPLIT_MIN_ROWS,
+                     hlo_dump_dir: str | None = None) -> Executable:
     """Compile the network for ``batch_size``; split over the devices of ``params`` when
-    :func:`backend_xla.devices.split_rows` says so, else on the first device alone."""
+    :func:`backend_xla.devices.split_rows` says so, else on the first device alone. With
+    ``hlo_dump_dir``, the HLO is written there first (:func:`dump_hlo`)."""
     import jax
 
     n = len(params.devices)
@@ -168,6 +241,8 @@ def compile_function(converter, batch_size: int, params: Params,
         else:
             rows, sharding = batch_size, None
             lowered = lower(converter, batch_size, params.single, hwio_filters=True)
+        if hlo_dump_dir:
+            dump_hlo(lowered, hlo_dump_dir, converter.source, batch_size)
         try:
             compiled = lowered.compile()
         except Exception as exc:

@@ -176,3 +176,29 @@ def test_duplicate_backend_option_is_an_error():
         parse_options("max_batch=64,steps=4,max_batch=128")
     with pytest.raises(OptionError, match="data_type given twice"):
         parse_options("datatype=bf16,data_type=f32")  # an alias counts as the same key
+
+
+def test_hlo_proto_dump_dir_writes_one_module_per_batch_size(tmp_path):
+    """lc0's hlo_proto_dump_dir: each compiled batch size's HLO module proto, which XLA reads
+    back as a module whose input is that batch of planes."""
+    from jax._src.lib import xla_client
+
+    net = backend_xla.load_network(_tiny_lc0_model(), f"{TEST_OPTIONS},hlo_proto_dump_dir={tmp_path}")
+    net.warmup()
+    files = {int(f.name.split("-batch")[1].split(".")[0]): f for f in tmp_path.glob("*.hlo.pb")}
+    assert sorted(files) == sorted(net.sizes)
+    for batch, f in files.items():
+        text = xla_client.XlaComputation(f.read_bytes()).as_hlo_text()
+        assert f"f32[{batch},112,8,8]" in text
+
+
+def test_plugin_path_errors_name_what_was_looked_for(tmp_path):
+    """plugin_path as lc0 documents it: a path must exist; a bare name is looked up as dlopen
+    does; a library that is not a PJRT plugin is refused with the file JAX tried."""
+    from backend_xla.runtime import find_library
+
+    with pytest.raises(OptionError, match="no such file"):
+        find_library(str(tmp_path / "missing.so"))
+    with pytest.raises(OptionError, match="not found where dlopen looks"):
+        find_library("libxlazero_no_such_plugin.so")
+    assert find_library("libm.so.6").endswith("/libm.so.6")  # found as dlopen finds it
