@@ -13,6 +13,9 @@ import numpy as np
 
 from engine.backend import POLICY_SIZE, NetworkOutput, register_backend
 
+PAD_ROWS = 8
+"""Batch-size step of the XLA backend's small CPU batch sizes (backend_xla.options.batch_sizes)."""
+
 RANDOM_POLICY_SCALE = 2.0
 """Standard deviation of the random policy logits (lc0's random backend uses a similar spread)."""
 
@@ -28,6 +31,12 @@ class RandomNetwork:
 
     def __init__(self, name: str = "random") -> None:
         self.name = name
+
+    def padded_size(self, n: int) -> int:
+        """Rows a batch of ``n`` costs, as the XLA backend on a CPU (sizes in steps of 8): the
+        search then prefetches what it does with a real CPU network, so a search measured
+        with this instant network costs what the engine's search costs."""
+        return -(-n // PAD_ROWS) * PAD_ROWS
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         """planes float32 [N, 112, 8, 8] -> policy [N, 1858], q/d/m [N]."""
