@@ -90,31 +90,17 @@ def test_self_play_game_only_legal_moves(uci_engine):
     board = chess.Board()
     uci_engine.configure({"UCI_ShowWDL": True})
     while not board.is_game_over(claim_draw=True) and board.ply() < 60:
-        result = uci_engine.play(board, chess.engine.Limit(nodes=50), info=chess.engine.INFO_ALL)
+        result = uci_engine.play(board, chess.engine.Limit(nodes=20), info=chess.engine.INFO_ALL)
         assert result.move in board.legal_moves, f"illegal {result.move} in {board.fen()}"
         assert "wdl" in result.info and sum(result.info["wdl"]) == 1000
         board.push(result.move)
     assert board.ply() > 10
 
 
-def test_setoption_every_option_accepts_a_valid_value(raw):
-    for option in opts.OPTIONS:
-        if option.name in ("WeightsFile", "Backend", "LogFile", "BackendOptions"):
-            continue
-        if option.kind == opts.CHECK:
-            value = "false" if option.default else "true"
-        elif option.kind == opts.COMBO:
-            value = option.choices[-1]
-        elif option.kind in (opts.SPIN, opts.FLOAT):
-            value = str(option.max if option.default != option.max else option.min)
-            if option.kind == opts.SPIN:
-                value = str(int(float(value)))
-        elif option.name == "SyzygyPath":
-            value = "<empty>"  # no tables (tests/test_syzygy.py opens real ones)
-        else:
-            value = "legacy(slowmover=1.1)"
-        raw.send(f"setoption name {option.name} value {value}")
+def test_setoption_unknown_name_lists_the_options(raw):
+    """Each option's effect: tests/test_option_effects.py. Here the UCI answer to a bad name."""
     raw.send("setoption name NoSuchOption value 3")
+    raw.send("setoption name MultiPV value 2")
     raw.send("isready")
     line, before = raw.expect("readyok")
     errors = [b for b in before if b.startswith("info string error")]
@@ -159,23 +145,31 @@ def test_no_legal_move_gives_null_bestmove(raw):
     assert line == "bestmove 0000"
 
 
+def _round_trip(raw: RawEngine, line: str, answer: str) -> float:
+    t0 = time.monotonic()
+    raw.send(line)
+    raw.expect(answer, timeout=5)
+    return time.monotonic() - t0
+
+
+REPLY_SLACK_S = 0.25
+"""Allowed beyond ten idle round trips for an answer during a search: a search holding the
+command loop would take seconds (a batch, or the whole search), while a loaded machine slows
+every round trip alike (the idle ones measured in the same run)."""
+
+
 def test_isready_and_stop_during_infinite_search(raw):
     raw.send("position startpos")
-    raw.send("isready")
-    raw.expect("readyok")
+    idle = sorted(_round_trip(raw, "isready", "readyok") for _ in range(3))[1]
     raw.send("go infinite")
     time.sleep(0.5)
-    delays = []
-    for _ in range(3):
-        t0 = time.monotonic()
-        raw.send("isready")
-        raw.expect("readyok", timeout=5)
-        delays.append(time.monotonic() - t0)
-    assert sorted(delays)[1] < 0.1, f"isready took {delays}"
+    limit = 10 * idle + REPLY_SLACK_S
+    delays = sorted(_round_trip(raw, "isready", "readyok") for _ in range(3))
+    assert delays[1] < limit, f"isready took {delays}s during the search, {idle:.4f}s idle"
     t0 = time.monotonic()
     raw.send("stop")
     line, before = raw.expect("bestmove", timeout=5)
-    assert time.monotonic() - t0 < 0.15
+    assert time.monotonic() - t0 < limit, f"stop took {time.monotonic() - t0:.3f}s, {idle:.4f}s idle"
     assert any(b.startswith("info depth") for b in before)
     assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
 
