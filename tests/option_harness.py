@@ -139,11 +139,12 @@ class Session:
     """One engine: ``Session(CPuct=2)`` is the engine after ``setoption name CPuct value 2``.
 
     Defaults here differ from the engine's in two places, so that a ``go nodes`` search is
-    repeatable: the ``effects`` backend, and SmartPruningFactor 0 (smart pruning may stop
+    repeatable: the ``effects`` backend (its weights file is any file), and SmartPruningFactor 0 (smart pruning may stop
     200 ms after the first evaluation, which depends on the machine's speed). VerboseMoveStats
     is on, to read the root's visits."""
 
-    BASE = {"Backend": "effects", "SmartPruningFactor": "0", "VerboseMoveStats": "true"}
+    BASE = {"Backend": "effects", "WeightsFile": __file__,  # any file; .onnx ones get opened
+            "SmartPruningFactor": "0", "VerboseMoveStats": "true"}
 
     def __init__(self, **options: object) -> None:
         from engine.uci import UciEngine
