@@ -138,13 +138,14 @@ class Reply:
 class Session:
     """One engine: ``Session(CPuct=2)`` is the engine after ``setoption name CPuct value 2``.
 
-    Defaults here differ from the engine's in two places, so that a ``go nodes`` search is
-    repeatable: the ``effects`` backend (its weights file is any file), and SmartPruningFactor 0 (smart pruning may stop
-    200 ms after the first evaluation, which depends on the machine's speed). VerboseMoveStats
-    is on, to read the root's visits."""
+    Defaults here differ from the engine's so that a ``go nodes`` search is repeatable and
+    cheap: the ``effects`` backend (its weights file is any file), SmartPruningFactor 0 (smart
+    pruning may stop 200 ms after the first evaluation, which depends on the machine's speed)
+    and MaxPrefetch 0 (filling minibatches for the cache is most of a small search's work).
+    VerboseMoveStats is on, to read the root's visits."""
 
     BASE = {"Backend": "effects", "WeightsFile": __file__,  # any file; .onnx ones get opened
-            "SmartPruningFactor": "0", "VerboseMoveStats": "true"}
+            "SmartPruningFactor": "0", "MaxPrefetch": "0", "VerboseMoveStats": "true"}
 
     def __init__(self, **options: object) -> None:
         from engine.uci import UciEngine

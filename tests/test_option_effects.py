@@ -103,8 +103,8 @@ def test_backend_options_reach_the_backend():
 # ------------------------------------------------------------------------------------------ search
 @effect_of("MinibatchSize")
 def test_minibatch_size_bounds_the_batches():
-    small = batches("go nodes 150", MinibatchSize=8, MaxPrefetch=0)
-    large = batches("go nodes 150", MinibatchSize=64, MaxPrefetch=0)
+    small = batches("go nodes 150", MinibatchSize=8)
+    large = batches("go nodes 150", MinibatchSize=64)
     assert max(small) <= 8 < max(large), (small, large)
     assert sum(small) == sum(large) == 150  # one evaluation per visit without prefetching
 
@@ -196,7 +196,7 @@ def test_collision_visit_scaling():
 
 @effect_of("MaxPrefetch")
 def test_prefetch_adds_positions_for_the_cache_only():
-    without, with_ = batches(MaxPrefetch=0), batches(MaxPrefetch=32)
+    without, with_ = batches(), batches(MaxPrefetch=32)  # the harness sets 0
     assert sum(without) == 60 < sum(with_)
 
 
@@ -231,10 +231,11 @@ def test_out_of_order_evals_factor_ends_a_minibatch():
 
 @effect_of("NNCacheSize")
 def test_nn_cache_size_is_the_cache_capacity():
-    # hashfull is the per mille of the capacity in use: full at 50 entries, 0 without a cache.
+    # hashfull is the per mille of the capacity in use: full at 50 entries, 0 without a cache,
+    # and 60 visits evaluate at most 60 positions, 60 per mille of 1000.
     assert search(NNCacheSize=50).field("hashfull") == 1000
     assert search(NNCacheSize=0).field("hashfull") == 0
-    assert 0 < search().field("hashfull") < 1000
+    assert 0 < search(NNCacheSize=1000).field("hashfull") <= 60
     assert _rows_after_warm_cache(NNCacheSize=0)[0] > _rows_after_warm_cache()[0]
 
 
@@ -295,7 +296,7 @@ def test_smart_pruning_waits_for_the_minimum_batches():
     """With a dominant move the runner-up cannot catch up long before the node limit; pruning
     may stop only 200 ms after the first evaluation (each batch here takes 5 ms)."""
     slow = dict(BackendOptions="favourite=e2e4,delay=0.005", SmartPruningFactor=1.33,
-                MinibatchSize=4, MaxPrefetch=0)
+                MinibatchSize=4)
     assert search("go nodes 400", **slow).field("nodes") < 400
     assert search("go nodes 400", **slow, SmartPruningMinimumBatches=10000).field("nodes") == 400
 
@@ -584,7 +585,10 @@ def test_syzygy_tables_choose_the_root_moves():
     shortest = {m for m, d in dtz.items() if d == min(dtz.values())}
     assert len(shortest) < len(dtz) < 20
     position = f"position fen {board.fen()}"
-    searched = lambda reply: {m for m, n in reply.visits.items() if n > 0}
+
+    def searched(reply: Reply) -> set[str]:
+        return {m for m, n in reply.visits.items() if n > 0}
+
     assert searched(search("go nodes 60", position)) - shortest  # without tables, any move
     by_dtz = searched(search("go nodes 60", position, SyzygyPath=folder))
     fast = searched(search("go nodes 60", position, SyzygyPath=folder, SyzygyFastPlay=True))
