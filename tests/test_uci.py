@@ -175,15 +175,17 @@ def test_isready_and_stop_during_infinite_search(raw):
 
 
 def test_movetime_and_clock_are_respected(raw):
+    """Each go answers within its time. A loaded machine delays every answer by its fixed costs
+    (waking threads, the first batch): five times a ``go nodes 1`` round trip of this run is
+    allowed on top, a few ms on an idle machine."""
     raw.send("position startpos")
     raw.send("isready")
     raw.expect("readyok")
+    slack = 5 * sorted(_round_trip(raw, "go nodes 1", "bestmove") for _ in range(3))[1]
     for go, limit in (("go movetime 500", 0.5), ("go wtime 1500 btime 1500", 1.5),
                       ("go wtime 300 btime 300 winc 0 binc 0 movestogo 1", 0.3)):
-        t0 = time.monotonic()
-        raw.send(go)
-        raw.expect("bestmove", timeout=5)
-        assert time.monotonic() - t0 < limit, f"{go} took {time.monotonic() - t0:.3f}s"
+        took = _round_trip(raw, go, "bestmove")
+        assert took < limit + slack, f"{go} took {took:.3f}s, allowed {limit} + {slack:.3f}s"
 
 
 def test_ponder_then_ponderhit(raw):
