@@ -195,9 +195,12 @@ def test_collision_visit_scaling():
 
 
 @effect_of("MaxPrefetch")
-def test_prefetch_adds_positions_for_the_cache_only():
+def test_prefetch_sends_more_positions_to_the_network():
+    """The prefetched positions fill the NN cache; the tree still gets exactly the visits asked
+    for (tests/test_search.py checks that they become cache hits)."""
     without, with_ = batches(), batches(MaxPrefetch=32)  # the harness sets 0
     assert sum(without) == 60 < sum(with_)
+    assert search(MaxPrefetch=32).node["N"] == 60
 
 
 def _rows_after_warm_cache(**options) -> tuple[int, int]:
