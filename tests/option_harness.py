@@ -18,13 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.backend import register_backend
+from engine.backend import POLICY_MOVES, register_backend
 from engine.backends.random import RandomNetwork
-
-try:
-    from engine.backend import POLICY_MOVES
-except ImportError:  # before engine.backend became a package
-    from engine.encoding.policy import POLICY_MOVES
 
 FAVOURITE_BOOST = 8.0
 """Logit added to the favourite move: with the random logits' spread (2) it takes most visits."""
