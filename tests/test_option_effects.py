@@ -397,9 +397,9 @@ def test_temperature_cutoff_move_switches_to_the_endgame_temperature():
 @effect_of("TempValueCutoff")
 def test_temp_value_cutoff_keeps_only_moves_near_the_best_value():
     stats = search("go nodes 30").stats
-    best_q = max((s["Q"], m) for m, s in stats.items() if s["N"] > 0)[1]
-    assert best_q != _most_visited()  # so that the check below tells the two apart
-    assert set(_moves_played(Temperature=10, TempValueCutoff=0)) == {best_q}
+    best_value = max((s["Q"], m) for m, s in stats.items() if s["N"] > 0)[1]
+    assert best_value != _most_visited()  # so that the check below tells the two apart
+    assert set(_moves_played(Temperature=10, TempValueCutoff=0)) == {best_value}
 
 
 @effect_of("TempVisitOffset")
