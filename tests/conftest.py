@@ -5,6 +5,7 @@ Tests that need it skip with a reason when it is absent (it lives beside the rep
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from pathlib import Path
@@ -64,6 +65,38 @@ def shared_positions() -> list[dict]:
 def maia1100_ref() -> list[dict]:
     """lc0's outputs of maia-1100 on every shared position (see ../shared/README.md)."""
     return read_jsonl(need_shared("maia", "ref-maia-1100.jsonl.gz"))
+
+
+SMALL_BUCKETS = "batch_buckets=8"
+"""Backend options of the real networks the tests load: the one batch size a CPU search at the
+default minibatch uses (7 positions, padded to 8 and filled with prefetched ones; batches up
+to 8 rows go to the smallest compiled size whatever else is compiled, so the search behaves as
+at the defaults). The default set is 18 sizes, which a background thread would compile while
+the tests run, competing for the cores."""
+
+
+@functools.lru_cache(maxsize=None)
+def _xla_network(path: Path, options: str):
+    from backend_xla import load_network
+
+    return load_network(str(path), options)
+
+
+def xla_network(*parts: str, options: str = SMALL_BUCKETS):
+    """The network at ../shared/lc0/<parts> through backend_xla, loaded once per test session
+    and options (or skip when ../shared lacks it)."""
+    return _xla_network(need_shared(*parts), options)
+
+
+@pytest.fixture(scope="session")
+def maia1900_net():
+    """Maia-1900 from lc0's weight file (shared by the search fidelity and nodes-1 tests)."""
+    return xla_network("maia", "maia-1900.pb.gz")
+
+
+@pytest.fixture(scope="session")
+def maia1100_net():
+    return xla_network("maia", "maia-1100.onnx")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -3,7 +3,9 @@
 Truth: for Maia-1100, the argmax of lc0's own logits (p_raw) in its reference records; for Maia-1900
 (no lc0 outputs are shared), lc0's own ONNX conversion evaluated by onnx's reference evaluator on
 lc0's own planes; for held-out positions (random games, not in ../shared), the same evaluator on
-our planes (the encoder is checked against lc0 and an independent encoder in test_encoding*)."""
+our planes (the encoder is checked against lc0 and an independent encoder in test_encoding*).
+Maia-1100 runs from lc0's ONNX file, Maia-1900 from lc0's weight file (.pb.gz, converted by us),
+the one the fidelity tests load too (conftest: one load per session, one batch size)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import chess.engine
 import numpy as np
 import pytest
 
-from conftest import board_of, lc0_planes_batch, need_shared
+from conftest import SMALL_BUCKETS, board_of, lc0_planes_batch, need_shared
 from engine.encoding import encode_batch, policy_indices
 from engine.search import Limits, Search, from_options
 
@@ -30,16 +32,8 @@ def _acceptable(rec: dict) -> set[str]:
     return {m for m, x in zip(rec["legal_moves"], p) if x >= top - LOGIT_TOLERANCE}
 
 
-@pytest.fixture(scope="module")
-def maia_net():
-    path = need_shared("maia", "maia-1100.onnx")
-    from backend_xla import load_network
-
-    return load_network(str(path), "")
-
-
-def test_nodes_one_plays_top_policy_move_in_process(maia_net, maia1100_ref):
-    search = Search(maia_net, from_options({}))
+def test_nodes_one_plays_top_policy_move_in_process(maia1100_net, maia1100_ref):
+    search = Search(maia1100_net, from_options({}))
     checked = 0
     for rec in maia1100_ref:
         if not rec["legal_moves"]:
@@ -59,7 +53,8 @@ def test_nodes_one_via_uci(maia1100_ref):
     path = need_shared("maia", "maia-1100.onnx")
     repo = Path(__file__).resolve().parent.parent
     eng = chess.engine.SimpleEngine.popen_uci(
-        [sys.executable, "-m", "engine.uci", f"--weights={path}"], cwd=repo, timeout=120)
+        [sys.executable, "-m", "engine.uci", f"--weights={path}", f"--backend-opts={SMALL_BUCKETS}"],
+        cwd=repo, timeout=120)
     try:
         records = [r for r in maia1100_ref if r["legal_moves"]][::60]
         for rec in records:
@@ -94,15 +89,14 @@ def _play_nodes_one(net, boards) -> list[str]:
     return played
 
 
-def test_maia1900_nodes_one_plays_lc0_onnx_top_move(maia1100_ref):
+def test_maia1900_nodes_one_plays_lc0_onnx_top_move(maia1900_net, maia1100_ref):
     """Every non-terminal shared position, with lc0's planes and lc0's policy indices."""
     path = need_shared("maia", "maia-1900.onnx")
-    from backend_xla import load_network
 
     records = [r for r in maia1100_ref if r["legal_moves"]]  # planes depend only on the position
     tops = _reference_top_moves(path, lc0_planes_batch(records),
                                 [(r["legal_moves"], r["policy_indices"]) for r in records])
-    played = _play_nodes_one(load_network(str(path), ""), [board_of(r) for r in records])
+    played = _play_nodes_one(maia1900_net, [board_of(r) for r in records])
     wrong = [(r["index"], m, sorted(t)) for r, m, t in zip(records, played, tops) if m not in t]
     assert not wrong, f"(position, played, lc0's top moves): {wrong[:5]}"
     assert len(records) > 250
@@ -123,14 +117,13 @@ def _heldout_boards(count: int, seed: int = 1900) -> list[chess.Board]:
     return boards
 
 
-def test_maia1900_nodes_one_on_heldout_positions():
+def test_maia1900_nodes_one_on_heldout_positions(maia1900_net):
     path = need_shared("maia", "maia-1900.onnx")
-    from backend_xla import load_network
 
     boards = _heldout_boards(80)
     indices = [policy_indices(b, 1) for b in boards]
     tops = _reference_top_moves(path, encode_batch(boards, 1),
                                 [([m.uci() for m in ix], list(ix.values())) for ix in indices])
-    played = _play_nodes_one(load_network(str(path), ""), boards)
+    played = _play_nodes_one(maia1900_net, boards)
     wrong = [(b.fen(), m, sorted(t)) for b, m, t in zip(boards, played, tops) if m not in t]
     assert not wrong, wrong[:5]

@@ -90,31 +90,17 @@ def test_self_play_game_only_legal_moves(uci_engine):
     board = chess.Board()
     uci_engine.configure({"UCI_ShowWDL": True})
     while not board.is_game_over(claim_draw=True) and board.ply() < 60:
-        result = uci_engine.play(board, chess.engine.Limit(nodes=50), info=chess.engine.INFO_ALL)
+        result = uci_engine.play(board, chess.engine.Limit(nodes=20), info=chess.engine.INFO_ALL)
         assert result.move in board.legal_moves, f"illegal {result.move} in {board.fen()}"
         assert "wdl" in result.info and sum(result.info["wdl"]) == 1000
         board.push(result.move)
     assert board.ply() > 10
 
 
-def test_setoption_every_option_accepts_a_valid_value(raw):
-    for option in opts.OPTIONS:
-        if option.name in ("WeightsFile", "Backend", "LogFile", "BackendOptions"):
-            continue
-        if option.kind == opts.CHECK:
-            value = "false" if option.default else "true"
-        elif option.kind == opts.COMBO:
-            value = option.choices[-1]
-        elif option.kind in (opts.SPIN, opts.FLOAT):
-            value = str(option.max if option.default != option.max else option.min)
-            if option.kind == opts.SPIN:
-                value = str(int(float(value)))
-        elif option.name == "SyzygyPath":
-            value = "<empty>"  # no tables (tests/test_syzygy.py opens real ones)
-        else:
-            value = "legacy(slowmover=1.1)"
-        raw.send(f"setoption name {option.name} value {value}")
+def test_setoption_unknown_name_lists_the_options(raw):
+    """Each option's effect: tests/test_option_effects.py. Here the UCI answer to a bad name."""
     raw.send("setoption name NoSuchOption value 3")
+    raw.send("setoption name MultiPV value 2")
     raw.send("isready")
     line, before = raw.expect("readyok")
     errors = [b for b in before if b.startswith("info string error")]
@@ -159,37 +145,47 @@ def test_no_legal_move_gives_null_bestmove(raw):
     assert line == "bestmove 0000"
 
 
+def _round_trip(raw: RawEngine, line: str, answer: str) -> float:
+    t0 = time.monotonic()
+    raw.send(line)
+    raw.expect(answer, timeout=5)
+    return time.monotonic() - t0
+
+
+REPLY_SLACK_S = 0.25
+"""Allowed beyond ten idle round trips for an answer during a search: a search holding the
+command loop would take seconds (a batch, or the whole search), while a loaded machine slows
+every round trip alike (the idle ones measured in the same run)."""
+
+
 def test_isready_and_stop_during_infinite_search(raw):
     raw.send("position startpos")
-    raw.send("isready")
-    raw.expect("readyok")
+    idle = sorted(_round_trip(raw, "isready", "readyok") for _ in range(3))[1]
     raw.send("go infinite")
     time.sleep(0.5)
-    delays = []
-    for _ in range(3):
-        t0 = time.monotonic()
-        raw.send("isready")
-        raw.expect("readyok", timeout=5)
-        delays.append(time.monotonic() - t0)
-    assert sorted(delays)[1] < 0.1, f"isready took {delays}"
+    limit = 10 * idle + REPLY_SLACK_S
+    delays = sorted(_round_trip(raw, "isready", "readyok") for _ in range(3))
+    assert delays[1] < limit, f"isready took {delays}s during the search, {idle:.4f}s idle"
     t0 = time.monotonic()
     raw.send("stop")
     line, before = raw.expect("bestmove", timeout=5)
-    assert time.monotonic() - t0 < 0.15
+    assert time.monotonic() - t0 < limit, f"stop took {time.monotonic() - t0:.3f}s, {idle:.4f}s idle"
     assert any(b.startswith("info depth") for b in before)
     assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
 
 
 def test_movetime_and_clock_are_respected(raw):
+    """Each go answers within its time. A loaded machine delays every answer by its fixed costs
+    (waking threads, the first batch): five times a ``go nodes 1`` round trip of this run is
+    allowed on top, a few ms on an idle machine."""
     raw.send("position startpos")
     raw.send("isready")
     raw.expect("readyok")
+    slack = 5 * sorted(_round_trip(raw, "go nodes 1", "bestmove") for _ in range(3))[1]
     for go, limit in (("go movetime 500", 0.5), ("go wtime 1500 btime 1500", 1.5),
                       ("go wtime 300 btime 300 winc 0 binc 0 movestogo 1", 0.3)):
-        t0 = time.monotonic()
-        raw.send(go)
-        raw.expect("bestmove", timeout=5)
-        assert time.monotonic() - t0 < limit, f"{go} took {time.monotonic() - t0:.3f}s"
+        took = _round_trip(raw, go, "bestmove")
+        assert took < limit + slack, f"{go} took {took:.3f}s, allowed {limit} + {slack:.3f}s"
 
 
 def test_ponder_then_ponderhit(raw):
@@ -328,12 +324,15 @@ def test_lc0_command_line_habits(tmp_path):
 
 
 def test_unknown_backend_lists_every_backend():
-    from engine.backend import load_network
+    """Every registered backend: the engine's two, and any a test registered (option_harness)."""
+    import re
+
+    from engine.backend import backend_names, load_network
     from engine.uci import register_backends
 
     register_backends()
-
-    with pytest.raises(ValueError, match=r"expected one of \['random', 'xla'\]"):
+    assert {"random", "xla"} <= set(backend_names())
+    with pytest.raises(ValueError, match=re.escape(f"expected one of {backend_names()}")):
         load_network("x.onnx", "", backend="cuda")
 
 

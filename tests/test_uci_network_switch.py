@@ -6,12 +6,14 @@ Truth: the new network evaluated directly on the position (its highest-policy le
 
 from __future__ import annotations
 
+import functools
 import io
 
 import chess
 import numpy as np
 import pytest
 
+from conftest import SMALL_BUCKETS
 from engine.encoding import encode_batch, policy_indices
 from engine.controller import NETS_DIR
 from engine.uci import UciEngine
@@ -21,10 +23,20 @@ OTHER_NET = NETS_DIR / "untrained.onnx"
 MOVES = "e2e4 e7e5 g1f3"
 
 
-def _top_policy_move(path, board: chess.Board) -> str:
+def _board() -> chess.Board:
+    board = chess.Board()
+    for m in MOVES.split():
+        board.push_uci(m)
+    return board
+
+
+@functools.lru_cache(maxsize=None)
+def _top_policy_move(path) -> str:
+    """The network's highest-policy legal move after MOVES (loaded once for both tests)."""
     from backend_xla import load_network
 
-    net = load_network(str(path), "")
+    board = _board()
+    net = load_network(str(path), SMALL_BUCKETS)
     out = net.evaluate(encode_batch([board], net.input_format))
     indices = policy_indices(board, net.input_format)
     return max(indices, key=lambda m: out.policy[0, indices[m]]).uci()
@@ -40,16 +52,13 @@ def _bestmove(uci: UciEngine, out: io.StringIO, go: str) -> str:
 
 @pytest.mark.parametrize("switch", ["WeightsFile", "BackendOptions"])
 def test_network_change_drops_tree_and_cache(switch):
-    board = chess.Board()
-    for m in MOVES.split():
-        board.push_uci(m)
-    other_top = _top_policy_move(OTHER_NET, board)
-    default_top = _top_policy_move(DEFAULT_NET, board)
+    other_top = _top_policy_move(OTHER_NET)
+    default_top = _top_policy_move(DEFAULT_NET)
     assert other_top != default_top, "the test needs networks that disagree on this position"
 
     first = OTHER_NET if switch == "WeightsFile" else DEFAULT_NET
     out = io.StringIO()
-    uci = UciEngine(out, {"WeightsFile": str(first), "BackendOptions": ""})
+    uci = UciEngine(out, {"WeightsFile": str(first), "BackendOptions": SMALL_BUCKETS})
     uci.handle(f"position startpos moves {MOVES}")
     _bestmove(uci, out, "go nodes 50")  # the tree and the cache now hold the first network's view
     if switch == "WeightsFile":
@@ -57,7 +66,7 @@ def test_network_change_drops_tree_and_cache(switch):
     else:
         # The same file with other options is another network as far as the engine knows; the
         # tree must go even though the outputs agree, so check the drop itself here.
-        uci.handle("setoption name BackendOptions value max_batch=64")
+        uci.handle("setoption name BackendOptions value batch_buckets=16")
         assert uci.controller.search is None and len(uci.controller.cache) == 0
     assert _bestmove(uci, out, "go nodes 1") == default_top
     uci.handle("quit")

@@ -1,0 +1,603 @@
+"""Every engine option does what its help says, seen from outside the search.
+
+Each test sets an option through ``setoption`` on an in-process engine (tests/option_harness.py:
+a deterministic fake network, fixed ``go nodes`` searches) and checks the change the option
+promises against a second search without it: root visits (VerboseMoveStats), the batches the
+network evaluated, the info lines, the time used or the move played. ``@effect_of`` records
+which options a test covers; test_every_option_has_an_effect_test fails for an option in
+engine/options.py that no test covers, so a new option comes with its test.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+import time
+
+import chess
+import pytest
+
+from engine import options as opts
+from option_harness import Reply, Session, top_share, visited_moves
+
+EFFECTS: dict[str, list[str]] = {}
+"""Option name -> the tests that check its effect."""
+
+
+def effect_of(*names: str):
+    def register(test):
+        for name in names:
+            assert opts.find(name).name == name, f"expected an option named {name}"
+            EFFECTS.setdefault(name, []).append(test.__name__)
+        return test
+    return register
+
+
+@functools.lru_cache(maxsize=None)
+def _search(options: tuple, go: str, position: str) -> Reply:
+    session = Session(**dict(options))
+    try:
+        return session.go(go, position)
+    finally:
+        session.close()
+
+
+def search(go: str = "go nodes 60", position: str = "position startpos", **options) -> Reply:
+    """One search on a fresh engine with these options (the same arguments are searched once)."""
+    return _search(tuple(sorted(options.items())), go, position)
+
+
+def batches(go: str = "go nodes 60", **options) -> list[int]:
+    """The sizes of the batches the network evaluated during one search."""
+    session = Session(**options)
+    try:
+        session.go(go)
+        return session.network.batches
+    finally:
+        session.close()
+
+
+# ----------------------------------------------------------------------------------------- network
+@effect_of("WeightsFile")
+def test_weights_file_names_the_network_played(tmp_path):
+    """The effects backend favours the move its file is named after: changing WeightsFile
+    loads the other file and the move follows."""
+    for name in ("a2a3.net", "h2h3.net"):
+        (tmp_path / name).write_bytes(b"")
+    session = Session(WeightsFile=tmp_path / "a2a3.net")
+    try:
+        assert session.go("go nodes 30").bestmove == "a2a3"
+        session.set("WeightsFile", tmp_path / "h2h3.net")
+        reply = session.go("go nodes 30")
+        assert reply.bestmove == "h2h3", f"expected h2h3 after the switch, got {reply.bestmove}"
+        loaded = [ln for ln in session.out.lines if ln.startswith("info string loaded network")]
+        assert len(loaded) == 2 and str(tmp_path / "h2h3.net") in loaded[-1], loaded
+    finally:
+        session.close()
+
+
+@effect_of("Backend")
+def test_backend_chooses_the_network_implementation(tmp_path):
+    weights = tmp_path / "a2a3.net"
+    weights.write_bytes(b"")
+    assert search("go nodes 30", WeightsFile=weights).bestmove == "a2a3"
+    session = Session(WeightsFile=weights, Backend="random")
+    try:
+        reply = session.go("go nodes 30")
+        assert reply.bestmove != "a2a3"  # the random backend ignores the file
+        assert any(f"({weights}) with backend random" in ln for ln in session.out.lines)
+        session.set("Backend", "nosuch")
+        reply = session.go("go nodes 1")
+        assert reply.bestmove == "0000" and any("nosuch" in ln for ln in reply.lines), reply.lines
+    finally:
+        session.close()
+
+
+@effect_of("BackendOptions")
+def test_backend_options_reach_the_backend():
+    assert search("go nodes 30", BackendOptions="favourite=g1h3").bestmove == "g1h3"
+    assert search("go nodes 30", BackendOptions="favourite=b1a3").bestmove == "b1a3"
+
+
+# ------------------------------------------------------------------------------------------ search
+@effect_of("MinibatchSize")
+def test_minibatch_size_bounds_the_batches():
+    small = batches("go nodes 150", MinibatchSize=8)
+    large = batches("go nodes 150", MinibatchSize=64)
+    assert max(small) <= 8 < max(large), (small, large)
+    assert sum(small) == sum(large) == 150  # one evaluation per visit without prefetching
+
+
+@effect_of("CPuct")
+def test_cpuct_spreads_the_visits():
+    low, high = search(CPuct=0.3), search(CPuct=10)
+    assert visited_moves(high) > visited_moves(low) and top_share(high) < top_share(low)
+
+
+@effect_of("CPuctBase")
+def test_cpuct_base_grows_exploration_when_small():
+    # cpuct grows by CPuctFactor*ln((N+base)/base): with base 1 it is ~16 at 60 visits.
+    assert visited_moves(search(CPuctBase=1)) > visited_moves(search())
+
+
+@effect_of("CPuctFactor")
+def test_cpuct_factor_scales_the_growth():
+    assert visited_moves(search(CPuctBase=1, CPuctFactor=0)) < visited_moves(search(CPuctBase=1))
+
+
+@effect_of("RootHasOwnCpuctParams", "CPuctAtRoot", "CPuctBaseAtRoot", "CPuctFactorAtRoot")
+def test_root_cpuct_parameters_apply_only_with_root_has_own():
+    base = search()
+    for name, value in (("CPuctAtRoot", 10), ("CPuctBaseAtRoot", 1), ("CPuctFactorAtRoot", 1000)):
+        assert search(**{name: value}).visits == base.visits, f"{name} acted without RootHasOwnCpuctParams"
+        own = search(RootHasOwnCpuctParams=True, **{name: value})
+        assert visited_moves(own) > visited_moves(base), f"{name}={value} did not widen the root"
+    # The root parameters leave the rest of the tree to CPuct: at the defaults nothing changes.
+    assert search(RootHasOwnCpuctParams=True).visits == base.visits
+
+
+@effect_of("FpuStrategy", "FpuValue")
+def test_fpu_below_the_root():
+    """Pessimistic first-play urgency makes the tree narrow and deep, optimistic wide and shallow
+    (the root keeps its own reduction here)."""
+    pessimistic = search(FpuStrategy="absolute", FpuValue=-1, FpuStrategyAtRoot="reduction")
+    optimistic = search(FpuStrategy="absolute", FpuValue=1, FpuStrategyAtRoot="reduction")
+    assert pessimistic.field("seldepth") > optimistic.field("seldepth")
+    # Reduction: a larger FpuValue lowers unvisited moves, here at the root too (strategy same).
+    assert visited_moves(search(FpuValue=2)) < visited_moves(search(FpuValue=0))
+
+
+@effect_of("FpuStrategyAtRoot", "FpuValueAtRoot")
+def test_fpu_at_the_root():
+    every = search(FpuStrategyAtRoot="absolute", FpuValueAtRoot=1)
+    few = search(FpuStrategyAtRoot="absolute", FpuValueAtRoot=-1)
+    assert visited_moves(every) == 20 and visited_moves(few) < 10, (every.visits, few.visits)
+    # FpuValueAtRoot is used only with its own strategy.
+    assert search(FpuValueAtRoot=-1).visits == search().visits
+
+
+@effect_of("PolicyTemperature")
+def test_policy_temperature_is_the_softmax_temperature():
+    """Priors are softmax(logit / T): log(P_a / P_b) * T is the same at every temperature."""
+    two, four = search("go nodes 1", PolicyTemperature=2), search("go nodes 1", PolicyTemperature=4)
+    a, b = sorted(two.stats, key=lambda m: -two.stats[m]["P"])[:2]
+    ratio2 = math.log(two.stats[a]["P"] / two.stats[b]["P"]) * 2
+    ratio4 = math.log(four.stats[a]["P"] / four.stats[b]["P"]) * 4
+    assert ratio2 > 0.1 and ratio4 == pytest.approx(ratio2, rel=0.02), (ratio2, ratio4)
+
+
+def _collision_batches(**options) -> int:
+    """Batches of a search whose minibatches may hold 64 positions: collisions end them first."""
+    return len(batches("go nodes 150", MinibatchSize=64, **options))
+
+
+@effect_of("MaxCollisionEvents")
+def test_collision_events_end_a_minibatch():
+    assert _collision_batches(MaxCollisionEvents=1) > _collision_batches()
+
+
+@effect_of("MaxCollisionVisits", "MaxCollisionVisitsScalingEnd")
+def test_collision_visits_end_a_minibatch():
+    """Fewer collision visits allowed: smaller minibatches, more of them for the same visits."""
+    unscaled = _collision_batches(MaxCollisionVisitsScalingEnd=0)  # MaxCollisionVisits at once
+    assert unscaled < _collision_batches()  # the scaling allows 1 in a small tree
+    assert _collision_batches(MaxCollisionVisitsScalingEnd=0, MaxCollisionVisits=1) > unscaled
+
+
+@effect_of("MaxCollisionVisitsScalingStart", "MaxCollisionVisitsScalingPower")
+def test_collision_visit_scaling():
+    scaled = dict(MaxCollisionVisitsScalingStart=1, MaxCollisionVisitsScalingEnd=300)
+    late = dict(scaled, MaxCollisionVisitsScalingStart=299)
+    assert _collision_batches(**scaled) < _collision_batches(**late)
+    assert (_collision_batches(**scaled, MaxCollisionVisitsScalingPower=0.01)
+            < _collision_batches(**scaled, MaxCollisionVisitsScalingPower=10))
+
+
+@effect_of("MaxPrefetch")
+def test_prefetch_sends_more_positions_to_the_network():
+    """The prefetched positions fill the NN cache; the tree still gets exactly the visits asked
+    for (tests/test_search.py checks that they become cache hits)."""
+    without, with_ = batches(), batches(MaxPrefetch=32)  # the harness sets 0
+    assert sum(without) == 60 < sum(with_)
+    assert search(MaxPrefetch=32).node["N"] == 60
+
+
+def _rows_after_warm_cache(**options) -> tuple[int, int]:
+    return _warm_cache(tuple(sorted(options.items())))
+
+
+@functools.lru_cache(maxsize=None)
+def _warm_cache(options: tuple) -> tuple[int, int]:
+    """(rows, batches) the network evaluates for a 200-visit search of a new tree whose first
+    100 visits' positions are in the NN cache."""
+    session = Session(**dict(options))
+    try:
+        session.go("go nodes 100")
+        session.go("go nodes 1", "position fen 8/8/8/8/8/8/k7/7K w - - 0 1")  # a new tree
+        session.network.batches.clear()
+        session.go("go nodes 200")
+        return sum(session.network.batches), len(session.network.batches)
+    finally:
+        session.close()
+
+
+@effect_of("OutOfOrderEval")
+def test_out_of_order_eval_backs_up_cache_hits_without_the_network():
+    assert _rows_after_warm_cache(OutOfOrderEval=False)[0] > _rows_after_warm_cache()[0]
+
+
+@effect_of("MaxOutOfOrderEvalsFactor")
+def test_out_of_order_evals_factor_ends_a_minibatch():
+    assert _rows_after_warm_cache(MaxOutOfOrderEvalsFactor=0)[1] > _rows_after_warm_cache()[1]
+
+
+@effect_of("NNCacheSize")
+def test_nn_cache_size_is_the_cache_capacity():
+    # hashfull is the per mille of the capacity in use: full at 50 entries, 0 without a cache,
+    # and 60 visits evaluate at most 60 positions, 60 per mille of 1000.
+    assert search(NNCacheSize=50).field("hashfull") == 1000
+    assert search(NNCacheSize=0).field("hashfull") == 0
+    assert 0 < search(NNCacheSize=1000).field("hashfull") <= 60
+    assert _rows_after_warm_cache(NNCacheSize=0)[0] > _rows_after_warm_cache()[0]
+
+
+@effect_of("CacheHistoryLength")
+def test_cache_history_length_separates_transpositions():
+    """Nf3 Nf6 Nc3 and Nc3 Nf6 Nf3 reach one position by different histories: the cache finds
+    the second in the first's entries only when the history is not part of the key."""
+    def rows(length: int) -> int:
+        session = Session(CacheHistoryLength=length)
+        try:
+            session.go("go nodes 100", "position startpos moves g1f3 g8f6 b1c3")
+            session.go("go nodes 1", "position fen 8/8/8/8/8/8/k7/7K w - - 0 1")
+            session.network.batches.clear()
+            session.go("go nodes 30", "position startpos moves b1c3 g8f6 g1f3")
+            return sum(session.network.batches)
+        finally:
+            session.close()
+    assert rows(0) < rows(7) / 2
+
+
+KINGS_AND_BLOCKED_PAWNS = "position fen 4k3/8/8/p1p1p1p1/P1P1P1P1/8/8/4K3 w - - 0 1"
+"""Only king moves: the tree is full of repetitions within four plies."""
+
+
+@effect_of("TwoFoldDraws")
+def test_two_fold_draws_score_repetitions_as_draws():
+    on = search("go nodes 200", KINGS_AND_BLOCKED_PAWNS, TwoFoldDraws=True)
+    off = search("go nodes 200", KINGS_AND_BLOCKED_PAWNS, TwoFoldDraws=False)
+    assert on.node["D"] > off.node["D"], (on.node, off.node)
+
+
+@effect_of("StickyEndgames")
+def test_sticky_endgames_prove_a_move_that_allows_mate():
+    """After ...Kh8, Ra8 mates: with StickyEndgames the mate propagates up and the root reports
+    it; without, Kh8 keeps an ordinary score."""
+    position = "position fen 6k1/5ppp/8/8/8/8/8/R5K1 b - - 0 1"
+    net = "favourite=a1a8"  # the network finds Ra8 at once
+    on = search("go nodes 40 searchmoves g8h8", position, BackendOptions=net, StickyEndgames=True)
+    off = search("go nodes 40 searchmoves g8h8", position, BackendOptions=net, StickyEndgames=False)
+    assert " score mate -1 " in on.final[0], on.final
+    assert " score cp " in off.final[0], off.final
+
+
+MATE_IN_ONE = "position fen 6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"
+
+
+@effect_of("SmartPruningFactor")
+def test_smart_pruning_stops_at_a_proven_win():
+    """Once Ra8 is seen to mate (the network's favourite, so at once) nothing can overtake it."""
+    net = "favourite=a1a8"
+    assert search("go nodes 200", MATE_IN_ONE, BackendOptions=net).field("nodes") == 200  # factor 0
+    pruned = search("go nodes 200", MATE_IN_ONE, BackendOptions=net, SmartPruningFactor=1.33)
+    assert pruned.field("nodes") < 50 and pruned.bestmove == "a1a8", pruned.final
+
+
+@effect_of("SmartPruningMinimumBatches")
+def test_smart_pruning_waits_for_the_minimum_batches():
+    """With a dominant move the runner-up cannot catch up long before the node limit; pruning
+    may stop only 200 ms after the first evaluation (each batch here takes 5 ms)."""
+    slow = dict(BackendOptions="favourite=e2e4,delay=0.005", SmartPruningFactor=1.33,
+                MinibatchSize=4)
+    assert search("go nodes 400", **slow).field("nodes") < 400
+    assert search("go nodes 400", **slow, SmartPruningMinimumBatches=10000).field("nodes") == 400
+
+
+WINNING = "q=0.9"
+"""White wins by 0.9 in every position: |Q| is above MovesLeftThreshold everywhere, and only
+the priors and the moves-left utility tell the moves apart."""
+
+
+def _moves_left(**options) -> dict[str, int]:
+    return search(BackendOptions=f"mlh=1,{WINNING}", **options).visits
+
+
+def _without_head() -> dict[str, int]:
+    return search(BackendOptions=WINNING).visits
+
+
+@effect_of("MovesLeftMaxEffect", "MovesLeftSlope")
+def test_moves_left_utility_vanishes_with_no_effect_or_slope():
+    assert _moves_left() != _without_head()
+    assert _moves_left(MovesLeftMaxEffect=0) == _without_head()
+    assert _moves_left(MovesLeftSlope=0) == _without_head()
+    assert _moves_left(MovesLeftMaxEffect=0.3) != _moves_left()
+
+
+@effect_of("MovesLeftThreshold")
+def test_moves_left_threshold():
+    assert _moves_left(MovesLeftThreshold=0.95) == _without_head()  # |Q| = 0.9 is below
+
+
+@effect_of("MovesLeftConstantFactor", "MovesLeftScaledFactor", "MovesLeftQuadraticFactor")
+def test_moves_left_scaling_factors():
+    base = _moves_left()
+    for name, value in (("MovesLeftConstantFactor", 1), ("MovesLeftScaledFactor", 0),
+                        ("MovesLeftQuadraticFactor", 0)):
+        assert _moves_left(**{name: value}) != base, f"{name}={value} had no effect"
+    # All three 0: the utility is 0 whatever M says.
+    zero = dict(MovesLeftConstantFactor=0, MovesLeftScaledFactor=0, MovesLeftQuadraticFactor=0)
+    assert _moves_left(**zero) == _without_head()
+
+
+@effect_of("DrawScore")
+def test_draw_score_values_draws_for_the_side_to_move():
+    """ScoreType Q reports 10000 * (W - L + DrawScore * D) of the best move."""
+    for draw_score in (0.5, 0.0, -0.5):
+        reply = search("go nodes 50", DrawScore=draw_score, ScoreType="Q", UCI_ShowWDL=True)
+        tokens = reply.final[0].split()
+        w, d, l = (int(tokens[tokens.index("wdl") + k]) for k in (1, 2, 3))
+        expected = 10 * (w - l + draw_score * d)
+        assert reply.field("cp", reply.final[0]) == pytest.approx(expected, abs=16), reply.final[0]
+
+
+def _moves_played(position: str = "position startpos", repeats: int = 6, **options) -> list[str]:
+    random.seed(1)  # Temperature draws with Python's random module
+    session = Session(**options)
+    try:
+        played = []
+        for _ in range(repeats):
+            session.send("ucinewgame")
+            played.append(session.go("go nodes 30", position).bestmove)
+        return played
+    finally:
+        session.close()
+
+
+def _most_visited(position: str = "position startpos") -> str:
+    visits = search("go nodes 30", position).visits
+    return max(visits, key=visits.get)
+
+
+AFTER_TWO_MOVES = "position startpos moves e2e4 e7e5 g1f3 b8c6"
+
+
+@effect_of("Temperature")
+def test_temperature_draws_moves_by_visits():
+    assert set(_moves_played()) == {_most_visited()}
+    assert len(set(_moves_played(Temperature=10))) > 1
+
+
+@effect_of("TempDecayMoves", "TempDecayDelayMoves")
+def test_temperature_decay():
+    """Two moves played: a decay over 1 move is over, unless it starts after 5 moves."""
+    assert set(_moves_played(AFTER_TWO_MOVES, Temperature=10, TempDecayMoves=1)) == {
+        _most_visited(AFTER_TWO_MOVES)}
+    assert len(set(_moves_played(AFTER_TWO_MOVES, Temperature=10, TempDecayMoves=1,
+                                 TempDecayDelayMoves=5))) > 1
+
+
+@effect_of("TempCutoffMove", "TempEndgame")
+def test_temperature_cutoff_move_switches_to_the_endgame_temperature():
+    assert set(_moves_played(Temperature=10, TempCutoffMove=1)) == {_most_visited()}
+    assert len(set(_moves_played(TempCutoffMove=1, TempEndgame=10))) > 1
+
+
+@effect_of("TempValueCutoff")
+def test_temp_value_cutoff_keeps_only_moves_near_the_best_value():
+    stats = search("go nodes 30").stats
+    best_value = max((s["Q"], m) for m, s in stats.items() if s["N"] > 0)[1]
+    assert best_value != _most_visited()  # so that the check below tells the two apart
+    assert set(_moves_played(Temperature=10, TempValueCutoff=0)) == {best_value}
+
+
+@effect_of("TempVisitOffset")
+def test_temp_visit_offset_is_added_to_the_visits():
+    visits = sorted(search("go nodes 30").visits.values())
+    # Offset minus the runner-up's visits: only the most visited move keeps a positive count.
+    played = _moves_played(Temperature=10, TempVisitOffset=-visits[-2])
+    assert set(played) == {_most_visited()}, played
+
+
+@effect_of("RamLimitMb")
+def test_ram_limit_caps_the_tree():
+    # 1 MB at about 1600 bytes a node: 625 nodes (without the limit go nodes is exact: above).
+    assert 600 < search("go nodes 700", RamLimitMb=1).field("nodes") < 700
+
+
+# ----------------------------------------------------------------------------------------- display
+@effect_of("MultiPV", "PerPVCounters")
+def test_multipv_lines_and_their_counters():
+    plain = search("go nodes 100")
+    assert len(plain.final) == 1 and " multipv " not in plain.final[0]
+    three = search("go nodes 100", MultiPV=3)
+    assert [three.field("multipv", ln) for ln in three.final] == [1, 2, 3]
+    assert {three.field("nodes", ln) for ln in three.final} == {100}
+    per_pv = search("go nodes 100", MultiPV=3, PerPVCounters=True)
+    ranked = sorted(per_pv.visits.values(), reverse=True)[:3]
+    assert [per_pv.field("nodes", ln) for ln in per_pv.final] == ranked
+
+
+@effect_of("ScoreType")
+def test_score_type_formulas():
+    """lc0's score conversions of the best move's W-L (wdl per mille: +-0.001 of rounding)."""
+    formulas = {
+        "centipawn": lambda wl: 90 * math.tan(1.5637541897 * wl),
+        "centipawn_with_drawscore": lambda wl: 90 * math.tan(1.5637541897 * wl),  # DrawScore 0
+        "centipawn_2019": lambda wl: 295 * wl / (1 - 0.976953126 * wl ** 14),
+        "centipawn_2018": lambda wl: 290.680623072 * math.tan(1.548090806 * wl),
+        "win_percentage": lambda wl: wl * 5000 + 5000,
+        "Q": lambda wl: wl * 10000,
+        "W-L": lambda wl: wl * 10000,
+    }
+    seen = set()
+    for score_type in opts.find("ScoreType").choices:
+        reply = search("go nodes 30", ScoreType=score_type, UCI_ShowWDL=True)
+        tokens = reply.final[0].split()
+        w, _, l = (int(tokens[tokens.index("wdl") + k]) for k in (1, 2, 3))
+        cp = reply.field("cp", reply.final[0])
+        seen.add(cp)
+        if score_type in formulas:
+            f = formulas[score_type]
+            lo, hi = sorted((f((w - l - 1.5) / 1000), f((w - l + 1.5) / 1000)))
+            assert lo - 1 <= cp <= hi + 1, f"{score_type}: expected {lo:.1f}..{hi:.1f}, got {cp}"
+    assert len(seen) >= 5  # the types give different numbers for the same search
+
+
+@effect_of("VerboseMoveStats")
+def test_verbose_move_stats_list_every_root_move():
+    on = search("go nodes 100")  # the harness sets it
+    assert len(on.stats) == 20 and sum(on.visits.values()) == on.node["N"] - 1 == 99
+    assert sum(s["P"] for s in on.stats.values()) == pytest.approx(100, abs=0.2)
+    assert not search("go nodes 100", VerboseMoveStats=False).stats
+
+
+@effect_of("LogLiveStats")
+def test_log_live_stats_print_the_stats_during_the_search():
+    live = search("go movetime 700", LogLiveStats=True, VerboseMoveStats=False)
+    node_lines = [i for i, ln in enumerate(live.lines) if ln.startswith("info string node")]
+    assert node_lines and node_lines[0] < live.lines.index(live.infos[-1]), live.lines
+    quiet = search("go nodes 50", VerboseMoveStats=False)
+    assert not any(ln.startswith("info string node") for ln in quiet.lines)
+
+
+@effect_of("UCI_ShowWDL")
+def test_show_wdl():
+    assert " wdl " not in search("go nodes 50").final[0]
+    line = search("go nodes 50", UCI_ShowWDL=True).final[0].split()
+    at = line.index("wdl")
+    assert sum(int(x) for x in line[at + 1:at + 4]) == 1000
+
+
+@effect_of("UCI_ShowMovesLeft")
+def test_show_moves_left():
+    assert " movesleft " not in search("go nodes 50", BackendOptions="mlh=1").final[0]
+    assert " movesleft " in search("go nodes 50", BackendOptions="mlh=1", UCI_ShowMovesLeft=True).final[0]
+    # Without a moves-left head there is nothing to show.
+    assert " movesleft " not in search("go nodes 50", UCI_ShowMovesLeft=True).final[0]
+
+
+@effect_of("UCI_Chess960")
+def test_chess960_castling_is_king_takes_rook():
+    position = "position fen r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"
+    assert search("go nodes 5 searchmoves e1g1", position).bestmove == "e1g1"
+    assert search("go nodes 5 searchmoves e1g1", position, UCI_Chess960=True).bestmove == "e1h1"
+
+
+@effect_of("LogFile")
+def test_log_file_records_the_dialogue(tmp_path):
+    log = tmp_path / "uci.log"
+    session = Session(LogFile=log)
+    try:
+        reply = session.go("go nodes 5")
+    finally:
+        session.close()
+    text = log.read_text()
+    assert "<< go nodes 5" in text and f">> {reply.lines[-1]}" in text
+
+
+# ------------------------------------------------------------------------------------------- time
+@effect_of("MoveOverheadMs")
+def test_move_overhead_is_taken_from_movetime():
+    """movetime 1000 searches 1000 ms less the overhead (lower bounds only: a loaded machine
+    makes a search longer, never shorter)."""
+    full = search("go movetime 1000", MoveOverheadMs=0)
+    short = search("go movetime 1000", MoveOverheadMs=800)
+    assert full.seconds >= 0.95 and full.seconds > short.seconds + 0.4, (full.seconds, short.seconds)
+    assert search("go movetime 1000", MoveOverheadMs=800).field("time") < 700
+
+
+@effect_of("TimeManager")
+def test_time_manager_slowmover_scales_the_budget():
+    """At move 11 with 8 s left the legacy budget is 1118 ms; slowmover=0.25 makes it 280 ms
+    (a loaded machine may overrun the short one by half a second)."""
+    position = "position fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 11"
+    normal = search("go wtime 8000 btime 8000", position, MoveOverheadMs=0)
+    slow = search("go wtime 8000 btime 8000", position, MoveOverheadMs=0,
+                  TimeManager="legacy(slowmover=0.25)")
+    assert normal.seconds >= 1.0 and normal.seconds > slow.seconds + 0.3, (normal.seconds, slow.seconds)
+
+
+@effect_of("Ponder")
+def test_ponder_is_advertised_and_pondering_works_either_way():
+    """UCI: the GUI sets Ponder to say pondering is allowed; an engine may use it in its time
+    management. lc0 ignores it ("Here to please chess GUIs"), and so does xlazero: with Ponder
+    true or false, go ponder searches until ponderhit and then plays within the clock."""
+    session = Session()
+    try:
+        assert "option name Ponder type check default true" in session.send("uci")
+        for value in (True, False):
+            session.set("Ponder", value)
+            session.uci.handle("position startpos moves e2e4")
+            before = len(session.out.lines)
+            session.uci.handle("go ponder wtime 2000 btime 2000")
+            time.sleep(0.3)
+            assert not any(ln.startswith("bestmove") for ln in session.out.lines[before:])
+            reply = session.go("ponderhit", "position startpos moves e2e4")
+            board = chess.Board()
+            board.push_uci("e2e4")
+            assert chess.Move.from_uci(reply.bestmove) in board.legal_moves
+    finally:
+        session.close()
+
+
+@effect_of("Threads")
+def test_threads_is_accepted_and_changes_nothing():
+    """docs (README, the option's help): accepted for lc0 users; one search thread gathers while
+    the network runs, two minibatches in flight, whatever Threads says."""
+    assert search(Threads=1).visits == search(Threads=8).visits == search().visits
+    session = Session()
+    try:
+        assert any("Threads: expected a value in [1, 1024], got 0" in ln
+                   for ln in session.send("setoption name Threads value 0"))
+    finally:
+        session.close()
+
+
+@effect_of("SyzygyPath", "SyzygyFastPlay")
+def test_syzygy_tables_choose_the_root_moves():
+    """KQvK is won: with the tables only the moves that keep the win by the shortest DTZ are
+    searched, with SyzygyFastPlay every winning move (python-chess's reading of the same tables
+    is the truth; more in tests/test_syzygy.py)."""
+    import chess.syzygy
+
+    from conftest import SHARED
+
+    folder = SHARED / "syzygy"
+    if not folder.is_dir():
+        pytest.skip(f"../shared is absent here: {folder} not found")
+    board = chess.Board("8/8/8/4k3/8/8/8/4K2Q w - - 0 1")
+    dtz = {}
+    with chess.syzygy.open_tablebase(str(folder)) as truth:
+        for move in board.legal_moves:
+            board.push(move)
+            if truth.probe_wdl(board) == -2:
+                dtz[move.uci()] = abs(truth.probe_dtz(board))
+            board.pop()
+    shortest = {m for m, d in dtz.items() if d == min(dtz.values())}
+    assert len(shortest) < len(dtz) < 20
+    position = f"position fen {board.fen()}"
+
+    def searched(reply: Reply) -> set[str]:
+        return {m for m, n in reply.visits.items() if n > 0}
+
+    assert searched(search("go nodes 60", position)) - shortest  # without tables, any move
+    by_dtz = searched(search("go nodes 60", position, SyzygyPath=folder))
+    fast = searched(search("go nodes 60", position, SyzygyPath=folder, SyzygyFastPlay=True))
+    assert by_dtz <= shortest and fast <= set(dtz) and fast - shortest, (by_dtz, fast, shortest)
+
+
+@pytest.mark.parametrize("name", [o.name for o in opts.OPTIONS])
+def test_every_option_has_an_effect_test(name):
+    assert EFFECTS.get(name), f"expected a test of option {name}'s effect in {__name__}"
