@@ -6,7 +6,7 @@
     outputs = XlaBackend.run_model(model, [x, y])
     outputs = XlaBackend.run_node(node, [x, y])  # one NodeProto, built into a model on the fly
 
-This is how ONNX's own backend node tests run (``tests/backend/test_onnx_backend.py``). The
+This is how ONNX's own backend node tests run (``tests/backend_xla/test_onnx_backend.py``). The
 converter compiles for static shapes, so :meth:`XlaBackendRep.run` adapts the model to each
 feed, as an exporter of a real network would: integer inputs (shapes, axes, indices, repeats)
 become initializers, since their values decide output shapes, and every other input gets the

@@ -229,7 +229,9 @@ OPTIONS: tuple[Option, ...] = (
        "lc0's legacy time manager, optionally with parameters: "
        "legacy(slowmover=1.0,midpoint-move=51.5,steepness=7.0,immediate-use=1.0,"
        "first-move-bonus=1.8,book-ply-bonus=0.25)."),
-    _o("Ponder", CHECK, True, "ponder", "Allow pondering (go ponder / ponderhit)."),
+    _o("Ponder", CHECK, True, "ponder",
+       "Declared for GUIs, which tell the engine whether pondering is allowed; as in lc0 it "
+       "changes nothing: go ponder and ponderhit work either way."),
     # --- UCI ---------------------------------------------------------------------------------------
     _o("UCI_ShowWDL", CHECK, False, "show-wdl", "Add `wdl W D L` (per mille) to info lines."),
     _o("UCI_ShowMovesLeft", CHECK, False, "show-movesleft",

@@ -18,8 +18,9 @@ from backend_xla.lc0.netproto import message
 from backend_xla.lc0.weights import parse_weights
 from backend_xla.lc0.writer import encode_layer, serialize, write_weights
 from lc0w_helpers import shared
+from conftest import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(REPO_ROOT)
 SMALL_NET = ("zoo", "se-b2f32-polconv-wdl-input2-castlingplane.pb.gz")
 
 

@@ -1,6 +1,6 @@
 """Every engine option does what its help says, seen from outside the search.
 
-Each test sets an option through ``setoption`` on an in-process engine (tests/option_harness.py:
+Each test sets an option through ``setoption`` on an in-process engine (tests/engine/option_harness.py:
 a deterministic fake network, fixed ``go nodes`` searches) and checks the change the option
 promises against a second search without it: root visits (VerboseMoveStats), the batches the
 network evaluated, the info lines, the time used or the move played. ``@effect_of`` records
@@ -197,7 +197,7 @@ def test_collision_visit_scaling():
 @effect_of("MaxPrefetch")
 def test_prefetch_sends_more_positions_to_the_network():
     """The prefetched positions fill the NN cache; the tree still gets exactly the visits asked
-    for (tests/test_search.py checks that they become cache hits)."""
+    for (tests/engine/search/test_search.py checks that they become cache hits)."""
     without, with_ = batches(), batches(MaxPrefetch=32)  # the harness sets 0
     assert sum(without) == 60 < sum(with_)
     assert search(MaxPrefetch=32).node["N"] == 60
@@ -569,7 +569,7 @@ def test_threads_is_accepted_and_changes_nothing():
 def test_syzygy_tables_choose_the_root_moves():
     """KQvK is won: with the tables only the moves that keep the win by the shortest DTZ are
     searched, with SyzygyFastPlay every winning move (python-chess's reading of the same tables
-    is the truth; more in tests/test_syzygy.py)."""
+    is the truth; more in tests/engine/test_syzygy.py)."""
     import chess.syzygy
 
     from conftest import SHARED

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import chess.pgn
 
-REPO = Path(__file__).resolve().parent.parent
+from conftest import REPO_ROOT
+
+REPO = REPO_ROOT
 RANDOM_ENGINE = f"{sys.executable} -m engine.uci --backend=random"
 
 ILLEGAL_ENGINE = """

@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
-BIN = Path(__file__).resolve().parent.parent / "bin"
+BIN = REPO_ROOT / "bin"
 
 
 def python_scripts() -> list[Path]:

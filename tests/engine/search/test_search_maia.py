@@ -10,14 +10,12 @@ the one the fidelity tests load too (conftest: one load per session, one batch s
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import chess
 import chess.engine
 import numpy as np
-import pytest
 
-from conftest import SMALL_BUCKETS, board_of, lc0_planes_batch, need_shared
+from conftest import REPO_ROOT, SMALL_BUCKETS, board_of, lc0_planes_batch, need_shared
 from engine.encoding import encode_batch, policy_indices
 from engine.search import Limits, Search, from_options
 
@@ -51,7 +49,7 @@ def test_nodes_one_plays_top_policy_move_in_process(maia1100_net, maia1100_ref):
 
 def test_nodes_one_via_uci(maia1100_ref):
     path = need_shared("maia", "maia-1100.onnx")
-    repo = Path(__file__).resolve().parent.parent
+    repo = REPO_ROOT
     eng = chess.engine.SimpleEngine.popen_uci(
         [sys.executable, "-m", "engine.uci", f"--weights={path}", f"--backend-opts={SMALL_BUCKETS}"],
         cwd=repo, timeout=120)

@@ -188,7 +188,7 @@ def _child(code: str, env_extra: dict[str, str]) -> list:
 def test_batch_split_equals_one_device_and_lc0():
     net = need_shared("zoo", SPLIT_NET + ".onnx")
     ref = need_shared("zoo", SPLIT_NET + "-ref.jsonl.gz")
-    code = SPLIT_CHILD.format(tests=str(REPO_ROOT / "tests" / "backend"), ref=str(ref),
+    code = SPLIT_CHILD.format(tests=str(REPO_ROOT / "tests" / "backend_xla"), ref=str(ref),
                               net=str(net))
     count, layout, diffs, lc0_err, errors, named = _child(
         code, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})

@@ -9,15 +9,15 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import chess
 import chess.engine
 import pytest
 
 from engine import options as opts
+from conftest import REPO_ROOT
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 ENGINE_CMD = [sys.executable, "-m", "engine.uci", "--backend=random"]
 
 
@@ -98,7 +98,7 @@ def test_self_play_game_only_legal_moves(uci_engine):
 
 
 def test_setoption_unknown_name_lists_the_options(raw):
-    """Each option's effect: tests/test_option_effects.py. Here the UCI answer to a bad name."""
+    """Each option's effect: tests/engine/test_option_effects.py. Here the UCI answer to a bad name."""
     raw.send("setoption name NoSuchOption value 3")
     raw.send("setoption name MultiPV value 2")
     raw.send("isready")

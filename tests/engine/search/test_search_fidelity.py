@@ -12,17 +12,16 @@ Everything runs at our default options: a user must not need to set one to searc
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
-from conftest import need_shared
+from conftest import REPO_ROOT, need_shared
 from engine import fidelity
 from engine.search import from_options
 
 SAME_BEST_MIN = 0.97
 MEAN_DISTANCE_MAX = 0.04
-DATA = Path(__file__).resolve().parent / "data"
+DATA = REPO_ROOT / "tests" / "data"
 TOTAL_RATIO = (0.9, 1.1)
 """Bounds of the median ratio of root visit totals (ours / lc0's); measured 0.98-1.01."""
 

@@ -1,7 +1,7 @@
 """The match runner shared by bin/match and bin/train-net evaluate: scores, PGN, lost games.
 
 The truth for games is python-chess replaying the PGN; for the interval, the per-game variance
-worked out by hand. bin/match's own command line is tested in tests/test_match.py.
+worked out by hand. bin/match's own command line is tested in tests/bin/test_match.py.
 """
 
 from __future__ import annotations

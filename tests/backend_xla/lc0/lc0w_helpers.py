@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import LC0
 
-SHARED_LC0 = Path(__file__).resolve().parents[2].parent / "shared" / "lc0"
+SHARED_LC0 = LC0
 
 # Tolerances of ../shared/lc0/README.md.
 MAIA_POLICY_TOL, MAIA_VALUE_TOL = 5e-3, 1e-4
