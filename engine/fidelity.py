@@ -16,6 +16,8 @@ from __future__ import annotations
 import gzip
 import json
 import statistics
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -97,35 +99,57 @@ def root_visits(search: Search) -> dict[str, int]:
 
 
 def compare(network: Network, params: SearchParams, records: Iterable[dict],
-            on_result: Callable[[Comparison], None] | None = None) -> list[Comparison]:
+            on_result: Callable[[Comparison], None] | None = None,
+            workers: int = 1) -> list[Comparison]:
     """Search every record's position to its node count and compare with its root visits.
 
     A record without a ``game`` field gets a fresh search (new tree and NN cache, as after
     ``ucinewgame``). Records of one ``game`` share a search, in order, so that each continues
     the previous one's tree as in a real game (``go nodes`` then counts the reused visits).
+    ``workers`` searches run at once, each with its own tree and cache: the network runs
+    outside the GIL, so on a CPU whose convolutions use one core each, two searches keep two
+    cores busy. Results come back in the records' order.
     """
-    out = []
-    search, game = None, None
-    try:
-        for rec in records:
-            if search is None or rec.get("game") is None or rec.get("game") != game:
-                if search is not None:
-                    search.close()
-                search, game = Search(network, params), rec.get("game")
-            board = board_of(rec)
-            search.set_position(board)
-            best = search.run(Limits(nodes=int(rec["nodes"]))).bestmove.uci()
-            visits = root_visits(search)
-            ref = reference_visits(rec, board)
-            c = Comparison(rec["index"], rec["bestmove"], best, sum(ref.values()),
-                           sum(visits.values()), visit_distance(ref, visits))
-            out.append(c)
-            if on_result is not None:
-                on_result(c)
-    finally:
-        if search is not None:
+    groups: list[list[tuple[int, dict]]] = []
+    by_game: dict = {}
+    for i, rec in enumerate(records):
+        game = rec.get("game")
+        if game is None:
+            groups.append([(i, rec)])
+        elif game in by_game:
+            by_game[game].append((i, rec))
+        else:
+            by_game[game] = [(i, rec)]
+            groups.append(by_game[game])
+    lock = threading.Lock()
+    results: dict[int, Comparison] = {}
+
+    def run_group(group: list[tuple[int, dict]]) -> None:
+        search = Search(network, params)
+        try:
+            for i, rec in group:
+                c = _compare_one(search, rec)
+                with lock:
+                    results[i] = c
+                    if on_result is not None:
+                        on_result(c)
+        finally:
             search.close()
-    return out
+
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fidelity") as pool:
+        for future in [pool.submit(run_group, g) for g in groups]:
+            future.result()  # re-raises a search's failure
+    return [results[i] for i in sorted(results)]
+
+
+def _compare_one(search: Search, rec: dict) -> Comparison:
+    board = board_of(rec)
+    search.set_position(board)
+    best = search.run(Limits(nodes=int(rec["nodes"]))).bestmove.uci()
+    visits = root_visits(search)
+    ref = reference_visits(rec, board)
+    return Comparison(rec["index"], rec["bestmove"], best, sum(ref.values()),
+                      sum(visits.values()), visit_distance(ref, visits))
 
 
 def summarize(comparisons: list[Comparison]) -> Summary:

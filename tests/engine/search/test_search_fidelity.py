@@ -25,8 +25,13 @@ DATA = REPO_ROOT / "tests" / "data"
 TOTAL_RATIO = (0.9, 1.1)
 """Bounds of the median ratio of root visit totals (ours / lc0's); measured 0.98-1.01."""
 
-CI_EVERY = 8
-"""CI searches every 8th shared position (a fixed subset of 37); --run-slow searches all 292."""
+FIDELITY_WORKERS = 2
+"""Searches at once (engine.fidelity.compare): two keep both cores of a CI machine busy, each
+search still gathering its minibatches at the default options."""
+
+CI_EVERY = 16
+"""CI searches every 16th shared position (a fixed subset of 19, all agreeing on the best move
+with lc0, distance 0.025 over every 8th); --run-slow searches all 292."""
 
 HELDOUT_SAME_BEST_MIN = 0.90
 """Best-move agreement asked of the held-out sets. Their random positions and game positions
@@ -52,7 +57,7 @@ so the tree sizes depend on the machine's speed: 0.033 over all 120 searches on 
 def _check(net, records: list[dict], same_best_min: float = SAME_BEST_MIN,
            distance_max: float = MEAN_DISTANCE_MAX) -> fidelity.Summary:
     assert records, "expected records with root visits"
-    results = fidelity.compare(net, from_options({}), records)
+    results = fidelity.compare(net, from_options({}), records, workers=FIDELITY_WORKERS)
     summary = fidelity.summarize(results)
     worst = sorted(results, key=lambda c: -c.distance)[:5]
     detail = "; ".join(f"#{c.index} lc0 {c.bestmove_ref} ours {c.bestmove} d={c.distance:.3f}"
@@ -97,10 +102,11 @@ def _heldout(name: str) -> list[dict]:
 
 def test_fidelity_on_heldout_random_positions(maia1900):
     """Positions after 1-80 random plies, not in ../shared (bin/lc0-root-stats --random-positions
-    60 --seed 2026); every third one in CI."""
+    60 --seed 2026), all of them: a third of them (90 %, 0.038) sits too close to the bounds
+    for a fair test, all 59 give 94.9 % and 0.024."""
     records = _heldout("random")
     assert len(records) == 59  # one position with a single legal move has no visits
-    _check(maia1900, records[::3], HELDOUT_SAME_BEST_MIN)
+    _check(maia1900, records, HELDOUT_SAME_BEST_MIN)
 
 
 def test_fidelity_inside_games_with_tree_reuse(maia1900):
@@ -113,6 +119,5 @@ def test_fidelity_inside_games_with_tree_reuse(maia1900):
 
 
 @pytest.mark.slow
-def test_fidelity_on_all_heldout_positions(maia1900):
-    _check(maia1900, _heldout("random"), HELDOUT_SAME_BEST_MIN)
+def test_fidelity_in_all_heldout_games(maia1900):
     _check(maia1900, _heldout("games"), HELDOUT_SAME_BEST_MIN, GAMES_DISTANCE_MAX)
