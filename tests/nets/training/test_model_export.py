@@ -63,6 +63,7 @@ def test_exported_files_reproduce_the_jax_model(tiny_params, exported, name):
     np.testing.assert_allclose(out.d, wdl[:, 1], atol=TOLERANCE, rtol=0)
 
 
+@pytest.mark.slow  # compiles a full training step (~20-40 s on 2 cores without a warm JAX cache)
 def test_policy_scale_multiplies_the_logits_and_leaves_the_value(tiny_params, tmp_path):
     """Searching the scaled export at temperature T equals searching the model at T / scale."""
     scale = 1.359 / 0.7
@@ -88,6 +89,7 @@ def test_exported_weight_file_declares_the_architecture(exported):
     assert w.net.training_params.training_steps == 7
 
 
+@pytest.mark.slow  # compiles a full training step (~20-40 s on 2 cores without a warm JAX cache)
 def test_training_steps_lower_the_loss_on_a_fixed_set():
     params = init_params(TINY, seed=0)
     rng = np.random.default_rng(1)
@@ -163,6 +165,7 @@ def check_split_step() -> int:
     return len(devices)
 
 
+@pytest.mark.slow  # compiles a full training step (~20-40 s on 2 cores without a warm JAX cache)
 def test_a_step_split_over_two_devices_equals_the_single_device_step():
     # A fresh interpreter: the XLA CPU device count is fixed once jax has started.
     code = ("from backend_xla.devices import configure_host_devices\n"
