@@ -11,7 +11,6 @@ import numpy as np
 from engine import encoding, tablebase
 from engine.encoding.planes import masks_to_planes, position_masks
 from engine.search import backup, tree
-from engine.search.backup import cancel
 from engine.search.cache import CachedEval
 from engine.search.node import Node, Terminal
 from engine.search.report import best_children
@@ -74,7 +73,7 @@ def gather(state: SearchState, batch_size: int) -> Batch:
         new = batch.collisions[first_collision:]
         if batch.out_of_order > before[1]:
             for node, k in new:
-                cancel(state, node, k)
+                backup.cancel(state, node, k)
             del batch.collisions[first_collision:]
         else:
             collisions_left -= sum(k for _, k in new)
@@ -82,7 +81,7 @@ def gather(state: SearchState, batch_size: int) -> Batch:
                 or state.stop.is_set()):
             break
     for node, k in batch.collisions:
-        cancel(state, node, k)
+        backup.cancel(state, node, k)
     target = prefetch_target(state, len(batch.requests))
     if 0 < len(batch.requests) < target and not state.stop.is_set():
         prefetch(state, state.root, target - len(batch.requests), 0, batch,
@@ -193,9 +192,9 @@ def select(state: SearchState, visits: int, batch: Batch) -> None:
         leaves += 1
         if leaves % STOP_CHECK_EVERY == 0 and (state.stop.is_set() or time_up(state)):
             # Give back the visits not handed out yet, so the tree keeps no phantom in-flight.
-            cancel(state, node, k)
+            backup.cancel(state, node, k)
             for rest, rk, _ in stack:
-                cancel(state, rest, rk)
+                backup.cancel(state, rest, rk)
             return
         if node.terminal is not None and node is not state.root:
             t = node.terminal

@@ -138,9 +138,14 @@ class SearchState:
     root_filter: list[bool] | None = None
     """Root moves that get visits in the minibatch being gathered (None: every move)."""
 
+    rules: object = field(init=False)
+    """The encoding rules of the network's input format (engine.encoding.format_rules)."""
+    fill: object = field(init=False)
+    """How history before the game start is filled: encode_planes' default, as lc0."""
+
     def __post_init__(self) -> None:
         self.rules = encoding.format_rules(self.network.input_format)
-        self.fill = encoding.HistoryFill.FEN_ONLY  # encode_planes' default, as lc0
+        self.fill = encoding.HistoryFill.FEN_ONLY
 
     def new_search(self, limits: Limits) -> None:
         """Reset the counters of one search (the tree stays)."""

@@ -202,3 +202,10 @@ def test_plugin_path_errors_name_what_was_looked_for(tmp_path):
     with pytest.raises(OptionError, match="not found where dlopen looks"):
         find_library("libxlazero_no_such_plugin.so")
     assert find_library("libm.so.6").endswith("/libm.so.6")  # found as dlopen finds it
+
+
+def test_hlo_proto_dump_dir_that_cannot_be_written_names_the_option(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(OptionError, match=r"hlo_proto_dump_dir: cannot write to"):
+        backend_xla.load_network(_tiny_lc0_model(), f"{TEST_OPTIONS},hlo_proto_dump_dir={blocker / 'sub'}")
