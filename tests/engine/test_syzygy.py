@@ -116,10 +116,16 @@ def test_drawn_krvkr_is_held(tables, truth):
     search.close()
 
 
+FLAT_PRIORS = {"PolicyTemperature": 10.0}
+"""Softmax temperature that makes the random network's priors nearly uniform."""
+
+
 def test_tree_scores_positions_after_captures_and_reports_tbhits(tables):
     board = chess.Board("7k/8/3r4/8/8/8/7P/1K1R4 w - - 0 1")  # 5 pieces; Rxd6 leaves KRPvK, won
     infos = []
-    search = Search(RandomNetwork(), from_options({}), tablebase=tables)
+    # Near-uniform priors (FLAT_PRIORS): every root move is tried, so the random network's
+    # policy cannot hide the capture; its table value must then make it the best move.
+    search = Search(RandomNetwork(), from_options(FLAT_PRIORS), tablebase=tables)
     search.set_position(board)
     result = search.run(Limits(nodes=200), on_info=infos.extend)
     assert result.bestmove == chess.Move.from_uci("d1d6")
@@ -137,6 +143,8 @@ def test_uci_options_and_errors(tmp_path, tables):
     uci.handle(f"setoption name SyzygyPath value {tmp_path}")
     assert f"no Syzygy tables (*.rtbw) in {tmp_path}" in out.getvalue()
     uci.handle(f"setoption name SyzygyPath value {SYZYGY}")
+    for name, value in FLAT_PRIORS.items():
+        uci.handle(f"setoption name {name} value {value}")
     uci.handle("position fen 7k/8/3r4/8/8/8/7P/1K1R4 w - - 0 1")
     uci.handle("go nodes 100")
     uci.controller.wait(timeout=60)
