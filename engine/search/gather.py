@@ -14,7 +14,7 @@ from engine.search import backup, tree
 from engine.search.cache import CachedEval
 from engine.search.node import Node, Terminal
 from engine.search.report import best_children
-from engine.search.select import assign_visits, child_scores
+from engine.search.select import assign_visits, child_scores, selection_width
 from engine.search.state import STOP_CHECK_EVERY, Batch, Request, SearchState
 from engine.search.stoppers import time_up
 
@@ -206,10 +206,16 @@ def select(state: SearchState, visits: int, batch: Batch) -> None:
             continue
         at_root = node is state.root
         draw_score = draw_scores[depth & 1]
-        qm, pu, _ = child_scores(p, node, at_root, draw_score, use_mlh)
         mask = state.root_filter if at_root else None
+        # A root filter may exclude the first untouched children: then score them all.
+        width = len(node.cn) if mask is not None else selection_width(node, k)
+        qm, pu, _ = child_scores(p, node, at_root, draw_score, use_mlh, width)
+        touched = node.touched
         for i, cnt in assign_visits(qm, pu, node.cn, node.cnif, k, mask).items():
+            if i >= touched:
+                touched = i + 1
             stack.append((node.child(i), cnt, depth + 1))
+        node.touched = touched
 
 def leaf(state: SearchState, node: Node, k: int, depth: int, batch: Batch) -> None:
     """An unexpanded node received k visits: collision, terminal, cache hit or a new request."""

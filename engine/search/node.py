@@ -42,10 +42,14 @@ class Node:
       cn[i]     child completed visits cnif[i] child visits in flight   (lists of int)
       cq[i]     child wl               cd[i]   child d          cm[i]  child m   (lists of float)
       children[i] Node or None (not yet visited)
+    ``touched``: one past the highest edge that has ever had a visit or a visit in flight. The
+    edges from there on have none, so (sorted by prior) the first of them scores best among
+    them: selection scores only the edges before ``touched`` and the few after it.
     """
 
     __slots__ = ("parent", "index", "n", "wl", "d", "m", "terminal", "pending",
-                 "moves", "p", "cn", "cnif", "cq", "cd", "cm", "children", "visited_policy")
+                 "moves", "p", "cn", "cnif", "cq", "cd", "cm", "children", "visited_policy",
+                 "touched")
 
     def __init__(self, parent: "Node | None" = None, index: int = 0) -> None:
         self.parent = parent
@@ -65,6 +69,7 @@ class Node:
         self.cm: list[float] | None = None
         self.children: list[Node | None] | None = None
         self.visited_policy = 0.0
+        self.touched = 0
 
     @property
     def expanded(self) -> bool:

@@ -37,7 +37,8 @@ def compute_fpu(params: SearchParams, node: Node, at_root: bool, draw_score: flo
 
 
 def moves_left_utility(params: SearchParams, node: Node, q: np.ndarray) -> np.ndarray | None:
-    """lc0's MEvaluator.GetMUtility for every child (None when it does not apply at this node).
+    """lc0's MEvaluator.GetMUtility for the first ``len(q)`` children (None when it does not
+    apply at this node).
 
     Applies when |Q| of the node exceeds MovesLeftThreshold; favours shorter wins and longer losses.
     Unvisited children get 0.
@@ -45,7 +46,8 @@ def moves_left_utility(params: SearchParams, node: Node, q: np.ndarray) -> np.nd
     thr = params.moves_left_threshold
     if abs(node.wl) <= thr:
         return None
-    m = np.clip(params.moves_left_slope * (np.asarray(node.cm) - node.m),
+    k = len(q)
+    m = np.clip(params.moves_left_slope * (np.asarray(node.cm[:k]) - node.m),
                 -params.moves_left_max_effect, params.moves_left_max_effect)
     m = m * np.sign(-q)
     aq = np.abs(q)
@@ -53,29 +55,43 @@ def moves_left_utility(params: SearchParams, node: Node, q: np.ndarray) -> np.nd
         aq = np.maximum(0.0, aq - thr) / (1.0 - thr)
     m = m * (params.moves_left_constant_factor + params.moves_left_scaled_factor * aq
              + params.moves_left_quadratic_factor * aq * aq)
-    return np.where(np.asarray(node.cn) > 0, m, 0.0)
+    return np.where(np.asarray(node.cn[:k]) > 0, m, 0.0)
 
 
 def child_scores(params: SearchParams, node: Node, at_root: bool, draw_score: float,
-                 use_mlh: bool) -> tuple[list[float], list[float], float]:
-    """(Q+M per child, P * puct_mult per child, puct_mult) of an expanded node.
+                 use_mlh: bool, limit: int | None = None) -> tuple[list[float], list[float], float]:
+    """(Q+M per child, P * puct_mult per child, puct_mult) of an expanded node, for its first
+    ``limit`` children (default: all).
 
     The PUCT score is ``qm + pu / (1 + cn + cnif)``. Plain lists: see :mod:`.node`.
     """
     cpuct = compute_cpuct(params, node.n, at_root)
     puct_mult = cpuct * math.sqrt(max(node.n - 1, 1))
     fpu = compute_fpu(params, node, at_root, draw_score)
+    visits, values, priors = node.cn, node.cq, node.p
+    if limit is not None and limit < len(visits):
+        visits, values, priors = visits[:limit], values[:limit], priors[:limit]
     if draw_score:
-        q = [cq + draw_score * cd if n > 0 else fpu for n, cq, cd in zip(node.cn, node.cq, node.cd)]
+        q = [wl + draw_score * d if n > 0 else fpu for n, wl, d in zip(visits, values, node.cd)]
     else:  # the common case, without a multiplication by zero per child
-        q = [cq if n > 0 else fpu for n, cq in zip(node.cn, node.cq)]
+        q = [wl if n > 0 else fpu for n, wl in zip(visits, values)]
     if use_mlh:
         mu = moves_left_utility(params, node, np.array(q))
         if mu is not None:
             q = (np.array(q) + mu).tolist()
     # The priors are float32 and so is their product with puct_mult (numpy keeps float32 for a
     # Python float factor): one vector multiply, then plain floats for the selection loop.
-    return q, (node.p * puct_mult).tolist(), puct_mult
+    return q, (priors * puct_mult).tolist(), puct_mult
+
+
+def selection_width(node: Node, visits: int) -> int:
+    """How many of ``node``'s first children selection must score to hand out ``visits``.
+
+    Children from ``node.touched`` on have no visits, none in flight, and decreasing priors,
+    so the first of them has the best score among them (ties go to the lowest index), and
+    each visit handed out can reach at most one of them; one more is needed as the
+    runner-up that bounds multi-visit picking."""
+    return min(len(node.cn), node.touched + visits + 1)
 
 
 def assign_visits(qm: Sequence[float], pu: Sequence[float], cn: Sequence[float],
