@@ -4,6 +4,7 @@ PolicyTemperature) and their values go up the tree, with certainty propagation."
 from __future__ import annotations
 
 import itertools
+from array import array
 
 import chess
 import numpy as np
@@ -40,7 +41,8 @@ def make_entries(state: SearchState, moves_list: list[list[chess.Move]], idx_lis
     entries = []
     for k, (b, e) in enumerate(bounds):
         moves = moves_list[k]
-        entries.append(CachedEval(tuple([moves[j] for j in local[b:e]]), priors[b:e],
+        entries.append(CachedEval(tuple([moves[j] for j in local[b:e]]),
+                                  array("f", priors[b:e].tobytes()),
                                   qs[k], ds[k], ms[k]))
     return entries
 
@@ -105,7 +107,7 @@ def backup(state: SearchState, node: Node, k: int, v: float, d: float, m: float,
         if parent is not None:
             i = node.index
             if n == k:
-                parent.visited_policy += float(parent.p[i])
+                parent.visited_policy += parent.p[i]
             parent.cn[i] = n
             parent.cq[i] = node.wl
             parent.cd[i] = node.d

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import chess
-import numpy as np
 
 
 @dataclass(frozen=True)
 class CachedEval:
-    """A network result ready to expand a node: legal moves sorted by prior, priors float32 [k], q/d/m.
+    """A network result ready to expand a node: legal moves sorted by prior, their priors, q/d/m.
 
     q, d, m are from the view of the side to move in the evaluated position.
     """
 
     moves: tuple[chess.Move, ...]
-    priors: np.ndarray
+    priors: array
     q: float
     d: float
     m: float

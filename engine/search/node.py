@@ -14,8 +14,8 @@ left from the node.
 
 from __future__ import annotations
 
+from array import array
 import chess
-import numpy as np
 
 
 class Terminal:
@@ -38,7 +38,7 @@ class Node:
     Own statistics (scalars): n (completed visits), wl, d, m (running averages).
     After expansion, per edge i (k = number of legal moves, sorted by prior):
       moves[i]  chess.Move            p[i]    prior (softmax of policy logits, PolicyTemperature;
-                                              float32 numpy array)
+                                              float32, an array.array: 4 bytes a move)
       cn[i]     child completed visits cnif[i] child visits in flight   (lists of int)
       cq[i]     child wl               cd[i]   child d          cm[i]  child m   (lists of float)
       children[i] Node or None (not yet visited)
@@ -61,7 +61,7 @@ class Node:
         self.terminal: Terminal | None = None
         self.pending = False  # queued for a network evaluation not yet backed up
         self.moves: tuple[chess.Move, ...] | None = None
-        self.p: np.ndarray | None = None
+        self.p: array | None = None
         self.cn: list[int] | None = None
         self.cnif: list[int] | None = None
         self.cq: list[float] | None = None
@@ -75,7 +75,7 @@ class Node:
     def expanded(self) -> bool:
         return self.moves is not None
 
-    def expand(self, moves: tuple[chess.Move, ...], priors: np.ndarray) -> None:
+    def expand(self, moves: tuple[chess.Move, ...], priors: array) -> None:
         """Create the edges; ``moves`` sorted by decreasing prior (lc0's SortEdges)."""
         k = len(moves)
         self.moves = moves

@@ -62,7 +62,7 @@ def best_children(state: "SearchState", node: Node, count: int, depth: int = 0) 
             key = (0, t.m, 0.0, 0.0)
         else:
             q = node.cq[i] + ds * node.cd[i] if n > 0 else 0.0
-            key = (2, n, q, float(node.p[i]))
+            key = (2, n, q, node.p[i])
         keys.append((key, i))
     keys.sort(key=lambda kv: kv[0], reverse=True)
     return [i for _, i in keys[:count]]
@@ -188,7 +188,7 @@ def verbose_stats(state: "SearchState") -> list[str]:
     u_coeff = cpuct * math.sqrt(max(root.n - 1, 1))
     cn = np.asarray(root.cn, dtype=np.float64)
     q = np.where(cn > 0, np.asarray(root.cq) + draw_score * np.asarray(root.cd), fpu)
-    u = u_coeff * root.p / (1.0 + cn + np.asarray(root.cnif))
+    u = u_coeff * np.asarray(root.p) / (1.0 + cn + np.asarray(root.cnif))
     mu = moves_left_utility(p, root, q) if state.network.has_mlh else None
     mu = mu if mu is not None else np.zeros_like(q)
     board = state.root_board
@@ -198,7 +198,7 @@ def verbose_stats(state: "SearchState") -> list[str]:
     for i in order:
         move = root.moves[i]
         head = _head(board.uci(move), indices.get(move, -1), int(root.cn[i]), int(root.cnif[i]),
-                     float(root.p[i]))
+                     root.p[i])
         child = root.children[i]
         if child is not None and child.n > 0:
             stats = _stats(child.wl, child.d, child.m, child.wl + draw_score * child.d)

@@ -79,9 +79,7 @@ def child_scores(params: SearchParams, node: Node, at_root: bool, draw_score: fl
         mu = moves_left_utility(params, node, np.array(q))
         if mu is not None:
             q = (np.array(q) + mu).tolist()
-    # The priors are float32 and so is their product with puct_mult (numpy keeps float32 for a
-    # Python float factor): one vector multiply, then plain floats for the selection loop.
-    return q, (priors * puct_mult).tolist(), puct_mult
+    return q, [puct_mult * prior for prior in priors], puct_mult
 
 
 def selection_width(node: Node, visits: int) -> int:

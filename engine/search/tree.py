@@ -104,7 +104,7 @@ def remove_visits(state: SearchState, node: Node) -> None:
     parent = node.parent
     if parent is not None:
         parent.cn[node.index] = 0
-        parent.visited_policy -= float(parent.p[node.index])
+        parent.visited_policy -= parent.p[node.index]
     node.n, node.wl, node.d, node.m = 0, 0.0, 0.0, 0.0
 
 def sync(state: SearchState, node: Node, depth: int) -> None:
@@ -140,7 +140,8 @@ def draw_kind(state: SearchState, depth: int) -> str | None:
     board = state.board
     if board.halfmove_clock >= 100:
         return "rule50"
-    if board.is_insufficient_material():
+    # python-chess's test is slow; any pawn, rook or queen already rules it out.
+    if not (board.pawns | board.rooks | board.queens) and board.is_insufficient_material():
         return "material"
     keys = state.keys
     last = len(keys) - 1

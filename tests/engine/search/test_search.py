@@ -184,7 +184,7 @@ def test_priors_are_softmax_with_policy_temperature():
     k = 20
     top = math.exp(1.0 / 1.359)
     assert s.root.p[0] == pytest.approx(top / (top + k - 1), rel=1e-5)
-    assert s.root.p.sum() == pytest.approx(1.0, rel=1e-5)
+    assert sum(s.root.p) == pytest.approx(1.0, rel=1e-5)
 
 
 def test_node_limit_is_exact_without_pruning():
