@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
 import threading
 import time
 import weakref
@@ -111,6 +112,11 @@ class XlaNetwork:
         self.max_batch = self.sizes[-1]
         self.preferred_batch = min(self.max_batch, minibatch)
         self.params = runtime.upload(self.converter, self.devices)
+        self.concurrency = len(self.devices)
+        """Calls of ``evaluate`` worth running at once: an unsplit batch runs on one device."""
+        self._free_devices: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(len(self.devices)):
+            self._free_devices.put(i)
         self._compiled: dict[int, Any] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -236,8 +242,16 @@ class XlaNetwork:
         if n < rows:
             chunk = np.concatenate([chunk, np.zeros((rows - n,) + chunk.shape[1:], chunk.dtype)])
         io = self.converter.input_specs(rows)[0].dtype
-        results = executable(chunk.astype(io, copy=False))
-        return [np.asarray(r)[:n].astype(np.float32) for r in results]
+        if executable.copies == 1:
+            results = executable(chunk.astype(io, copy=False))
+            return [np.asarray(r)[:n].astype(np.float32) for r in results]
+        # An unsplit batch takes a device no other call is using (one core each on a CPU).
+        copy = self._free_devices.get()
+        try:
+            results = executable(chunk.astype(io, copy=False), copy=copy)
+            return [np.asarray(r)[:n].astype(np.float32) for r in results]
+        finally:
+            self._free_devices.put(copy)
 
     def _heads(self, outs: list[np.ndarray]) -> NetworkOutput:
         policy = outs[0].reshape(len(outs[0]), -1)

@@ -126,23 +126,38 @@ class Params:
     """The large initializers, uploaded once: ``split``, replicated over the split devices (one
     copy each, ONNX filter layout) and ``single``, for programs that run on the first device
     (conv filters HWIO, see ``Converter._conv_weights_to_hwio``; the other parameters are the
-    first device's copy of ``split``, not uploaded twice)."""
+    first device's copy of ``split``, not uploaded twice). ``on_device(i)`` is the same for
+    device i: unsplit batches run on any free device, several at once."""
 
     def __init__(self, converter, devices: list) -> None:
         import jax
 
         self.devices = devices
-        single = converter.params_for(hwio_filters=True)
+        self._hwio = converter.params_for(hwio_filters=True)
+        self._hwio_names = converter.hwio_weights
         if len(devices) == 1:
-            self.single = {k: jax.device_put(v, devices[0]) for k, v in single.items()}
+            self.single = {k: jax.device_put(v, devices[0]) for k, v in self._hwio.items()}
             self.split = None
+            self._per_device = [self.single]
             return
         replicated = device_split.replicated(devices)
         self.split = {k: jax.device_put(v, replicated)
                       for k, v in converter.params_for(hwio_filters=False).items()}
-        self.single = {k: jax.device_put(single[k], devices[0]) if k in converter.hwio_weights
-                       else next(s.data for s in v.addressable_shards if s.device == devices[0])
-                       for k, v in self.split.items()}
+        self._per_device = [None] * len(devices)
+        self.single = self.on_device(0)
+
+    def on_device(self, i: int) -> dict[str, Any]:
+        """The parameters of an unsplit program on device ``i`` (uploaded on first use)."""
+        params = self._per_device[i]
+        if params is None:
+            import jax
+
+            device = self.devices[i]
+            params = {k: jax.device_put(self._hwio[k], device) if k in self._hwio_names
+                      else next(s.data for s in v.addressable_shards if s.device == device)
+                      for k, v in self.split.items()}
+            self._per_device[i] = params
+        return params
 
 
 def upload(converter, devices) -> Params:
@@ -150,13 +165,16 @@ def upload(converter, devices) -> Params:
     return Params(converter, list(devices) if isinstance(devices, (list, tuple)) else [devices])
 
 
-def lower(converter, batch_size: int, params: dict[str, Any], hwio_filters: bool = False):
-    """The jitted function lowered for ``batch_size`` (gives HLO text / proto)."""
+def lower(converter, batch_size: int, params: dict[str, Any], hwio_filters: bool = False,
+          device=None):
+    """The jitted function lowered for ``batch_size`` (gives HLO text / proto); for ``device``
+    when given (its inputs and ``params`` placed there), else for JAX's default device."""
     import jax
 
     fn, specs = converter.function(batch_size, hwio_filters)
-    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
-    param_shapes = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in params.items()}
+    placed = {} if device is None else {"sharding": jax.sharding.SingleDeviceSharding(device)}
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype, **placed) for s in specs]
+    param_shapes = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, **placed) for k, v in params.items()}
     try:
         return jax.jit(fn).lower(param_shapes, *shapes)
     except NetworkError:
@@ -194,19 +212,25 @@ def _lower_split(converter, rows: int, params: Params):
 
 class Executable:
     """One compiled batch size. ``rows``: the batch it takes (``batch_size`` rounded up to a
-    multiple of the device count when split); ``devices``: how many devices share it."""
+    multiple of the device count when split); ``devices``: how many devices share one call.
+    An unsplit size has one program per device (``copies``): a call names the device it runs
+    on, so that concurrent calls keep every core busy."""
 
-    def __init__(self, compiled, params: dict[str, Any], rows: int, devices: int,
+    def __init__(self, compiled: list, params: list[dict[str, Any]], rows: int, devices: int,
                  input_sharding=None) -> None:
-        self.compiled, self.params, self.rows, self.devices = compiled, params, rows, devices
+        self.programs, self.params, self.rows, self.devices = compiled, params, rows, devices
         self.input_sharding = input_sharding
 
-    def __call__(self, *inputs: np.ndarray):
+    @property
+    def copies(self) -> int:
+        return len(self.programs)
+
+    def __call__(self, *inputs: np.ndarray, copy: int = 0):
         if self.input_sharding is not None:
             import jax
 
             inputs = tuple(jax.device_put(x, self.input_sharding) for x in inputs)
-        return self.compiled(self.params, *inputs)
+        return self.programs[copy](self.params[copy], *inputs)
 
 
 def dump_hlo(lowered, directory: str, source: str, batch_size: int) -> Path:
@@ -227,26 +251,38 @@ def dump_hlo(lowered, directory: str, source: str, batch_size: int) -> Path:
 def compile_function(converter, batch_size: int, params: Params,
                      min_rows_per_device: int = SPLIT_MIN_ROWS,
                      hlo_dump_dir: str | None = None) -> Executable:
-    """Compile the network for ``batch_size``; split over the devices of ``params`` when
-    :func:`backend_xla.devices.split_rows` says so, else on the first device alone. With
-    ``hlo_dump_dir``, the HLO is written there first (:func:`dump_hlo`)."""
+    """Compile the network for ``batch_size``: split over the devices of ``params`` when
+    :func:`backend_xla.devices.split_rows` says so, else one program per device (a batch runs
+    whole on one of them). With ``hlo_dump_dir``, the HLO is written there first
+    (:func:`dump_hlo`)."""
     import jax
 
     n = len(params.devices)
     rows = device_split.split_rows(batch_size, n, min_rows_per_device)
-    split = rows is not None
-    with jax.default_device(params.devices[0]):
-        if split:
+    if rows is not None:
+        with jax.default_device(params.devices[0]):
             lowered, sharding = _lower_split(converter, rows, params)
-        else:
-            rows, sharding = batch_size, None
-            lowered = lower(converter, batch_size, params.single, hwio_filters=True)
-        if hlo_dump_dir:
-            dump_hlo(lowered, hlo_dump_dir, converter.source, batch_size)
-        try:
-            compiled = lowered.compile()
-        except Exception as exc:
-            raise NetworkError(f"{converter.source}: compiling batch size {batch_size} failed: "
-                               f"{type(exc).__name__}: {exc}") from exc
-    return Executable(compiled, params.split if split else params.single, rows,
-                      n if split else 1, sharding)
+            if hlo_dump_dir:
+                dump_hlo(lowered, hlo_dump_dir, converter.source, batch_size)
+            return Executable([_compile(converter, lowered, batch_size)], [params.split], rows,
+                              n, sharding)
+    programs, placed = [], []
+    for i, device in enumerate(params.devices):
+        on_device = params.on_device(i)
+        with jax.default_device(device):
+            # One device: placed by the default device alone, as a plain jit would be.
+            lowered = lower(converter, batch_size, on_device, hwio_filters=True,
+                            device=device if n > 1 else None)
+            if hlo_dump_dir and i == 0:
+                dump_hlo(lowered, hlo_dump_dir, converter.source, batch_size)
+            programs.append(_compile(converter, lowered, batch_size))
+        placed.append(on_device)
+    return Executable(programs, placed, batch_size, 1)
+
+
+def _compile(converter, lowered, batch_size: int):
+    try:
+        return lowered.compile()
+    except Exception as exc:
+        raise NetworkError(f"{converter.source}: compiling batch size {batch_size} failed: "
+                           f"{type(exc).__name__}: {exc}") from exc

@@ -56,6 +56,9 @@ class Network(Protocol):
 
     # Optional: ``padded_size(n) -> int``, the rows a batch of n costs (n rounded up to a compiled
     # size). The search then prefetches only into the padding; without it, up to MaxPrefetch.
+    # Optional: ``concurrency: int``, how many ``evaluate`` calls the backend runs at once to
+    # advantage (e.g. one per device); the search then evaluates its batches in flight
+    # concurrently instead of one after the other. Default 1.
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         """Evaluate float32 planes [N, 112, 8, 8]; any N >= 1 (backends split large batches)."""

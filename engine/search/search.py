@@ -1,7 +1,8 @@
 """lc0-style classic MCTS: gather a minibatch (select), encode, evaluate, expand, back up.
 
-One search thread drives the tree; network evaluations run on a worker thread so that one batch is
-evaluated while the next is gathered (two batches in flight; XLA releases the GIL). Cache hits and
+One search thread drives the tree; network evaluations run on worker threads so that one batch is
+evaluated while the next is gathered (two batches in flight; XLA releases the GIL), and both are
+evaluated at once where the backend has a device for each. Cache hits and
 terminal positions are backed up out of order while gathering. The search never prints: it reports
 through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
 
@@ -42,7 +43,8 @@ from engine.search.state import Batch, Limits, SearchState, SearchStats
 from engine.tablebase import Tablebase
 
 PIPELINE_DEPTH = 2
-"""Batches in flight: one evaluating while the next is gathered."""
+"""Batches in flight, as lc0's two search threads: one evaluating while the next is gathered,
+or both evaluating at once on a backend with two devices."""
 
 INFO_INTERVAL_S = 1.0
 """An info line at least this often."""
@@ -93,7 +95,10 @@ class Search:
                                  cache if cache is not None else NNCache(params.nn_cache_size),
                                  tablebase)
         tree.reset_board(self.state)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nn-eval")
+        # The batches in flight are evaluated at once where the backend runs calls concurrently
+        # (one per device: both cores of a CPU busy), else one after the other.
+        workers = max(1, min(PIPELINE_DEPTH, getattr(network, "concurrency", 1)))
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nn-eval")
         # Set by stop() and by each finished evaluation: the search thread sleeps on it, so a
         # stop wakes it at once instead of at the next polling slice.
         self._wake = threading.Event()
