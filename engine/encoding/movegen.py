@@ -74,8 +74,24 @@ def _index_tables(turn: bool, transform: int) -> tuple[list[int], list[int], lis
 
 
 def _slow(board: chess.Board, transform: int) -> tuple[list[chess.Move], list[int]]:
+    """python-chess's legal moves; the indices from the tables, but for castling moves and
+    variant boards (which take :func:`.policy.move_index`)."""
     moves = list(board.generate_legal_moves())
-    return moves, [move_index(board, m, transform) for m in moves]
+    if type(board) is not chess.Board:
+        return moves, [move_index(board, m, transform) for m in moves]
+    plain, iq, ir, ib = _index_tables(board.turn, transform)
+    promoted = {chess.QUEEN: iq, chess.ROOK: ir, chess.BISHOP: ib, chess.KNIGHT: plain}
+    kings = board.kings
+    idx = []
+    for m in moves:
+        s = m.from_square * 64 + m.to_square
+        if m.promotion is not None:
+            idx.append(promoted[m.promotion][s])
+        elif (1 << m.from_square) & kings and board.is_castling(m):
+            idx.append(move_index(board, m, transform))
+        else:
+            idx.append(plain[s])
+    return moves, idx
 
 
 def legal_moves_and_indices(board: chess.Board, transform: int = 0) -> tuple[list[chess.Move], list[int]]:
