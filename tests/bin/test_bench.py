@@ -108,3 +108,18 @@ def test_bench_lc0_dying_at_start_shows_its_stderr(tmp_path):
     assert out.returncode == 2
     assert str(binary) in out.stderr and "no such backend" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_breakdown_times_every_part_of_the_search(tmp_path):
+    """--breakdown: a row per part with its CPU a node and its calls a node; every part runs
+    in a search, and the parts inside ``gather`` cost no more than ``gather`` itself."""
+    out_json = tmp_path / "bench.json"
+    out = subprocess.run([sys.executable, str(BENCH), "--backend", "random", "--nodes", "300",
+                          "--repeats", "1", "--breakdown", "--json", str(out_json)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Breakdown (search-thread CPU us a node over 300 nodes" in out.stdout
+    parts = json.loads(out_json.read_text())["breakdown_us_per_node"]
+    assert len(parts) == 10 and all(us > 0 for us in parts.values()), parts
+    gather = parts["gather (select + new leaves, incl. the rows below)"]
+    assert parts["PUCT terms (child_scores)"] < gather and parts["legal moves + policy indices"] < gather
