@@ -295,8 +295,8 @@ def format_report(r: Report) -> str:
     ]
     for b in r.calibration:
         lo, hi = b["bin"]
-        lines.append(f"  {lo:.1f}-{hi:.1f}  {b['count']:6d}  {b['net']:.3f}  {b['stockfish']:.3f}      "
-                     f"{b['result']:.3f}")
+        cells = [f"{b[k]:.3f}" if b[k] == b[k] else "  -  " for k in ("net", "stockfish", "result")]
+        lines.append(f"  {lo:.1f}-{hi:.1f}  {b['count']:6d}  {cells[0]}  {cells[1]}      {cells[2]}")
     return "\n".join(lines)
 
 
