@@ -118,12 +118,13 @@ class Analyser:
         self.engine = chess.engine.SimpleEngine.popen_uci(find_stockfish(stockfish))
         self.engine.configure({"Threads": 1, "Hash": hash_mb, "UCI_ShowWDL": True,
                                "UCI_AnalyseMode": False})
-        self._games: dict[int, object] = {}
 
     def analyse(self, task: Task) -> MoveResult:
         board = task.board()
         mover = board.turn
-        game = self._games.setdefault(task.game, object())  # ucinewgame once per game
+        # ucinewgame (an empty hash) before each move: its numbers do not depend on which moves
+        # this process searched before, so they are the same for any --workers.
+        game = object()
         limit = chess.engine.Limit(nodes=self.nodes)
         best = self.engine.analyse(board, limit, game=game)
         best_move = best["pv"][0].uci()
@@ -285,8 +286,9 @@ def format_report(r: Report) -> str:
         return "\n".join(lines)
     lines += [
         f"cp loss: >= {BIG_LOSS} cp {r.loss_300:.1f} %, {MEDIUM_LOSS}-{BIG_LOSS} cp {r.loss_150_300:.1f} %, "
-        f"mean {r.mean_loss:.0f} cp (capped at {CP_CAP}); the network's top prior played in "
-        f"{r.big_losses_net_top:.0f} % of the >= {BIG_LOSS} cp moves",
+        f"mean {r.mean_loss:.0f} cp (capped at {CP_CAP})" + (
+            f"; the network's top prior played in {r.big_losses_net_top:.0f} % of the >= {BIG_LOSS} cp "
+            "moves" if r.loss_300 > 0 else ""),
         f"agreement with Stockfish's best move: network policy top-1 {r.policy_top1:.1f} %, "
         f"played move (search) {r.played_top1:.1f} %",
         f"value calibration (expected score W + D/2, side to move): mean |net - Stockfish| "
