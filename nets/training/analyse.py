@@ -180,6 +180,7 @@ def stockfish_results(tasks: list[Task], nodes: int, workers: int = 1, stockfish
         finally:
             sf.close()
         return out
+    stockfish = find_stockfish(stockfish)  # here: a pool whose initializer fails restarts it forever
     # spawn: this process holds JAX's threads, which a fork would copy in an unknown state.
     pool = multiprocessing.get_context("spawn").Pool(workers, _init_worker, (stockfish, nodes))
     try:
