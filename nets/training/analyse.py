@@ -233,6 +233,7 @@ class Report:
     loss_150_300: float = float("nan")
     mean_loss: float = float("nan")
     big_losses_net_top: float = float("nan")
+    big_losses_still_winning: int = 0
     policy_top1: float = float("nan")
     played_top1: float = float("nan")
     calibration: list[dict] = field(default_factory=list)
@@ -256,6 +257,7 @@ def summarise(results: list[MoveResult], report: Report) -> Report:
     report.loss_300 = _pct(loss >= BIG_LOSS)
     report.loss_150_300 = _pct((loss >= MEDIUM_LOSS) & (loss < BIG_LOSS))
     report.mean_loss = float(loss.mean())
+    report.big_losses_still_winning = sum(r.loss >= BIG_LOSS and r.played_cp >= BIG_LOSS for r in results)
     report.big_losses_net_top = _pct(r.played == r.net_top for r in results if r.loss >= BIG_LOSS)
     report.policy_top1 = _pct(r.net_top == r.sf_best for r in results)
     report.played_top1 = _pct(r.played == r.sf_best for r in results)
@@ -289,7 +291,8 @@ def format_report(r: Report) -> str:
         f"cp loss: >= {BIG_LOSS} cp {r.loss_300:.1f} %, {MEDIUM_LOSS}-{BIG_LOSS} cp {r.loss_150_300:.1f} %, "
         f"mean {r.mean_loss:.0f} cp (capped at {CP_CAP})" + (
             f"; the network's top prior played in {r.big_losses_net_top:.0f} % of the >= {BIG_LOSS} cp "
-            "moves" if r.loss_300 > 0 else ""),
+            f"moves, {r.big_losses_still_winning} of them still >= +{BIG_LOSS} cp after the move (a slower "
+            "win, e.g. a missed mate)" if r.loss_300 > 0 else ""),
         f"agreement with Stockfish's best move: network policy top-1 {r.policy_top1:.1f} %, "
         f"played move (search) {r.played_top1:.1f} %",
         f"value calibration (expected score W + D/2, side to move): mean |net - Stockfish| "

@@ -70,6 +70,7 @@ def test_a_hung_queen_is_a_big_loss(report):
     big = sum(m["loss"] >= BIG_LOSS for m in report.per_move)
     assert big >= 1 and report.loss_300 == pytest.approx(100 * big / 6)
     assert 0 <= report.loss_150_300 <= 100 - report.loss_300
+    assert report.big_losses_still_winning == 0  # the queen is lost, not a slower win
     assert report.mean_loss >= by_move["h5e5"]["loss"] / 6
     assert all(m["loss"] >= 0 and abs(m["best_cp"]) <= 1000 for m in report.per_move)
 
