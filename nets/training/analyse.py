@@ -229,6 +229,7 @@ class Report:
     weights: str
     seconds: float
     stopped_early: bool
+    max_moves: int = 0
     loss_300: float = float("nan")
     loss_150_300: float = float("nan")
     mean_loss: float = float("nan")
@@ -282,8 +283,8 @@ def summarise(results: list[MoveResult], report: Report) -> Report:
 
 
 def format_report(r: Report) -> str:
-    lines = [f"{r.player}: {r.moves} of {r.moves_total} moves analysed ({r.games} games, first moves "
-             f"only), Stockfish {r.nodes} nodes, network {Path(r.weights).name}, {r.seconds:.0f} s"
+    lines = [f"{r.player}: {r.moves} of {r.moves_total} moves analysed ({r.games} games, first "
+             f"{r.max_moves} moves), Stockfish {r.nodes} nodes, network {Path(r.weights).name}, {r.seconds:.0f} s"
              + (" (stopped at the time limit)" if r.stopped_early else "")]
     if not r.moves:
         return "\n".join(lines)
@@ -312,7 +313,7 @@ def analyse_pgn(pgn_text: str, player: str, weights: str, max_moves: int = 40, n
     t0 = time.monotonic()
     deadline = None if max_minutes is None else t0 + 60.0 * max_minutes
     tasks, games = read_tasks(pgn_text, player, max_moves)
-    report = Report(player, games, len(tasks), 0, nodes, weights, 0.0, False)
+    report = Report(player, games, len(tasks), 0, nodes, weights, 0.0, False, max_moves)
     if not tasks:
         log(f"no moves of {player!r} in the PGN (its White/Black tags)")
         return report
