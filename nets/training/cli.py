@@ -192,6 +192,31 @@ def cmd_openings(a: argparse.Namespace) -> None:
     print(f"wrote {len(boards)} openings to {a.out} ({cfg})")
 
 
+def _analyse_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("pgn", help="PGN of games (bin/match, cutechess-cli)")
+    p.add_argument("--player", required=True, help="the player's name in the White/Black tags")
+    p.add_argument("--weights", default=f"nets/{DEFAULT_NETWORK_FILE}", help="network whose policy "
+                   "and value are measured (default: %(default)s)")
+    p.add_argument("--max-moves", type=int, default=40, help="moves of each game analysed (full moves)")
+    p.add_argument("--nodes", type=int, default=50_000, help="Stockfish nodes per search")
+    p.add_argument("--workers", type=int, default=1, help="Stockfish processes (Threads=1 each)")
+    p.add_argument("--max-minutes", type=float, default=10.0,
+                   help="stop then and report the moves analysed so far (default: %(default)s)")
+    p.add_argument("--json", default=None, help="also write the report (and every move) here")
+    p.add_argument("--stockfish", default=None, help="Stockfish binary (default: PATH, /usr/games)")
+
+
+def cmd_analyse(a: argparse.Namespace) -> None:
+    from .analyse import analyse_pgn, format_report, write_json
+    report = analyse_pgn(Path(a.pgn).read_text(), a.player, a.weights, max_moves=a.max_moves,
+                         nodes=a.nodes, workers=a.workers, max_minutes=a.max_minutes,
+                         stockfish=a.stockfish, log=lambda m: print(m, flush=True))
+    print(format_report(report))
+    if a.json:
+        write_json(report, a.json)
+        print(f"wrote {a.json}")
+
+
 def cmd_all(a: argparse.Namespace) -> None:
     """Every stage in order; --quick makes each tiny (a smoke run of a few minutes)."""
     work = Path(a.work)
@@ -233,6 +258,8 @@ def main(argv: list[str]) -> int:
     _export_args(sub.add_parser("export", help="write NAME.pb.gz and NAME.onnx from a run"))
     _evaluate_args(sub.add_parser("evaluate", help="matches against the untrained net, Maia, Stockfish"))
     _openings_args(sub.add_parser("openings", help="balanced random openings (EPD) for matches"))
+    _analyse_args(sub.add_parser("analyse", help="a player's cp losses, policy agreement and value "
+                                 "calibration in a PGN's games, by Stockfish"))
     p = sub.add_parser("all", help="datagen, train, export, evaluate")
     p.add_argument("--quick", action="store_true", help="tiny smoke run (minutes)")
     p.add_argument("--work", default=str(WORK_DIR / "all"), help="data and run directory")
@@ -240,5 +267,5 @@ def main(argv: list[str]) -> int:
     p.add_argument("--name", default=DEFAULT_NAME)
     a = parser.parse_args(argv)
     {"datagen": cmd_datagen, "train": cmd_train, "export": cmd_export, "evaluate": cmd_evaluate,
-     "openings": cmd_openings, "all": cmd_all}[a.cmd](a)
+     "openings": cmd_openings, "analyse": cmd_analyse, "all": cmd_all}[a.cmd](a)
     return 0
