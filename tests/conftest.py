@@ -88,6 +88,10 @@ def xla_network(*parts: str, options: str = SMALL_BUCKETS):
     return _xla_network(need_shared(*parts), options)
 
 
+MAIA1900_GROUP = pytest.mark.xdist_group("maia1900")
+"""The tests of maia1900_net run in one test process, which loads and compiles it once."""
+
+
 @pytest.fixture(scope="session")
 def maia1900_net():
     """Maia-1900 from lc0's weight file (shared by the search fidelity and nodes-1 tests)."""
@@ -113,7 +117,59 @@ def _jax_has_gpu() -> bool:
         return False
 
 
+SLOW_FIRST = {
+    # node id (or its start), seconds on a 2-core machine with a cold XLA cache
+    "tests/nets/training/test_train.py::test_resumed_run_equals_an_uninterrupted_one": 16,
+    "tests/engine/search/test_search_fidelity.py::test_fidelity_inside_games_with_tree_reuse": 15,
+    "tests/nets/training/test_train.py::test_a_new_run_can_start_from_a_weight_file": 14,
+    "tests/backend_xla/test_backend_speed_paths.py::test_batch_split_equals_one_device_and_lc0": 14,
+    "tests/engine/search/test_search_fidelity.py::test_fidelity_on_heldout_random_positions": 13,
+    "tests/engine/search/test_search_fidelity.py::test_fidelity_on_shared_positions": 8,
+    "tests/engine/search/test_search_maia.py::test_maia1900_nodes_one_plays_lc0_onnx_top_move": 7,
+    "tests/nets/training/test_model_export.py::test_exported_files_reproduce_the_jax_model": 7,
+    "tests/backend_xla/test_backend_devices.py::test_batch_sharded_equals_unsharded": 6,
+    "tests/engine/test_device_info.py::test_forced_host_devices_are_listed_and_unusual_requests_warned": 6,
+    "tests/backend_xla/test_backend_devices.py::test_loading_and_running_a_network_never_imports": 5,
+    "tests/backend_xla/test_backend_speed_paths.py::test_import_after_jax_left_alone": 5,
+    "tests/nets/training/test_records.py::test_policy_targets_are_the_engine_moves_and_legal": 5,
+    "tests/engine/encoding/test_encoding_movegen.py::test_random_games_all_transforms": 4,
+    "tests/backend_xla/test_backend_zoo.py::test_zoo_network_matches_lc0[se-b2f32-polconv-wdl-input132": 4,
+    "tests/engine/search/test_search_maia.py::test_nodes_one_plays_top_policy_move_in_process": 3,
+    "tests/bin/test_bin_scripts.py::test_help_from_another_directory": 3,
+    "tests/backend_xla/test_backend_maia.py::test_maia1100_matches_lc0_on_every_position": 3,
+    "tests/engine/test_device_info.py::test_startup_names_platform_devices_type_and_batch_sizes": 2,
+    "tests/backend_xla/test_backend_speed_paths.py::test_import_configures_one_device_per_core": 2,
+    "tests/nets/test_shipped_nets.py::test_startup_info_names_the_network_and_flags_an_untrained_one": 2,
+}
+"""The longest tests (measured with --durations), run first: the two test processes take tests
+in collection order, so a long test collected last keeps one process busy after the other has
+finished. A test of an xdist_group counts as its whole group (the group runs in one process).
+Other tests keep their order after these. An entry that matches nothing only loses its place;
+a new long test belongs here."""
+
+
+def _expected_seconds(item: pytest.Item) -> float:
+    return max((s for prefix, s in SLOW_FIRST.items() if item.nodeid.startswith(prefix)), default=0)
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    mark = item.get_closest_marker("xdist_group")
+    return (mark.args[0] if mark.args else mark.kwargs.get("name")) if mark else None
+
+
+def _order_longest_first(items: list[pytest.Item]) -> None:
+    group_seconds: dict[str, float] = {}
+    for item in items:
+        if (group := _xdist_group(item)) is not None:
+            group_seconds[group] = group_seconds.get(group, 0) + _expected_seconds(item)
+    seconds = {item.nodeid: group_seconds[g] if (g := _xdist_group(item)) is not None
+               else _expected_seconds(item) for item in items}
+    items.sort(key=lambda item: -seconds[item.nodeid])  # stable: the rest keep their order
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist appends "@group" to the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _order_longest_first(items)
     run_slow = config.getoption("--run-slow")
     gpu_items = [item for item in items if "gpu" in item.keywords]
     has_gpu = _jax_has_gpu() if gpu_items else False
