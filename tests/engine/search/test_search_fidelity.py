@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import MAIA1900_GROUP, REPO_ROOT, need_shared
+from conftest import REPO_ROOT, need_shared
 from engine import fidelity
 from engine.search import from_options
-
-pytestmark = MAIA1900_GROUP
 
 SAME_BEST_MIN = 0.97
 MEAN_DISTANCE_MAX = 0.04

@@ -15,7 +15,7 @@ import chess
 import chess.engine
 import numpy as np
 
-from conftest import MAIA1900_GROUP, REPO_ROOT, SMALL_BUCKETS, board_of, lc0_planes_batch, need_shared
+from conftest import REPO_ROOT, SMALL_BUCKETS, board_of, lc0_planes_batch, need_shared
 from engine.encoding import encode_batch, policy_indices
 from engine.search import Limits, Search, from_options
 
@@ -87,7 +87,6 @@ def _play_nodes_one(net, boards) -> list[str]:
     return played
 
 
-@MAIA1900_GROUP
 def test_maia1900_nodes_one_plays_lc0_onnx_top_move(maia1900_net, maia1100_ref):
     """Every non-terminal shared position, with lc0's planes and lc0's policy indices."""
     path = need_shared("maia", "maia-1900.onnx")
@@ -116,7 +115,6 @@ def _heldout_boards(count: int, seed: int = 1900) -> list[chess.Board]:
     return boards
 
 
-@MAIA1900_GROUP
 def test_maia1900_nodes_one_on_heldout_positions(maia1900_net):
     path = need_shared("maia", "maia-1900.onnx")
 

@@ -22,10 +22,6 @@ from nets.training.train import Placement, losses, train_step
 
 from conftest import REPO_ROOT
 
-# One test process for the module: its tiny model (init_params compiles op by op, ~7 s on 2 cores
-# with a cold cache) and exported files are module fixtures, made again in each process.
-pytestmark = pytest.mark.xdist_group("tiny-export")
-
 TINY = NetConfig(blocks=2, filters=16)
 CHILD_TIMEOUT_S = 180
 TOLERANCE = 1e-4

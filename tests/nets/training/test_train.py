@@ -23,12 +23,6 @@ def _data(directory) -> None:
         write_chunk(chunk_path(gen, k), make_chunk(FakeEngine(), gen, k))
 
 
-# One test process for the runs of one architecture: the second test reuses the first's compiled
-# training step, validation and init_params' per-op kernels (~15 s on 2 cores with a cold cache).
-same_compiled_runs = pytest.mark.xdist_group("train-b1f8")
-
-
-@same_compiled_runs
 def test_resumed_run_equals_an_uninterrupted_one(tmp_path):
     _data(tmp_path / "data")
     # warmup > steps: the learning rate of the first steps does not depend on the total.
@@ -104,7 +98,6 @@ def test_export_policy_temperature_sets_the_logit_scale_and_rejects_nonsense():
         cli.policy_scale(0.0)
 
 
-@same_compiled_runs
 def test_a_new_run_can_start_from_a_weight_file(tmp_path):
     """--init: a run whose weights come from an lc0 file (at learning rate 0 they stay the file's)."""
     from nets.training.export import export
