@@ -115,15 +115,15 @@ def _jax_has_gpu() -> bool:
 
 SLOW_FIRST = {
     # node id (or its start), seconds on a 2-core machine with a cold XLA cache
-    "tests/nets/training/test_train.py::test_resumed_run_equals_an_uninterrupted_one": 16,
+    "tests/nets/training/test_train.py::test_resumed_run_equals_an_uninterrupted_one": 6,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_inside_games_with_tree_reuse": 15,
     "tests/nets/training/test_train.py::test_a_new_run_can_start_from_a_weight_file": 3,
     "tests/backend_xla/test_backend_speed_paths.py::test_batch_split_equals_one_device_and_lc0": 11,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_heldout_random_positions": 13,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_shared_positions": 8,
     "tests/engine/search/test_search_maia.py::test_maia1900_nodes_one_plays_lc0_onnx_top_move": 7,
-    "tests/nets/training/test_model_export.py": 2,
-    "tests/nets/training/test_model_export.py::test_exported_files_reproduce_the_jax_model": 5,
+    "tests/nets/training/test_model_export.py": 1,
+    "tests/nets/training/test_model_export.py::test_exported_files_reproduce_the_jax_model": 4,
     "tests/backend_xla/test_backend_devices.py::test_batch_sharded_equals_unsharded": 6,
     "tests/engine/test_device_info.py::test_forced_host_devices_are_listed_and_unusual_requests_warned": 6,
     "tests/backend_xla/test_backend_devices.py::test_loading_and_running_a_network_never_imports": 5,
@@ -148,9 +148,9 @@ SAME_PROCESS = {
     # node id start -> group: a group's tests run one after another in one test process
     "tests/engine/search/test_search_fidelity.py": "maia1900",  # maia1900_net: one load and
     "tests/engine/search/test_search_maia.py::test_maia1900_": "maia1900",  # compile
-    "tests/nets/training/test_train.py::test_resumed_run_": "train-b1f8",  # one training-step
-    "tests/nets/training/test_train.py::test_a_new_run_": "train-b1f8",  # compile, one init
-    "tests/nets/training/test_model_export.py": "tiny-export",  # its module fixtures, once
+    "tests/nets/training/test_train.py::test_resumed_run_": "f8",  # one training-step compile,
+    "tests/nets/training/test_train.py::test_a_new_run_": "f8",  # one set of init_params kernels
+    "tests/nets/training/test_model_export.py": "f8",  # (its module fixtures too) for filters=8
 }
 """Tests that share what a process compiled (session or module fixtures, JAX's in-process
 caches). Done by the scheduler below: pytest-xdist's own xdist_group marks stop working with

@@ -22,7 +22,9 @@ from nets.training.train import Placement, losses, train_step
 
 from conftest import REPO_ROOT
 
-TINY = NetConfig(blocks=2, filters=16)
+TINY = NetConfig(blocks=2, filters=8)
+"""Layer shapes of test_train's runs (blocks=1, filters=8; conftest.SAME_PROCESS runs both
+modules in one process), so init_params' op-by-op kernels compile once for both."""
 CHILD_TIMEOUT_S = 180
 TOLERANCE = 1e-4
 
@@ -208,6 +210,6 @@ def test_a_weight_file_reads_back_into_the_params_it_was_exported_from(tiny_para
 def test_a_weight_file_of_another_architecture_is_refused_naming_the_layer(exported):
     from nets.training.export import params_from_weights
     with pytest.raises(ValueError, match=r"expected 3 residual blocks, got 2"):
-        params_from_weights(exported / "tiny.pb.gz", _template(NetConfig(blocks=3, filters=16)))
-    with pytest.raises(ValueError, match=r"residual\[0\]\.conv1\.weights: expected 576 values .* got 2304"):
-        params_from_weights(exported / "tiny.pb.gz", _template(NetConfig(blocks=2, filters=8)))
+        params_from_weights(exported / "tiny.pb.gz", _template(NetConfig(blocks=3, filters=8)))
+    with pytest.raises(ValueError, match=r"residual\[0\]\.conv1\.weights: expected 2304 values .* got 576"):
+        params_from_weights(exported / "tiny.pb.gz", _template(NetConfig(blocks=2, filters=16)))
