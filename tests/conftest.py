@@ -113,7 +113,83 @@ def _jax_has_gpu() -> bool:
         return False
 
 
+SLOW_FIRST = {
+    # node id (or its start), seconds on a 2-core machine with a cold XLA cache
+    "tests/nets/training/test_train.py::test_resumed_run_equals_an_uninterrupted_one": 6,
+    "tests/engine/search/test_search_fidelity.py::test_fidelity_inside_games_with_tree_reuse": 15,
+    "tests/nets/training/test_train.py::test_a_new_run_can_start_from_a_weight_file": 3,
+    "tests/backend_xla/test_backend_speed_paths.py::test_batch_split_equals_one_device_and_lc0": 11,
+    "tests/engine/search/test_search_fidelity.py::test_fidelity_on_heldout_random_positions": 13,
+    "tests/engine/search/test_search_fidelity.py::test_fidelity_on_shared_positions": 8,
+    "tests/engine/search/test_search_maia.py::test_maia1900_nodes_one_plays_lc0_onnx_top_move": 7,
+    "tests/nets/training/test_model_export.py": 1,
+    "tests/nets/training/test_model_export.py::test_exported_files_reproduce_the_jax_model": 4,
+    "tests/backend_xla/test_backend_devices.py::test_batch_sharded_equals_unsharded": 6,
+    "tests/engine/test_device_info.py::test_forced_host_devices_are_listed_and_unusual_requests_warned": 6,
+    "tests/backend_xla/test_backend_devices.py::test_loading_and_running_a_network_never_imports": 5,
+    "tests/backend_xla/test_backend_speed_paths.py::test_import_after_jax_left_alone": 5,
+    "tests/nets/training/test_records.py::test_policy_targets_are_the_engine_moves_and_legal": 5,
+    "tests/engine/encoding/test_encoding_movegen.py::test_random_games_all_transforms": 4,
+    "tests/backend_xla/test_backend_zoo.py::test_zoo_network_matches_lc0[se-b2f32-polconv-wdl-input132": 4,
+    "tests/engine/search/test_search_maia.py::test_nodes_one_plays_top_policy_move_in_process": 3,
+    "tests/bin/test_bin_scripts.py::test_help_from_another_directory": 3,
+    "tests/backend_xla/test_backend_maia.py::test_maia1100_matches_lc0_on_every_position": 3,
+    "tests/engine/test_device_info.py::test_startup_names_platform_devices_type_and_batch_sizes": 2,
+    "tests/backend_xla/test_backend_speed_paths.py::test_import_configures_one_device_per_core": 2,
+    "tests/nets/test_shipped_nets.py::test_startup_info_names_the_network_and_flags_an_untrained_one": 2,
+}
+"""The longest tests (measured with --durations), run first: the two test processes take tests
+in collection order, so a long test collected last keeps one process busy after the other has
+finished. A test of a SAME_PROCESS group counts as its whole group (the group runs in one
+process). Other tests keep their order after these. An entry that matches nothing only loses
+its place; a new long test belongs here."""
+
+SAME_PROCESS = {
+    # node id start -> group: a group's tests run one after another in one test process
+    "tests/engine/search/test_search_fidelity.py": "maia1900",  # maia1900_net: one load and
+    "tests/engine/search/test_search_maia.py::test_maia1900_": "maia1900",  # compile
+    "tests/nets/training/test_train.py::test_resumed_run_": "f8",  # one training-step compile,
+    "tests/nets/training/test_train.py::test_a_new_run_": "f8",  # one set of init_params kernels
+    "tests/nets/training/test_model_export.py": "f8",  # (its module fixtures too) for filters=8
+}
+"""Tests that share what a process compiled (session or module fixtures, JAX's in-process
+caches). Done by the scheduler below: pytest-xdist's own xdist_group marks stop working with
+the node ids of pytest 9.2 (pytest-dev/pytest-xdist#1386)."""
+
+
+def _expected_seconds(nodeid: str) -> float:
+    return max((s for prefix, s in SLOW_FIRST.items() if nodeid.startswith(prefix)), default=0)
+
+
+def same_process_group(nodeid: str) -> str | None:
+    return next((g for prefix, g in SAME_PROCESS.items() if nodeid.startswith(prefix)), None)
+
+
+def _order_longest_first(items: list[pytest.Item]) -> None:
+    group_seconds: dict[str, float] = {}
+    for item in items:
+        if (group := same_process_group(item.nodeid)) is not None:
+            group_seconds[group] = group_seconds.get(group, 0) + _expected_seconds(item.nodeid)
+    seconds = {item.nodeid: group_seconds[g] if (g := same_process_group(item.nodeid)) is not None
+               else _expected_seconds(item.nodeid) for item in items}
+    items.sort(key=lambda item: -seconds[item.nodeid])  # stable: the rest keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Each free test process takes the next test (or SAME_PROCESS group) in collection order."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return same_process_group(nodeid) or nodeid
+
+    config.option.loadscopereorder = False  # keep the longest-first order, not by group size
+    return Scheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _order_longest_first(items)
     run_slow = config.getoption("--run-slow")
     gpu_items = [item for item in items if "gpu" in item.keywords]
     has_gpu = _jax_has_gpu() if gpu_items else False
@@ -122,3 +198,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="slow test: run with --run-slow"))
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(pytest.mark.skip(reason="needs a GPU visible to JAX; none here"))
+

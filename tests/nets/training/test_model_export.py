@@ -22,7 +22,9 @@ from nets.training.train import Placement, losses, train_step
 
 from conftest import REPO_ROOT
 
-TINY = NetConfig(blocks=2, filters=16)
+TINY = NetConfig(blocks=2, filters=8)
+"""Layer shapes of test_train's runs (blocks=1, filters=8; conftest.SAME_PROCESS runs both
+modules in one process), so init_params' op-by-op kernels compile once for both."""
 CHILD_TIMEOUT_S = 180
 TOLERANCE = 1e-4
 
@@ -32,6 +34,12 @@ def _planes(n: int, seed: int) -> np.ndarray:
     planes = (rng.random((n, 112, 8, 8)) < 0.2).astype(np.float32)
     planes[:, 109] = rng.integers(0, 100, n)[:, None, None]  # rule50 plane holds the count
     return planes
+
+
+def _template(cfg: NetConfig) -> dict:
+    """The shapes of ``init_params(cfg, ...)`` (what params_from_weights reads from a template),
+    traced without compiling init_params' random ops (one XLA compile per op and shape)."""
+    return jax.eval_shape(lambda: init_params(cfg, 0))
 
 
 @pytest.fixture(scope="module")
@@ -187,20 +195,21 @@ def test_a_weight_file_reads_back_into_the_params_it_was_exported_from(tiny_para
     from nets.training.export import params_from_weights
     scale = 2.5
     export(tiny_params, tmp_path / "scaled.pb.gz", policy_scale=scale)
-    back = params_from_weights(tmp_path / "scaled.pb.gz", init_params(TINY, seed=0), policy_scale=scale)
+    back = params_from_weights(tmp_path / "scaled.pb.gz", _template(TINY), policy_scale=scale)
     flat, tree = jax.tree_util.tree_flatten(tiny_params)
     flat_back, tree_back = jax.tree_util.tree_flatten(back)
     assert tree == tree_back
     for a, b in zip(flat, flat_back):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
     planes = _planes(3, seed=9)
-    for x, y in zip(forward(tiny_params, planes), forward(back, planes)):
+    model = jax.jit(forward)  # one compile for both (op by op, each op compiles per shape)
+    for x, y in zip(model(tiny_params, planes), model(back, planes)):
         np.testing.assert_allclose(np.asarray(y), np.asarray(x), atol=TOLERANCE)
 
 
 def test_a_weight_file_of_another_architecture_is_refused_naming_the_layer(exported):
     from nets.training.export import params_from_weights
     with pytest.raises(ValueError, match=r"expected 3 residual blocks, got 2"):
-        params_from_weights(exported / "tiny.pb.gz", init_params(NetConfig(blocks=3, filters=16), 0))
-    with pytest.raises(ValueError, match=r"residual\[0\]\.conv1\.weights: expected 576 values .* got 2304"):
-        params_from_weights(exported / "tiny.pb.gz", init_params(NetConfig(blocks=2, filters=8), 0))
+        params_from_weights(exported / "tiny.pb.gz", _template(NetConfig(blocks=3, filters=8)))
+    with pytest.raises(ValueError, match=r"residual\[0\]\.conv1\.weights: expected 2304 values .* got 576"):
+        params_from_weights(exported / "tiny.pb.gz", _template(NetConfig(blocks=2, filters=16)))
