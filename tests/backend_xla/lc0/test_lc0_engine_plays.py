@@ -14,7 +14,10 @@ from engine.search import Limits, Search, from_options
 from lc0w_helpers import shared
 
 WEIGHT_FILES = sorted(str(p.relative_to(LC0)) for p in LC0.glob("*/*.pb.gz")) if LC0.is_dir() else []
-OPTIONS = "batch_buckets=8,background_compile=0"  # one size: the root and the minibatches of 7 pad to 8
+OPTIONS = "batch_buckets=8,background_compile=0,host_devices=1"
+"""One size (the root and the minibatches of 7 pad to 8), on one device: what is checked here
+(encoding, legal moves) does not depend on the devices, and a second device would compile a
+second copy of every program (tests/backend_xla/test_backend_concurrency.py covers those)."""
 HISTORY_POSITION = 9
 """A shared position with moves played (history planes differ between formats)."""
 
