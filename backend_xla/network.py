@@ -56,6 +56,11 @@ CPU_MINIBATCH = 7
 and its search keeps 2 such batches in flight, as ours does. Small batches keep PUCT close to
 one-visit-at-a-time selection in small trees (docs/engine.md, "Fidelity")."""
 
+CONCURRENT_CALLS = 2
+"""Unsplit batches that may run at once, each on its own device (so at most this many copies of
+each unsplit program are compiled): the search keeps two batches in flight, as lc0's two search
+threads do. More host devices only split the larger batches."""
+
 ACCELERATOR_MINIBATCH = 256
 """Minibatch on a GPU or another accelerator: lc0's default for its GPU backends, wide enough
 to keep the device busy."""
@@ -112,10 +117,10 @@ class XlaNetwork:
         self.max_batch = self.sizes[-1]
         self.preferred_batch = min(self.max_batch, minibatch)
         self.params = runtime.upload(self.converter, self.devices)
-        self.concurrency = len(self.devices)
+        self.concurrency = min(len(self.devices), CONCURRENT_CALLS)
         """Calls of ``evaluate`` worth running at once: an unsplit batch runs on one device."""
         self._free_devices: queue.SimpleQueue[int] = queue.SimpleQueue()
-        for i in range(len(self.devices)):
+        for i in range(self.concurrency):
             self._free_devices.put(i)
         self._compiled: dict[int, Any] = {}
         self._lock = threading.Lock()
@@ -140,7 +145,8 @@ class XlaNetwork:
         start = time.perf_counter()
         executable = runtime.compile_function(self.converter, batch_size, self.params,
                                               self.options["split_min_rows"],
-                                              self.options["hlo_proto_dump_dir"])
+                                              self.options["hlo_proto_dump_dir"],
+                                              copies=self.concurrency)
         with self._lock:
             self._compiled[batch_size] = executable
             self.compile_seconds[batch_size] = time.perf_counter() - start
@@ -194,7 +200,8 @@ class XlaNetwork:
         platform = self.device.platform
         names = ", ".join(str(d) for d in self.devices)
         rows = self.options["split_min_rows"] * len(self.devices)
-        split = (f"batches of {rows}+ rows split over them" if len(self.devices) > 1 else "one device")
+        split = (f"batches of {rows}+ rows split over them, smaller ones whole on one device "
+                 f"({self.concurrency} at once)" if len(self.devices) > 1 else "one device")
         dtype = self.options["data_type"] or "the network's own (f32 unless the file says otherwise)"
         lines = [f"backend xla: platform {platform}, {len(self.devices)} device(s) [{names}], "
                  f"{split}; data type {dtype}; batch sizes {','.join(map(str, self.sizes))} "

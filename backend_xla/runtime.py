@@ -250,11 +250,11 @@ def dump_hlo(lowered, directory: str, source: str, batch_size: int) -> Path:
 
 def compile_function(converter, batch_size: int, params: Params,
                      min_rows_per_device: int = SPLIT_MIN_ROWS,
-                     hlo_dump_dir: str | None = None) -> Executable:
+                     hlo_dump_dir: str | None = None, copies: int = 1) -> Executable:
     """Compile the network for ``batch_size``: split over the devices of ``params`` when
-    :func:`backend_xla.devices.split_rows` says so, else one program per device (a batch runs
-    whole on one of them). With ``hlo_dump_dir``, the HLO is written there first
-    (:func:`dump_hlo`)."""
+    :func:`backend_xla.devices.split_rows` says so, else one program on each of the first
+    ``copies`` devices (a batch runs whole on one of them). With ``hlo_dump_dir``, the HLO is
+    written there first (:func:`dump_hlo`)."""
     import jax
 
     n = len(params.devices)
@@ -267,7 +267,7 @@ def compile_function(converter, batch_size: int, params: Params,
             return Executable([_compile(converter, lowered, batch_size)], [params.split], rows,
                               n, sharding)
     programs, placed = [], []
-    for i, device in enumerate(params.devices):
+    for i, device in enumerate(params.devices[:max(1, copies)]):
         on_device = params.on_device(i)
         with jax.default_device(device):
             # One device: placed by the default device alone, as a plain jit would be.

@@ -34,6 +34,7 @@ def test_forced_host_devices_are_listed_and_unusual_requests_warned():
     lines = _startup({"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
     info = next(ln for ln in lines if ln.startswith("info string backend xla:"))
     assert "4 device(s)" in info and "batches of 32+ rows split over them" in info
+    assert "smaller ones whole on one device (2 at once)" in info  # CONCURRENT_CALLS copies
     lines = _startup({}, "--backend-opts=device=1,data_type=bf16")
     warnings = [ln for ln in lines if ln.startswith("info string warning:")]
     assert len(warnings) == 2, lines
