@@ -248,17 +248,16 @@ class XlaNetwork:
         rows = executable.rows  # >= size: a split batch is rounded up to a multiple of devices
         if n < rows:
             chunk = np.concatenate([chunk, np.zeros((rows - n,) + chunk.shape[1:], chunk.dtype)])
-        io = self.converter.input_specs(rows)[0].dtype
-        if executable.copies == 1:
-            results = executable(chunk.astype(io, copy=False))
-            return [np.asarray(r)[:n].astype(np.float32) for r in results]
-        # An unsplit batch takes a device no other call is using (one core each on a CPU).
-        copy = self._free_devices.get()
+        chunk = chunk.astype(self.converter.input_specs(rows)[0].dtype, copy=False)
+        # A program with copies takes a device no other call is using (one core each on a CPU),
+        # until its results are read back (np.asarray waits for the device).
+        copy = self._free_devices.get() if executable.copies > 1 else None
         try:
-            results = executable(chunk.astype(io, copy=False), copy=copy)
+            results = executable(chunk, copy=copy or 0)
             return [np.asarray(r)[:n].astype(np.float32) for r in results]
         finally:
-            self._free_devices.put(copy)
+            if copy is not None:
+                self._free_devices.put(copy)
 
     def _heads(self, outs: list[np.ndarray]) -> NetworkOutput:
         policy = outs[0].reshape(len(outs[0]), -1)

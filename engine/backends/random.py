@@ -1,8 +1,8 @@
 """lc0's ``--backend=random``: instant, deterministic pseudo-random network outputs.
 
 The outputs of a position depend only on its input planes (a hash of them picks a window of a
-fixed table of random logits, and a random W/D/L),
-so the same position always gets the same policy and value, as with a real network. For tests,
+fixed table of random logits, and a random W/D/L), so the same position always gets the same
+policy and value, as with a real network. For tests,
 for exercising search and UCI without JAX, and for measuring the search's own cost: a batch
 costs a few microseconds per row and holds the GIL only that long, so nearly all the time a
 search spends with this network is the search's.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.backend import POLICY_SIZE, NetworkOutput, register_backend
+from engine.backend import INPUT_PLANES, POLICY_SIZE, NetworkOutput, register_backend
 
 PAD_ROWS = 8
 """Batch-size step of the XLA backend's small CPU batch sizes (backend_xla.options.batch_sizes)."""
@@ -29,7 +29,8 @@ _rng = np.random.default_rng(_SEED)
 _LOGITS = _rng.normal(0.0, RANDOM_POLICY_SCALE, TABLE_SIZE + POLICY_SIZE).astype(np.float32)
 _WINDOWS = np.lib.stride_tricks.sliding_window_view(_LOGITS, POLICY_SIZE)
 _WDL = _rng.dirichlet((1.0, 1.0, 1.0), TABLE_SIZE).astype(np.float32)
-_HASH_WORDS = (np.random.default_rng(_SEED).integers(0, 2**63, 2 * 112, np.uint64) * 2 + 1)
+_HASH_WORDS = np.random.default_rng(_SEED).integers(0, 2**63, 2 * INPUT_PLANES, np.uint64) * 2 + 1
+"""One word a 64-bit mask of set squares and one a plane's first value, for each plane."""
 
 
 def _hash_rows(planes: np.ndarray) -> np.ndarray:
@@ -41,7 +42,7 @@ def _hash_rows(planes: np.ndarray) -> np.ndarray:
     bits = np.packbits(planes.reshape(n, -1) != 0, axis=1).view(np.uint64)
     first = planes[:, :, 0, 0].view(np.uint32).astype(np.uint64)
     words = np.concatenate([bits, first], axis=1)
-    h = (words * _HASH_WORDS[:words.shape[1]]).sum(axis=1, dtype=np.uint64)
+    h = (words * _HASH_WORDS).sum(axis=1, dtype=np.uint64)
     return h ^ (h >> np.uint64(29))
 
 

@@ -15,6 +15,7 @@ left from the node.
 from __future__ import annotations
 
 from array import array
+
 import chess
 
 
