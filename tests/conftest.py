@@ -8,11 +8,24 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import os
 from pathlib import Path
 
 import chess
 import numpy as np
 import pytest
+
+TEST_PROCESS_DEVICES_FLAG = "--xla_force_host_platform_device_count=1"
+"""Each test process gets one XLA host device (set here, before anything imports jax), as a user
+would set it in ``XLA_FLAGS``. The suite already runs two test processes on two cores, so one
+device each keeps both busy; with one device per core each process would also compile the
+split and second-device programs of every network it loads (about a sixth of the suite's
+time). The multi-device paths are tested in child interpreters that choose their own device
+count (tests/backend_xla/test_backend_devices.py, test_backend_concurrency.py,
+test_backend_speed_paths.py, tests/engine/test_device_info.py). A user's own device count wins."""
+if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = " ".join(
+        filter(None, [os.environ.get("XLA_FLAGS", ""), TEST_PROCESS_DEVICES_FLAG]))
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"

@@ -47,17 +47,23 @@ class NetConfig:
         return self.filters // self.se_ratio
 
 
-def _he(key, shape, fan_in, scale=1.0):
-    return (jax.random.normal(key, shape, jnp.float32) * np.sqrt(2.0 / fan_in) * scale)
-
-
 def init_params(cfg: NetConfig, seed: int) -> dict:
-    """He-initialised params. Shapes: conv ``w`` [out, in, k, k], ``b`` [out]; dense ``w`` [in, out]."""
+    """He-initialised params. Shapes: conv ``w`` [out, in, k, k], ``b`` [out]; dense ``w`` [in, out].
+
+    Drawn with numpy, not ``jax.random``: op by op, each of JAX's dozens of differently shaped
+    draws compiles its own kernel (seconds at the start of every run and test)."""
     f, s = cfg.filters, cfg.se_channels
-    keys = iter(jax.random.split(jax.random.PRNGKey(seed), 8 + 4 * cfg.blocks))
-    conv = lambda o, i, k, scale=1.0: {"w": _he(next(keys), (o, i, k, k), i * k * k, scale),  # noqa: E731
-                                        "b": jnp.zeros(o, jnp.float32)}
-    dense = lambda i, o: {"w": _he(next(keys), (i, o), i), "b": jnp.zeros(o, jnp.float32)}  # noqa: E731
+    rng = np.random.default_rng(seed)
+
+    def he(shape, fan_in, scale=1.0):
+        return jnp.asarray(rng.standard_normal(shape, np.float32) * np.float32(np.sqrt(2.0 / fan_in) * scale))
+
+    def zeros(n):
+        return jnp.asarray(np.zeros(n, np.float32))
+
+    conv = lambda o, i, k, scale=1.0: {"w": he((o, i, k, k), i * k * k, scale),  # noqa: E731
+                                        "b": zeros(o)}
+    dense = lambda i, o: {"w": he((i, o), i), "b": zeros(o)}  # noqa: E731
     params = {"input": conv(f, INPUT_PLANES, 3), "blocks": []}
     for _ in range(cfg.blocks):
         params["blocks"].append({"conv1": conv(f, f, 3), "conv2": conv(f, f, 3, RESIDUAL_INIT_SCALE),

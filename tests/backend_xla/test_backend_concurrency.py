@@ -1,18 +1,24 @@
 """Unsplit batches run whole on any free device, so that concurrent ``evaluate`` calls (the
 search's two batches in flight) keep every core busy: each device's program must give the
-same outputs, and concurrent calls the same as serial ones."""
+same outputs, and concurrent calls the same as serial ones.
+
+The test processes have one host device each (tests/conftest.py), so the checks run in a child
+interpreter given two."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
-import pytest
 
-from backend_xla.network import CONCURRENT_CALLS
-from conftest import xla_network
+from conftest import REPO_ROOT, SMALL_BUCKETS, need_shared
 
 ZOO_NET = ("zoo", "se-b2f32-polclassical-wdl-mlh-mish-bn.onnx")
+CHILD_TIMEOUT_S = 300
 
 
 def _planes(n: int, seed: int) -> np.ndarray:
@@ -22,17 +28,11 @@ def _planes(n: int, seed: int) -> np.ndarray:
     return planes
 
 
-@pytest.fixture(scope="module")
-def net():
-    network = xla_network(*ZOO_NET)
-    if len(network.devices) < 2:
-        pytest.skip(f"needs 2+ host devices, JAX has {len(network.devices)} (a 1-core machine)")
-    return network
+def check_each_device_runs_its_own_copy(net) -> None:
+    from backend_xla.network import CONCURRENT_CALLS
 
-
-def test_each_device_runs_its_own_copy_with_equal_outputs(net):
     executable = net._compiled[8]
-    assert net.concurrency == min(len(net.devices), CONCURRENT_CALLS) == executable.copies
+    assert net.concurrency == min(len(net.devices), CONCURRENT_CALLS) == executable.copies == 2
     planes = _planes(8, 0)
     outputs = []
     for copy, device in enumerate(net.devices[:executable.copies]):
@@ -44,7 +44,7 @@ def test_each_device_runs_its_own_copy_with_equal_outputs(net):
             np.testing.assert_array_equal(a, b)
 
 
-def test_concurrent_calls_equal_serial_calls(net):
+def check_concurrent_calls_equal_serial_calls(net) -> None:
     batches = [_planes(7, seed) for seed in range(12)]
     serial = [net.evaluate(b) for b in batches]
     with ThreadPoolExecutor(max_workers=net.concurrency) as pool:
@@ -54,3 +54,27 @@ def test_concurrent_calls_equal_serial_calls(net):
         np.testing.assert_array_equal(s.q, c.q)
     # Every device was handed back: as many as there are devices are free again.
     assert net._free_devices.qsize() == net.concurrency
+
+
+CHILD = """
+from backend_xla.devices import configure_host_devices
+configure_host_devices(2)
+import sys; sys.path[:0] = [{here!r}, {tests!r}]
+import backend_xla
+import test_backend_concurrency as t
+net = backend_xla.load_network({net!r}, {options!r})
+t.check_each_device_runs_its_own_copy(net)
+t.check_concurrent_calls_equal_serial_calls(net)
+print("checked")
+"""
+
+
+def test_two_devices_run_their_own_copies_with_outputs_equal_to_serial_calls():
+    code = CHILD.format(here=str(Path(__file__).parent), tests=str(REPO_ROOT / "tests"),
+                        net=str(need_shared(*ZOO_NET)), options=SMALL_BUCKETS)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=CHILD_TIMEOUT_S)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-1] == "checked"

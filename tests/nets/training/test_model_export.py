@@ -42,6 +42,11 @@ def _template(cfg: NetConfig) -> dict:
     return jax.eval_shape(lambda: init_params(cfg, 0))
 
 
+ONE_SIZE = "batch_buckets=8,background_compile=0"
+"""The one batch size these checks evaluate (at most 8 rows): the default set would compile 17
+more sizes in a background thread while the suite runs."""
+
+
 @pytest.fixture(scope="module")
 def tiny_params():
     """A tiny model with every weight and bias random (He init leaves biases at zero)."""
@@ -63,7 +68,7 @@ def test_exported_files_reproduce_the_jax_model(tiny_params, exported, name):
     planes = _planes(6, seed=5)
     policy, wdl_logits = (np.asarray(x) for x in forward(tiny_params, planes))
     wdl = np.asarray(jax.nn.softmax(wdl_logits, axis=-1))
-    net = backend_xla.load_network(str(exported / name))
+    net = backend_xla.load_network(str(exported / name), ONE_SIZE)
     out = net.evaluate(planes)
     assert net.input_format == 1 and net.has_wdl and not net.has_mlh
     np.testing.assert_allclose(out.policy, policy, atol=TOLERANCE, rtol=0)
@@ -78,7 +83,7 @@ def test_policy_scale_multiplies_the_logits_and_leaves_the_value(tiny_params, tm
     export(tiny_params, tmp_path / "scaled.pb.gz", policy_scale=scale)
     planes = _planes(4, seed=8)
     policy, wdl_logits = (np.asarray(x) for x in forward(tiny_params, planes))
-    out = backend_xla.load_network(str(tmp_path / "scaled.pb.gz")).evaluate(planes)
+    out = backend_xla.load_network(str(tmp_path / "scaled.pb.gz"), ONE_SIZE).evaluate(planes)
     # The backend's rounding error is scaled with the logits (seen: 1.4e-4 on an AMD EPYC host).
     np.testing.assert_allclose(out.policy, scale * policy, atol=TOLERANCE * scale, rtol=1e-5)
     wdl = np.asarray(jax.nn.softmax(wdl_logits, axis=-1))
