@@ -162,7 +162,7 @@ SAME_PROCESS = {
     "tests/engine/search/test_search_fidelity.py": "maia1900",  # maia1900_net: one load and
     "tests/engine/search/test_search_maia.py::test_maia1900_": "maia1900",  # compile
     "tests/nets/training/test_train.py::test_resumed_run_": "f8",  # one training-step compile,
-    "tests/nets/training/test_train.py::test_a_new_run_": "f8",  # one set of init_params kernels
+    "tests/nets/training/test_train.py::test_a_new_run_": "f8",  # one set of loss kernels
     "tests/nets/training/test_model_export.py": "f8",  # (its module fixtures too) for filters=8
 }
 """Tests that share what a process compiled (session or module fixtures, JAX's in-process
