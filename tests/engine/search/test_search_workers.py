@@ -1,0 +1,65 @@
+"""The search's two batches in flight run at once on a backend that declares ``concurrency`` 2
+(backend_xla on a CPU with two host devices: one batch per core), and the search is the same
+search as with one evaluation at a time: batches are gathered, and results backed up, in the
+same order whatever finishes first.
+
+The test processes have one XLA host device (tests/conftest.py), so the real networks loaded
+elsewhere in the suite declare concurrency 1; this covers the search's side of concurrency 2."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import chess
+
+from engine.backends.random import RandomNetwork
+from engine.search import Limits, Search, from_options
+
+EVAL_SECONDS = 0.003
+"""Each evaluation takes this long (the GIL released, as in XLA), so that the second batch
+is gathered while the first is still being evaluated."""
+
+
+class SlowNetwork(RandomNetwork):
+    """The random network with a delay per call, counting the calls in flight."""
+
+    def __init__(self, concurrency: int) -> None:
+        super().__init__()
+        self.concurrency = concurrency
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self.max_in_flight = 0
+        self.calls = 0
+
+    def evaluate(self, planes):
+        with self._lock:
+            self._in_flight += 1
+            self.calls += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            time.sleep(EVAL_SECONDS)
+            return super().evaluate(planes)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+
+def _search(net: SlowNetwork, board: chess.Board):
+    search = Search(net, from_options({}))
+    search.set_position(board)
+    result = search.run(Limits(nodes=400))
+    root = search.root
+    return result, dict(zip((m.uci() for m in root.moves), root.cn))
+
+
+def test_two_batches_evaluated_at_once_give_the_same_search():
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    one, two = SlowNetwork(concurrency=1), SlowNetwork(concurrency=2)
+    result_one, visits_one = _search(one, board)
+    result_two, visits_two = _search(two, board)
+    assert one.max_in_flight == 1
+    assert two.max_in_flight == 2, "the second batch in flight waited for the first"
+    assert one.calls == two.calls > 20
+    assert visits_two == visits_one
+    assert (result_two.bestmove, result_two.nodes) == (result_one.bestmove, result_one.nodes)
