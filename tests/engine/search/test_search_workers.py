@@ -45,8 +45,13 @@ class SlowNetwork(RandomNetwork):
                 self._in_flight -= 1
 
 
+NO_CLOCK = {"SmartPruningFactor": 0.0}
+"""Smart pruning starts 200 ms after the first evaluation (lc0's rule): with it the tree a node
+limit gives depends on the machine's speed. Without it the search depends on nothing timed."""
+
+
 def _search(net: SlowNetwork, board: chess.Board):
-    search = Search(net, from_options({}))
+    search = Search(net, from_options(NO_CLOCK))
     search.set_position(board)
     result = search.run(Limits(nodes=400))
     root = search.root
