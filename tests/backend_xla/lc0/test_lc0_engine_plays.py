@@ -1,5 +1,8 @@
 """The engine plays with every lc0 weight file in ../shared: ``go nodes 100`` gives a legal bestmove,
-and the positions reach the network encoded in the network's own input format."""
+and the positions reach the network encoded in the network's own input format.
+
+CI runs every file of the zoo (each architecture and input format) and two of the nine Maias;
+the other seven Maias (the same architecture and format, other weights) run with --run-slow."""
 
 from __future__ import annotations
 
@@ -14,6 +17,12 @@ from engine.search import Limits, Search, from_options
 from lc0w_helpers import shared
 
 WEIGHT_FILES = sorted(str(p.relative_to(LC0)) for p in LC0.glob("*/*.pb.gz")) if LC0.is_dir() else []
+CI_MAIAS = ("maia/maia-1100.pb.gz", "maia/maia-1900.pb.gz")
+
+
+def _marked(name: str):
+    slow = name.startswith("maia/") and name not in CI_MAIAS
+    return pytest.param(name, marks=pytest.mark.slow) if slow else name
 OPTIONS = "batch_buckets=8,background_compile=0,host_devices=1"
 """One size (the root and the minibatches of 7 pad to 8), on one device: what is checked here
 (encoding, legal moves) does not depend on the devices, and a second device would compile a
@@ -36,7 +45,7 @@ class RootSpy:
         return self.net.evaluate(planes)
 
 
-@pytest.mark.parametrize("name", WEIGHT_FILES or ["<../shared absent>"])
+@pytest.mark.parametrize("name", [_marked(n) for n in WEIGHT_FILES] or ["<../shared absent>"])
 def test_engine_plays_nodes_100_in_the_networks_input_format(name):
     net = backend_xla.load_network(shared(*name.split("/")), OPTIONS)
     record = read_jsonl(shared("positions.jsonl"))[HISTORY_POSITION]
