@@ -9,6 +9,8 @@ import functools
 import gzip
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import chess
@@ -30,6 +32,19 @@ if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
 LC0 = SHARED / "lc0"
+
+
+def run_in_child(code: str, with_devices: int, timeout: float = 300) -> str:
+    """Run ``code`` in a fresh interpreter whose XLA CPU client has ``with_devices`` host
+    devices (the count is fixed once jax has started, and the test processes have one), with
+    the repository importable; returns its stdout, failing the test with its stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={with_devices}"
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
 
 
 def need_shared(*parts: str) -> Path:

@@ -7,18 +7,14 @@ interpreter given two."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from conftest import REPO_ROOT, SMALL_BUCKETS, need_shared
+from conftest import REPO_ROOT, SMALL_BUCKETS, need_shared, run_in_child
 
 ZOO_NET = ("zoo", "se-b2f32-polclassical-wdl-mlh-mish-bn.onnx")
-CHILD_TIMEOUT_S = 300
 
 
 def _planes(n: int, seed: int) -> np.ndarray:
@@ -57,8 +53,6 @@ def check_concurrent_calls_equal_serial_calls(net) -> None:
 
 
 CHILD = """
-from backend_xla.devices import configure_host_devices
-configure_host_devices(2)
 import sys; sys.path[:0] = [{here!r}, {tests!r}]
 import backend_xla
 import test_backend_concurrency as t
@@ -72,9 +66,4 @@ print("checked")
 def test_two_devices_run_their_own_copies_with_outputs_equal_to_serial_calls():
     code = CHILD.format(here=str(Path(__file__).parent), tests=str(REPO_ROOT / "tests"),
                         net=str(need_shared(*ZOO_NET)), options=SMALL_BUCKETS)
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    env["PYTHONPATH"] = str(REPO_ROOT)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=CHILD_TIMEOUT_S)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.split()[-1] == "checked"
+    assert run_in_child(code, with_devices=2).split()[-1] == "checked"

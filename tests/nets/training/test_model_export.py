@@ -3,9 +3,6 @@ own backend (backend_xla, checked against lc0 elsewhere), reproduce the JAX mode
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -20,7 +17,7 @@ from nets.training.model import NetConfig, forward, init_params
 from nets.training.plot import write_loss_png
 from nets.training.train import Placement, losses, train_step
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, run_in_child
 
 TINY = NetConfig(blocks=2, filters=8)
 """Layer shapes of test_train's runs (blocks=1, filters=8; conftest.SAME_PROCESS runs both
@@ -181,17 +178,10 @@ def check_split_step() -> int:
 @pytest.mark.slow  # compiles a full training step (~20-40 s on 2 cores without a warm JAX cache)
 def test_a_step_split_over_two_devices_equals_the_single_device_step():
     # A fresh interpreter: the XLA CPU device count is fixed once jax has started.
-    code = ("from backend_xla.devices import configure_host_devices\n"
-            "configure_host_devices(2)\n"
-            "import sys; sys.path[:0] = [%r, %r]\n"
+    code = ("import sys; sys.path[:0] = [%r, %r]\n"
             "import test_model_export as t\n"
             "print(t.check_split_step())\n") % (str(Path(__file__).parent), str(REPO_ROOT / "tests"))
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    env["PYTHONPATH"] = str(REPO_ROOT)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=CHILD_TIMEOUT_S)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.split()[-1] == "2"
+    assert run_in_child(code, with_devices=2, timeout=CHILD_TIMEOUT_S).split()[-1] == "2"
 
 
 def test_a_weight_file_reads_back_into_the_params_it_was_exported_from(tiny_params, tmp_path):
