@@ -17,7 +17,8 @@ import chess
 import numpy as np
 import pytest
 
-TEST_PROCESS_DEVICES_FLAG = "--xla_force_host_platform_device_count=1"
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+TEST_PROCESS_DEVICES_FLAG = f"{DEVICE_COUNT_FLAG}=1"
 """Each test process gets one XLA host device (set here, before anything imports jax), as a user
 would set it in ``XLA_FLAGS``. The suite already runs two test processes on two cores, so one
 device each keeps both busy; with one device per core each process would also compile the
@@ -25,7 +26,7 @@ split and second-device programs of every network it loads (about a sixth of the
 time). The multi-device paths are tested in child interpreters that choose their own device
 count (tests/backend_xla/test_backend_devices.py, test_backend_concurrency.py,
 test_backend_speed_paths.py, tests/engine/test_device_info.py). A user's own device count wins."""
-if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+if DEVICE_COUNT_FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = " ".join(
         filter(None, [os.environ.get("XLA_FLAGS", ""), TEST_PROCESS_DEVICES_FLAG]))
 
@@ -39,7 +40,7 @@ def run_in_child(code: str, with_devices: int, timeout: float = 300) -> str:
     devices (the count is fixed once jax has started, and the test processes have one), with
     the repository importable; returns its stdout, failing the test with its stderr."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={with_devices}"
+    env["XLA_FLAGS"] = f"{DEVICE_COUNT_FLAG}={with_devices}"
     env["PYTHONPATH"] = str(REPO_ROOT)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=timeout)

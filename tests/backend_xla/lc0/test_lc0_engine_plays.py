@@ -6,7 +6,6 @@ the other seven Maias (the same architecture and format, other weights) run with
 
 from __future__ import annotations
 
-import chess
 import numpy as np
 import pytest
 
