@@ -237,9 +237,11 @@ OPTIONS: tuple[Option, ...] = (
     _o("UCI_ShowMovesLeft", CHECK, False, "show-movesleft",
        "Add `movesleft N` (plies, networks with a moves-left head) to info lines, as lc0."),
     _o("Threads", SPIN, 2, "threads",
-       "Accepted for lc0 users. Here one search thread gathers minibatches while the network "
-       "runs on all cores (the batch split over XLA's host devices); two minibatches are in "
-       "flight, as lc0's default of two search threads.", 1, 1024),
+       "Minibatches in flight, as lc0's search threads (each of which gathers one minibatch and "
+       "waits for its evaluation): 1 gathers, evaluates and backs up one at a time; 2 (lc0's "
+       "default on two cores) gathers the next while one is evaluated, or while two are on a "
+       "backend that runs two at once. Here one search thread gathers them all and the "
+       "backend's calls run beside it.", 1, 128, param="threads"),
     _o("UCI_Chess960", CHECK, False, "chess960", "Chess960 castling (king takes rook) in moves."),
     _o("LogFile", STRING, "", "logfile",
        "Append the UCI dialogue to this file (empty: no log; <stderr>: standard error, as lc0)."),

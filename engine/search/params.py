@@ -71,6 +71,7 @@ class SearchParams:
     """
 
     minibatch_size: int
+    threads: int
     cpuct: float
     cpuct_base: float
     cpuct_factor: float

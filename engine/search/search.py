@@ -1,8 +1,9 @@
 """lc0-style classic MCTS: gather a minibatch (select), encode, evaluate, expand, back up.
 
 One search thread drives the tree; network evaluations run on worker threads so that one batch is
-evaluated while the next is gathered (two batches in flight; XLA releases the GIL), and both are
-evaluated at once where the backend has a device for each. Cache hits and
+evaluated while the next is gathered (``Threads`` batches in flight, as lc0 has one per search
+thread; XLA releases the GIL), and several are evaluated at once where the backend has a device
+for each. Cache hits and
 terminal positions are backed up out of order while gathering. The search never prints: it reports
 through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
 
@@ -42,9 +43,6 @@ from engine.search.report import ThinkingInfo, best_children, make_infos, verbos
 from engine.search.state import Batch, Limits, SearchState, SearchStats
 from engine.tablebase import Tablebase
 
-PIPELINE_DEPTH = 2
-"""Batches in flight, as lc0's two search threads: one evaluating while the next is gathered,
-or both evaluating at once on a backend with two devices."""
 
 INFO_INTERVAL_S = 1.0
 """An info line at least this often."""
@@ -97,7 +95,7 @@ class Search:
         tree.reset_board(self.state)
         # The batches in flight are evaluated at once where the backend runs calls concurrently
         # (one per device: both cores of a CPU busy), else one after the other.
-        workers = max(1, min(PIPELINE_DEPTH, getattr(network, "concurrency", 1)))
+        workers = max(1, getattr(network, "concurrency", 1))
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nn-eval")
         # Set by stop() and by each finished evaluation: the search thread sleeps on it, so a
         # stop wakes it at once instead of at the next polling slice.
@@ -216,19 +214,20 @@ class Search:
     def _iteration(self, pending: list[tuple[Future, Batch]], batch_size: int) -> bool:
         """One step of the search (lc0's ExecuteOneIteration): check the stoppers, gather a
         minibatch (select; cache hits and terminals are backed up at once), start its
-        evaluation (encode, evaluate), and, with two batches in flight or nothing left to
-        gather, expand and back up the oldest one. Returns False when the search is over."""
+        evaluation (encode, evaluate), and, with ``Threads`` batches in flight or nothing left
+        to gather, expand and back up the oldest one. Returns False when the search is over."""
         state = self.state
         reached = stoppers.limit_reached(state)
         if reached and not state.limits.infinite:
             return False
         progressed = False
-        if not reached and len(pending) < PIPELINE_DEPTH:
+        in_flight = state.params.threads  # lc0: one minibatch per search thread
+        if not reached and len(pending) < in_flight:
             batch = gather.gather(state, batch_size)
             if batch.requests:
                 pending.append((self._encode_and_evaluate(batch), batch))
             progressed = bool(batch.requests) or batch.out_of_order > 0
-        if pending and (len(pending) >= PIPELINE_DEPTH or not progressed or reached):
+        if pending and (len(pending) >= in_flight or not progressed or reached):
             if self._wait(pending[0][0]):
                 future, batch = pending.pop(0)
                 backup.process(state, batch, future.result())

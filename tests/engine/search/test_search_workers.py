@@ -1,4 +1,4 @@
-"""The search's two batches in flight run at once on a backend that declares ``concurrency`` 2
+"""The search's batches in flight (``Threads``, lc0's search threads) run at once on a backend that declares ``concurrency`` 2
 (backend_xla on a CPU with two host devices: one batch per core), and the search is the same
 search as with one evaluation at a time: batches are gathered, and results backed up, in the
 same order whatever finishes first.
@@ -50,8 +50,8 @@ NO_CLOCK = {"SmartPruningFactor": 0.0}
 limit gives depends on the machine's speed. Without it the search depends on nothing timed."""
 
 
-def _search(net: SlowNetwork, board: chess.Board):
-    search = Search(net, from_options(NO_CLOCK))
+def _search(net: SlowNetwork, board: chess.Board, **options):
+    search = Search(net, from_options(NO_CLOCK | options))
     search.set_position(board)
     result = search.run(Limits(nodes=400))
     root = search.root
@@ -68,3 +68,13 @@ def test_two_batches_evaluated_at_once_give_the_same_search():
     assert one.calls == two.calls > 20
     assert visits_two == visits_one
     assert (result_two.bestmove, result_two.nodes) == (result_one.bestmove, result_one.nodes)
+
+
+def test_threads_batches_are_in_flight_at_once():
+    """Threads is lc0's number of search threads, each with one minibatch in flight: a backend
+    that could run four calls at once gets at most Threads of them."""
+    board = chess.Board()
+    for threads in (1, 2, 3):
+        net = SlowNetwork(concurrency=4)
+        _search(net, board, Threads=threads)
+        assert net.max_in_flight == threads, (threads, net.max_in_flight)
