@@ -72,7 +72,7 @@ def net(x):  # conv + per-row reduction, micro-batched inside like the Maia forw
     return y, y.sum(axis=(1, 2, 3))
 
 errs = []
-for n in (1, 2, 5, 8):  # odd sizes exercise the padding to a multiple of the device count
+for n in (1, 5, 8):  # odd sizes exercise the padding to a multiple of the device count
     x = rng.standard_normal((n, 4, 8, 8)).astype(np.float32)
     want = jax.jit(net)(x)
     got = batch_sharded(net, min_rows_per_device=1)(x)
