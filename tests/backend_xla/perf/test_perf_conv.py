@@ -98,8 +98,20 @@ PLAIN = CASES[:8]  # stride 1, dilation 1, group 1: every matmul method really r
 FALLBACK = CASES[8:]  # strides / dilations / groups: matmul methods must fall back to lax
 
 
-@pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("case", PLAIN, ids=_case_id)
+SLOW_METHOD = "winograd4"
+"""Its programs take 1-3 s each to compile; CI checks it on the tower conv and the odd board,
+--run-slow on every case."""
+
+
+def _plain_matrix():
+    for case in PLAIN:
+        for method in METHODS:
+            slow = method == SLOW_METHOD and case not in (CASES[0], CASES[4])
+            yield pytest.param(case, method, id=f"{_case_id(case)}-{method}",
+                               marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("case,method", _plain_matrix())
 def test_f32_matches_numpy_and_lax(case, method):
     _check(case, method, "NCHW")
 
