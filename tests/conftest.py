@@ -96,12 +96,12 @@ def maia1100_ref() -> list[dict]:
     return read_jsonl(need_shared("maia", "ref-maia-1100.jsonl.gz"))
 
 
-SMALL_BUCKETS = "batch_buckets=8"
+SMALL_BUCKETS = "batch_buckets=7"
 """Backend options of the real networks the tests load: the one batch size a CPU search at the
-default minibatch uses (7 positions, padded to 8 and filled with prefetched ones; batches up
-to 8 rows go to the smallest compiled size whatever else is compiled, so the search behaves as
-at the defaults). The default set is 18 sizes, which a background thread would compile while
-the tests run, competing for the cores."""
+default minibatch uses (7 positions; smaller batches are padded to 7 and filled with prefetched
+ones, whatever else is compiled, so the search behaves as at the defaults). The default set is
+18 sizes, which a background thread would compile while the tests run, competing for the
+cores."""
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,9 +14,6 @@ import numpy as np
 
 from engine.backend import INPUT_PLANES, POLICY_SIZE, NetworkOutput, register_backend
 
-PAD_ROWS = 8
-"""Batch-size step of the XLA backend's small CPU batch sizes (backend_xla.options.batch_sizes)."""
-
 RANDOM_POLICY_SCALE = 2.0
 """Standard deviation of the random policy logits (lc0's random backend uses a similar spread)."""
 
@@ -59,10 +56,10 @@ class RandomNetwork:
         self.name = name
 
     def padded_size(self, n: int) -> int:
-        """Rows a batch of ``n`` costs, as the XLA backend on a CPU (sizes in steps of 8): the
-        search then prefetches what it does with a real CPU network, so a search measured
-        with this instant network costs what the engine's search costs."""
-        return -(-n // PAD_ROWS) * PAD_ROWS
+        """Rows a batch of ``n`` costs, as the XLA backend on a CPU (sizes that are multiples
+        of the minibatch): the search then prefetches what it does with a real CPU network, so
+        a search measured with this instant network costs what the engine's search costs."""
+        return -(-n // self.preferred_batch) * self.preferred_batch
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         """planes float32 [N, 112, 8, 8] -> policy [N, 1858], q/d/m [N]."""

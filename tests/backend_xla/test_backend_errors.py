@@ -139,8 +139,10 @@ def test_option_parsing_and_batch_sizes():
     assert values["data_type"] == "bf16"
     assert batch_sizes(values) == [25, 50, 75, 100]  # lc0: max_batch * (i + 1) / steps
     assert batch_sizes(parse_options("")) == list(range(32, 513, 32))
-    # The search's minibatch (7 on a CPU) gets buckets of its own below max_batch/steps.
-    assert batch_sizes(parse_options(""), 7) == [8, 16] + list(range(32, 513, 32))
+    # The search's minibatch (7 on a CPU) and twice it get buckets of their own, exactly, below
+    # max_batch/steps: a padded row costs as much as a real one.
+    assert batch_sizes(parse_options(""), 7) == [7, 14] + list(range(32, 513, 32))
+    assert batch_sizes(parse_options(""), 16) == [16] + list(range(32, 513, 32))
     assert batch_sizes(parse_options(""), 256) == list(range(32, 513, 32))
     assert batch_sizes(parse_options("batch_buckets=4;64"), 7) == [4, 64]
     assert batch_sizes(parse_options("batch_buckets=256;1;32,max_batch=8")) == [1, 32, 256]

@@ -26,7 +26,7 @@ def test_startup_names_platform_devices_type_and_batch_sizes():
     info = [ln for ln in lines if ln.startswith("info string backend xla:")]
     assert info, lines
     assert "platform cpu" in info[0] and "data type" in info[0]
-    assert "batch sizes 8,16,32," in info[0] and "search minibatch 7" in info[0]
+    assert "batch sizes 7,14,32," in info[0] and "search minibatch 7" in info[0]
     assert not any("warning" in ln for ln in lines), lines
 
 

@@ -42,8 +42,8 @@ game positions both runs reached (distance 0.030). Ours: docs/engine.md, "Fideli
 
 @pytest.fixture(scope="module")
 def maia1900(maia1900_net):
-    """Compiled for batch size 8 only (conftest.SMALL_BUCKETS): the search gathers 7 and pads to
-    8 as at the default options, so the comparison with lc0 is the same."""
+    """Compiled for batch size 7 only (conftest.SMALL_BUCKETS): the search gathers 7 as at the
+    default options, so the comparison with lc0 is the same."""
     return maia1900_net
 
 
@@ -80,7 +80,7 @@ def test_default_minibatch_is_the_backends_cpu_suggestion(maia1900):
     default_max_batch = batch_sizes(parse_options(""), CPU_MINIBATCH)[-1]
     for max_batch in (maia1900.max_batch, default_max_batch):
         assert from_options({}).batch_size(max_batch, maia1900.preferred_batch) == CPU_MINIBATCH
-    # The only compiled size is the padded minibatch, where the defaults' smallest size lies.
+    # The only compiled size is the minibatch, the defaults' smallest size.
     assert maia1900.padded_size(CPU_MINIBATCH) == batch_sizes(parse_options(""), CPU_MINIBATCH)[0]
 
 
