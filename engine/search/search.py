@@ -3,8 +3,7 @@
 One search thread drives the tree; network evaluations run on worker threads so that one batch is
 evaluated while the next is gathered (``Threads`` batches in flight, as lc0 has one per search
 thread; XLA releases the GIL), and several are evaluated at once where the backend has a device
-for each. Cache hits and
-terminal positions are backed up out of order while gathering. The search never prints: it reports
+for each. Cache hits and terminal positions are backed up out of order while gathering. The search never prints: it reports
 through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
 
 The phases are plain functions over one explicit :class:`SearchState` (state.py):
