@@ -47,6 +47,7 @@ arithmetic; at large batches the [B, 1858] candidate stage dominates.
 
 from __future__ import annotations
 
+import random
 from typing import NamedTuple
 
 import chess
@@ -145,6 +146,26 @@ CASTLE_QUEENSIDE_INDEX = POLICY_INDEX["e1a1"]
 
 # ----------------------------------------------------------------------------------------------
 # Encoding (python side)
+
+RANDOM_GAME_PLIES = 150
+
+
+def random_game_positions(rng: random.Random, max_plies: int = RANDOM_GAME_PLIES
+                          ) -> list[chess.Board]:
+    """Every position of one game of random legal moves drawn with ``rng`` (up to ``max_plies``
+    plies; the position after the last ply included): test and benchmark positions that mix
+    openings, middle games and endings, checks, promotions and en passant."""
+    board = chess.Board()
+    boards = []
+    for _ in range(max_plies):
+        boards.append(board.copy(stack=False))
+        moves = list(board.legal_moves)
+        if not moves:
+            return boards
+        board.push(rng.choice(moves))
+    boards.append(board.copy(stack=False))
+    return boards
+
 
 def encode_boards(boards: list[chess.Board]) -> dict[str, np.ndarray]:
     """A batch of standard-chess boards as arrays from the side to move's view (see the module

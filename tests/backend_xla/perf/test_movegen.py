@@ -10,6 +10,7 @@ import chess
 import numpy as np
 import pytest
 
+from backend_xla.perf import movegen
 from backend_xla.perf.movegen import (POLICY_SIZE, encode_boards, legal_policy_mask,
                                       pad_batch)
 from engine.backend import POLICY_MOVES
@@ -17,7 +18,6 @@ from engine.encoding import legal_moves_and_indices
 
 BATCH = 512  # one compiled shape; the last batch is padded with empty boards
 RANDOM_GAMES = 25
-MAX_PLIES = 150
 SEED = 20240611
 
 SPECIAL_FENS = [
@@ -83,20 +83,9 @@ NO_MOVE_FENS = SPECIAL_FENS[-4:-1]
 
 
 def random_game_positions(games: int, seed: int) -> list[chess.Board]:
-    """Every position of ``games`` random games (random legal moves, up to MAX_PLIES plies)."""
+    """Every position of ``games`` random games."""
     rng = random.Random(seed)
-    boards = []
-    for _ in range(games):
-        board = chess.Board()
-        for _ in range(MAX_PLIES):
-            boards.append(board.copy(stack=False))
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
-        else:
-            boards.append(board.copy(stack=False))
-    return boards
+    return [board for _ in range(games) for board in movegen.random_game_positions(rng)]
 
 
 def masks(boards: list[chess.Board]) -> np.ndarray:
