@@ -1,0 +1,422 @@
+"""lc0's 112 input planes from the compiled board's rows (numba), for the search's hot path.
+
+The same planes as :mod:`.planes` (see its docstring and docs/encoding.md), computed from a
+game's position rows (:mod:`engine.board.position`): ``rows[0]`` is the game's root (the FEN
+position), ``rows[last]`` the position to encode, every row in between one ply apart.
+Everything compiled is ``@njit(cache=True, nogil=True)`` and allocates nothing:
+
+* :func:`encode_into` writes one position's planes into a float32 ``[112, 8, 8]`` slice of a
+  preallocated batch and returns the canonical transform chosen;
+* :func:`encode_batch_into` does it for many positions of concatenated games in one call;
+* :func:`canonical_transform` is lc0's ChooseTransform of one row (what the policy indices of
+  a leaf need before its planes exist), equal to :func:`.planes.transform_of`;
+* :func:`is_repetition` is lc0's repetition flag (pieces, castling rights and en-passant
+  marker compared field by field, two plies at a time while rule50 allows).
+
+Format rules are derived from the format number inside (as lc0 does, with comparisons) and
+the history fill is a small integer (``FILL_NO``, ``FILL_FEN_ONLY``, ``FILL_ALWAYS``).
+Inputs are validated at the Python edge: :func:`encode_boards` (python-chess boards, for
+tests and tools) raises the same errors as :func:`.planes.encode_batch`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import chess
+import numpy as np
+from numba import njit
+
+from engine.backend import INPUT_PLANES
+from engine.board import from_chess_position, game_rows
+from engine.board.bitboards import ONE, ZERO, bit, lsb, msb
+from engine.board.position import (
+    BISHOPS,
+    BLACK,
+    CASTLING,
+    EP,
+    KINGS,
+    KNIGHTS,
+    PAWNS,
+    QUEENS,
+    ROOKS,
+    RULE50,
+    TURN,
+    WHITE,
+)
+
+from .formats import HistoryFill, format_rules, parse_history_fill
+from .history import GameHistory
+from .planes import _castling_rooks as _planes_castling_rooks
+from .planes import _check_ep_rank
+
+FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = 0, 1, 2
+FILL_CODES = {HistoryFill.NO: FILL_NO, HistoryFill.FEN_ONLY: FILL_FEN_ONLY,
+              HistoryFill.ALWAYS: FILL_ALWAYS}
+"""HistoryFill -> the integer the compiled functions take."""
+
+HISTORY_STEPS = 8
+PLANES_PER_STEP = 13
+AUX_BASE = HISTORY_STEPS * PLANES_PER_STEP  # 104
+NO_SQUARE = np.uint64(64)
+
+# Format numbers (see .formats): rules follow from comparisons, as in lc0.
+_CASTLING_PLANE, _CANONICAL, _HECTOPLIES = 2, 3, 4
+_V2, _ARMAGEDDON, _V2_ARMAGEDDON = 5, 132, 133
+
+_STARTPOS = from_chess_position(chess.Board())
+"""The standard start position's row (history fill ``fen_only`` compares the root to it)."""
+_KEY_FIELDS = TURN + 1
+"""Fields WHITE..TURN: pieces, castling rights, en-passant marker and side to move."""
+
+# Bitboard constants of the transforms (lc0's ChooseTransform; see .transforms).
+_LEFT_HALF = np.uint64(0x0F0F0F0F0F0F0F0F)
+_TOP_HALF = np.uint64(0xFFFFFFFF00000000)
+_ABOVE_DIAGONAL = np.uint64(0xE0C08000)
+_ON_DIAGONAL = np.uint64(0x10204080)
+_K1 = np.uint64(0x5555555555555555)
+_K2 = np.uint64(0x3333333333333333)
+_K4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_B1 = np.uint64(0x00FF00FF00FF00FF)
+_B2 = np.uint64(0x0000FFFF0000FFFF)
+_A1 = np.uint64(0xF0F0F0F00F0F0F0F)
+_A2 = np.uint64(0xCCCC0000CCCC0000)
+_A3 = np.uint64(0xAA00AA00AA00AA00)
+_S1, _S2, _S4, _S8 = np.uint64(1), np.uint64(2), np.uint64(4), np.uint64(8)
+_S9, _S16, _S18 = np.uint64(9), np.uint64(16), np.uint64(18)
+_S32, _S36 = np.uint64(32), np.uint64(36)
+_RANK_1 = np.uint64(0xFF)
+_RANK_8 = np.uint64(0xFF << 56)
+
+
+@njit(cache=True, nogil=True)
+def flip_files(bb):
+    """Files a <-> h (bits reversed in each byte)."""
+    bb = ((bb >> _S1) & _K1) | ((bb & _K1) << _S1)
+    bb = ((bb >> _S2) & _K2) | ((bb & _K2) << _S2)
+    return ((bb >> _S4) & _K4) | ((bb & _K4) << _S4)
+
+
+@njit(cache=True, nogil=True)
+def mirror_ranks(bb):
+    """Ranks 1 <-> 8 (bytes reversed)."""
+    bb = ((bb >> _S8) & _B1) | ((bb & _B1) << _S8)
+    bb = ((bb >> _S16) & _B2) | ((bb & _B2) << _S16)
+    return (bb >> _S32) | (bb << _S32)
+
+
+@njit(cache=True, nogil=True)
+def transpose(bb):
+    """Reflection across the a8-h1 anti-diagonal (python-chess's flip_anti_diagonal)."""
+    t = bb ^ (bb << _S36)
+    bb = bb ^ ((t ^ (bb >> _S36)) & _A1)
+    t = (bb ^ (bb << _S18)) & _A2
+    bb = bb ^ t ^ (t >> _S18)
+    t = (bb ^ (bb << _S9)) & _A3
+    return bb ^ t ^ (t >> _S9)
+
+
+@njit(cache=True, nogil=True)
+def apply_transform(bb, transform):
+    """``bb`` under lc0's ``transform`` (bits: 1 flip files, 2 mirror ranks, 4 transpose)."""
+    if transform & 1:
+        bb = flip_files(bb)
+    if transform & 2:
+        bb = mirror_ranks(bb)
+    if transform & 4:
+        bb = transpose(bb)
+    return bb
+
+
+@njit(cache=True, nogil=True)
+def _compare_transposing(bb, black, initial):
+    """-1, 0, 1 as ``bb`` in the side to move's frame after ``initial`` is <, ==, > its
+    transpose."""
+    if black:
+        bb = mirror_ranks(bb)
+    bb = apply_transform(bb, initial & 3)
+    alternative = transpose(bb)
+    if bb < alternative:
+        return -1
+    if bb > alternative:
+        return 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def canonical_transform(pos, fmt):
+    """lc0's ChooseTransform for the position row ``pos`` in input format ``fmt`` (0 for the
+    non-canonical formats 1 and 2): equal to :func:`engine.encoding.planes.transform_of`."""
+    if fmt < _CANONICAL or pos[CASTLING] != ZERO:
+        return 0  # castling is not symmetric under any transform
+    us = np.int64(pos[TURN])
+    black = us != 0
+    ours = pos[us]
+    our_king = pos[KINGS] & ours
+    if black:
+        our_king = mirror_ranks(our_king)
+    transform = 0
+    if our_king & _LEFT_HALF:
+        transform |= 1
+        our_king = flip_files(our_king)
+    if pos[PAWNS] != ZERO:
+        return transform  # pawns: only the file flip keeps the position equivalent
+    if our_king & _TOP_HALF:
+        transform |= 2
+        our_king = mirror_ranks(our_king)
+    if our_king & _ABOVE_DIAGONAL:
+        return transform | 4
+    if our_king & _ON_DIAGONAL:
+        # Tie-breaks in lc0's order: everything, ours, K, Q, R, N, B (both colours).
+        for k in range(7):
+            if k == 0:
+                bb = pos[WHITE] | pos[BLACK]
+            elif k == 1:
+                bb = ours
+            elif k == 2:
+                bb = pos[KINGS]
+            elif k == 3:
+                bb = pos[QUEENS]
+            elif k == 4:
+                bb = pos[ROOKS]
+            elif k == 5:
+                bb = pos[KNIGHTS]
+            else:
+                bb = pos[BISHOPS]
+            outcome = _compare_transposing(bb, black, transform)
+            if outcome < 0:
+                return transform
+            if outcome > 0:
+                return transform | 4
+    return transform
+
+
+@njit(cache=True, nogil=True)
+def same_board(a, b):
+    """lc0's ChessBoard equality of two rows (pieces, castling rights, en-passant marker) and
+    the side to move, field by field."""
+    for f in range(_KEY_FIELDS):
+        if a[f] != b[f]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def is_repetition(rows, index):
+    """Whether lc0 counts ``rows[index]`` as a repetition (its repetitions >= 1): an equal
+    position two, four, ... plies earlier while the rule50 counters show no zeroing move in
+    between (lc0's ComputeLastMoveRepetitions); the root never repeats."""
+    if np.int64(rows[index, RULE50]) < 4:
+        return False
+    k = index - 2
+    while k >= 0:
+        if same_board(rows[k], rows[index]):
+            return True
+        if np.int64(rows[k, RULE50]) < 2:
+            return False
+        k -= 2
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _put(out, plane, bb, black, transform, value):
+    """Set the squares of absolute bitboard ``bb`` to ``value`` in ``out[plane]`` (frame of
+    the side to move, then the canonical transform)."""
+    if bb == ZERO:
+        return
+    if black:
+        bb = mirror_ranks(bb)
+    bb = apply_transform(bb, transform)
+    while bb != ZERO:
+        s = lsb(bb)
+        out[plane, s >> 3, s & 7] = value
+        bb &= bb - ONE
+
+
+@njit(cache=True, nogil=True)
+def _castling_rooks(pos):
+    """Rook squares with castling rights: white queen-side, white king-side, black queen-side,
+    black king-side (0 where absent); queen-side = files left of that colour's king."""
+    rights = pos[CASTLING]
+    wq = wk = bq = bk = ZERO
+    if rights == ZERO:
+        return wq, wk, bq, bk
+    for colour in range(2):
+        own = rights & (_RANK_1 if colour == 0 else _RANK_8)
+        king = pos[KINGS] & pos[colour]
+        if own == ZERO or king == ZERO:
+            continue
+        queenside = own & (bit(msb(king)) - ONE)
+        if colour == 0:
+            wq, wk = queenside, own & ~queenside
+        else:
+            bq, bk = queenside, own & ~queenside
+    return wq, wk, bq, bk
+
+
+@njit(cache=True, nogil=True)
+def encode_into(rows, last, fmt, fill, out):
+    """Write lc0's 112 planes of ``rows[last]`` (history ``rows[:last + 1]``, ``rows[0]`` the
+    game's root) in input format ``fmt`` with history fill ``fill`` (FILL_*) into the float32
+    ``out`` [112, 8, 8]; returns the canonical transform applied (0 for formats 1, 2).
+
+    lc0's EncodePositionForNN: see :func:`engine.encoding.planes.position_masks`, which this
+    follows step by step."""
+    canonical = fmt >= _CANONICAL
+    repeats_only = fmt == _V2 or fmt == _V2_ARMAGEDDON
+    cur = rows[last]
+    us = np.int64(cur[TURN])
+    them = 1 - us
+    black = us != 0
+    transform = canonical_transform(cur, fmt)
+    out[:] = 0.0
+    one = np.float32(1.0)
+
+    castling_now = cur[CASTLING]
+    root = rows[0]
+    root_ep = root[EP]
+    history_idx = last
+    i = 0
+    while i < HISTORY_STEPS:
+        is_fill = history_idx < 0
+        index = 0 if is_fill else history_idx
+        pos = rows[index]
+        # Canonical formats: a castling change or an en-passant position can't be repeated,
+        # so older history is irrelevant (lc0 stops there; the current position is always sent).
+        if canonical and pos[CASTLING] != castling_now:
+            break
+        if canonical and history_idx != last and pos[EP] != NO_SQUARE:
+            break
+        if is_fill:
+            if fill == FILL_NO:
+                break
+            if fill == FILL_FEN_ONLY and same_board(root, _STARTPOS):
+                break
+        repeated = (not is_fill) and is_repetition(rows, index)
+        if repeats_only and not repeated and i > 0:
+            # v2 writes older slots only for repetitions; nothing before the root repeats.
+            if pos[RULE50] == ZERO or is_fill:
+                break
+            history_idx -= 1
+            continue
+        base = PLANES_PER_STEP * i
+        ours, theirs = pos[us], pos[them]
+        for f in range(6):
+            pieces = pos[PAWNS + f]
+            mine, other = pieces & ours, pieces & theirs
+            if f == 0 and is_fill and root_ep != NO_SQUARE:
+                # History fill of a root with an en-passant square: the pushed pawn back home.
+                rank = root_ep >> np.uint64(3)
+                if rank == np.uint64(2) or rank == np.uint64(5):
+                    white_pushed = rank == np.uint64(2)
+                    if white_pushed:
+                        landed, home = root_ep + np.uint64(8), root_ep - np.uint64(8)
+                    else:
+                        landed, home = root_ep - np.uint64(8), root_ep + np.uint64(8)
+                    if white_pushed == (not black):
+                        mine = (mine & ~bit(landed)) | bit(home)
+                    else:
+                        other = (other & ~bit(landed)) | bit(home)
+            _put(out, base + f, mine, black, transform, one)
+            _put(out, base + 6 + f, other, black, transform, one)
+        if repeated:
+            out[base + 12] = one
+        if canonical and pos[RULE50] == ZERO:
+            break
+        i += 1
+        history_idx -= 1
+
+    wq, wk, bq, bk = _castling_rooks(cur)
+    if fmt >= _CASTLING_PLANE:
+        _put(out, AUX_BASE, wq | bq, black, transform, one)
+        _put(out, AUX_BASE + 1, wk | bk, black, transform, one)
+    else:
+        if black:
+            wq, wk, bq, bk = bq, bk, wq, wk  # ours first
+        if wq != ZERO:
+            out[AUX_BASE] = one
+        if wk != ZERO:
+            out[AUX_BASE + 1] = one
+        if bq != ZERO:
+            out[AUX_BASE + 2] = one
+        if bk != ZERO:
+            out[AUX_BASE + 3] = one
+    if canonical:
+        marker = cur[EP]
+        if marker != NO_SQUARE:  # lc0 keeps the marker on the back rank of the side that pushed
+            rank_base = ZERO if (marker >> np.uint64(3)) == np.uint64(2) else np.uint64(56)
+            _put(out, AUX_BASE + 4, bit((marker & np.uint64(7)) | rank_base), black,
+                 transform, one)
+    elif black:
+        out[AUX_BASE + 4] = one
+    rule50 = np.float64(cur[RULE50])
+    out[AUX_BASE + 5] = np.float32(rule50 / 100.0 if fmt >= _HECTOPLIES else rule50)
+    if (fmt == _ARMAGEDDON or fmt == _V2_ARMAGEDDON) and black:
+        out[AUX_BASE + 6] = one
+    out[AUX_BASE + 7] = one
+    return transform
+
+
+@njit(cache=True, nogil=True)
+def encode_batch_into(rows, roots, lasts, fmt, fill, out, transforms):
+    """Many positions in one call: position k is ``rows[lasts[k]]`` of the game whose root is
+    ``rows[roots[k]]`` (games concatenated in ``rows``); planes into ``out[k]``, transforms
+    into ``transforms[k]``."""
+    for k in range(len(lasts)):
+        root = roots[k]
+        transforms[k] = encode_into(rows[root:], lasts[k] - root, fmt, fill, out[k])
+
+
+def check_board(board: chess.Board) -> None:
+    """At the Python edge, the errors :func:`engine.encoding.planes.encode_batch` raises for
+    ``board``: a root en-passant square off ranks 3/6, castling rights without their rook."""
+    _check_ep_rank(board, GameHistory(board))
+    _planes_castling_rooks(board)
+
+
+def check_root_castling(board: chess.Board, rows: np.ndarray) -> None:
+    """The castling error of :func:`check_board` for the game's root (``rows`` its game rows).
+
+    The rows keep python-chess's cleaned rights, which differ from the root's own where a
+    right has no rook; the Python encoder compares the uncleaned rights in the history, so
+    such a root is refused here rather than encoded differently."""
+    raw = GameHistory(board).at(0).castling_rights
+    if raw != int(rows[0, CASTLING]):
+        raise ValueError(
+            f"castling rights of the game's root {board.root().fen()!r}: expected a rook on "
+            f"each castling square (lc0 cannot encode rights without their rook), got rights "
+            f"on {[chess.square_name(s) for s in chess.scan_forward(raw)]}"
+        )
+
+
+def encode_boards(
+    boards: Sequence[chess.Board], input_format: int = 1, history_fill: str = "fen_only"
+) -> np.ndarray:
+    """float32 [N, 112, 8, 8]: lc0's planes of each board (history from its move stack),
+    equal to :func:`engine.encoding.encode_batch`, through the compiled encoder."""
+    planes, _ = encode_boards_with_transforms(boards, input_format, history_fill)
+    return planes
+
+
+def encode_boards_with_transforms(
+    boards: Sequence[chess.Board], input_format: int = 1, history_fill: str = "fen_only"
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`encode_boards` and the canonical transform of each board (int32 [N])."""
+    fmt = format_rules(input_format).input_format
+    if len(boards) == 0:  # as encode_batch: no history_fill check without boards
+        return np.zeros((0, INPUT_PLANES, 8, 8), np.float32), np.zeros(0, np.int32)
+    fill = FILL_CODES[parse_history_fill(history_fill)]
+    games = []
+    for board in boards:
+        check_board(board)
+        rows = game_rows(board)
+        check_root_castling(board, rows)
+        games.append(rows)
+    n = len(games)
+    out = np.empty((n, INPUT_PLANES, 8, 8), np.float32)
+    transforms = np.zeros(n, np.int32)
+    lengths = np.array([len(g) for g in games], np.int64)
+    roots = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    encode_batch_into(np.concatenate(games), roots, roots + lengths - 1, fmt, fill, out,
+                      transforms)
+    return out, transforms
