@@ -94,29 +94,29 @@ def _ctpop(typingctx, x):
     return sig, codegen
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def popcount(bb):
     return np.int64(_ctpop(np.uint64(bb)))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def lsb(bb):
     """Lowest set square of a non-empty bitboard."""
     return np.int64(trailing_zeros(np.uint64(bb)))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def msb(bb):
     """Highest set square of a non-empty bitboard."""
     return np.int64(63 - leading_zeros(np.uint64(bb)))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def bit(square):
     return ONE << np.uint64(square)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _ray(d, square, occupied):
     ray = RAYS[d, square]
     blockers = ray & occupied

@@ -29,7 +29,7 @@ from .position import (
 )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _piece_field(pos, square_bb):
     for field in range(PAWNS, KINGS + 1):
         if pos[field] & square_bb != ZERO:
@@ -37,7 +37,7 @@ def _piece_field(pos, square_bb):
     return 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _toggle(out, colour, field, square):
     """Put or lift a piece; returns the hash change."""
     b = bit(square)
@@ -49,7 +49,8 @@ def _toggle(out, colour, field, square):
 @njit(cache=True)
 def make_move(pos, move, out):
     """Write into ``out`` the row after the legal ``move`` (a move word) in ``pos``."""
-    out[:] = pos
+    for f in range(FIELDS):
+        out[f] = pos[f]
     us = np.int64(pos[TURN])
     them = 1 - us
     frm, to = np.int64(move & 63), np.int64((move >> 6) & 63)

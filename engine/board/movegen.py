@@ -42,14 +42,14 @@ _RANK_6 = np.uint64(0xFF << 40)
 _PROMOTIONS = (5, 4, 3, 2)  # queen, rook, bishop, knight (python-chess piece types)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _add(moves, indices, n, move, frame_row):
     moves[n] = move
     indices[n] = policy_index(move, frame_row)
     return n + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _add_pawn(moves, indices, n, frm, to, frame_row):
     if to >= 56 or to < 8:
         for p in _PROMOTIONS:

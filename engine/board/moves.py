@@ -59,27 +59,27 @@ FRAME = np.array([[transform_square(s ^ (56 * turn), t) for s in range(64)]
 """FRAME[turn * 8 + transform, square]: the square in the policy's frame."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def encode(frm, to, promotion, flags):
     return np.int32(frm | (to << 6) | (promotion << 12) | flags)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def from_square(move):
     return np.int64(move & 63)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def to_square(move):
     return np.int64((move >> 6) & 63)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def promotion(move):
     return np.int64((move >> 12) & 7)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def policy_index(move, frame_row):
     """lc0's policy index of ``move`` with squares mapped by ``FRAME[frame_row]``."""
     s = FRAME[frame_row, move & 63] * 64 + FRAME[frame_row, (move >> 6) & 63]

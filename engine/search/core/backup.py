@@ -1,0 +1,144 @@
+"""The expand and backup phases, compiled: lc0's policy softmax with PolicyTemperature, the new
+edges, the backup of values up the tree (DoBackupUpdate) and certainty propagation
+(MakeTerminal, AdjustForTerminal); and taking visits out of flight (collisions, abandoned
+batches).
+
+``counters`` int64 [4]: playouts this search, their depth sum, the deepest, tablebase hits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .cache import insert
+from .params import POLICY_TEMP, STICKY
+from .tree import NONE, PENDING, PROVEN, TABLEBASE, expand
+
+PLAYOUTS, DEPTH_SUM, MAX_DEPTH, TB_HITS = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def prove(tree, node):
+    """Certainty propagation: make ``node`` terminal when a child wins for its side to move or
+    every child is proven. Returns whether it did. The root stays searchable."""
+    if tree.nodes.parent[node] < 0 or tree.nodes.kind[node] != NONE or tree.nodes.nedges[node] == 0:
+        return False
+    best_wl, best_d, best_m, all_proven, from_tb = -2.0, 0.0, 0.0, True, False
+    f = tree.nodes.first[node]
+    for j in range(tree.nodes.nedges[node]):
+        c = tree.edges.child[f + j]
+        if c < 0 or tree.nodes.kind[c] == NONE:
+            all_proven = False
+            continue
+        from_tb = from_tb or tree.nodes.kind[c] == TABLEBASE
+        wl, m = tree.nodes.t_wl[c], tree.nodes.t_m[c]
+        if wl > 0.0:  # the side to move at node wins by this move: the shortest such win
+            if best_wl < 1.0 or m < best_m:
+                best_wl, best_d, best_m = 1.0, 0.0, m
+        elif best_wl < 1.0 and (wl > best_wl or (wl == best_wl and m > best_m)):
+            best_wl, best_d, best_m = wl, tree.nodes.t_d[c], m
+    if best_wl < 1.0 and not all_proven:
+        return False
+    # A result resting on a table is a tablebase result, not a mate distance.
+    tree.nodes.kind[node] = TABLEBASE if from_tb else PROVEN
+    tree.nodes.t_wl[node] = -best_wl
+    tree.nodes.t_d[node] = best_d
+    tree.nodes.t_m[node] = best_m + 1.0
+    return True
+
+
+@njit(cache=True)
+def backup(tree, params, counters, node, k, v, d, m, depth):
+    """Add ``k`` visits of value v (node's view), d, m to ``node`` and its ancestors; m grows
+    by one a ply upwards and v changes sign. Through a proven node its exact value goes up
+    instead; a node this backup proves gets its proven value at once, and each ancestor has
+    the same correction applied to the visits that came through it."""
+    counters[PLAYOUTS] += k
+    counters[DEPTH_SUM] += depth * k
+    counters[MAX_DEPTH] = max(counters[MAX_DEPTH], depth)
+    sticky = params[STICKY] != 0.0
+    became_terminal = tree.nodes.kind[node] != NONE and tree.nodes.parent[node] >= 0
+    fix_n, dv, dd, dm = 0, 0.0, 0.0, 0.0
+    while node >= 0:
+        parent = tree.nodes.parent[node]
+        terminal = tree.nodes.kind[node] != NONE
+        if terminal and parent >= 0:
+            v, d, m = tree.nodes.t_wl[node], tree.nodes.t_d[node], tree.nodes.t_m[node]
+        n = tree.nodes.n[node] + k
+        f = k / n
+        tree.nodes.wl[node] += f * (v - tree.nodes.wl[node])
+        tree.nodes.d[node] += f * (d - tree.nodes.d[node])
+        tree.nodes.m[node] += f * (m - tree.nodes.m[node])
+        tree.nodes.n[node] = n
+        if fix_n and not terminal:
+            tree.nodes.wl[node] += fix_n * dv / n
+            tree.nodes.d[node] += fix_n * dd / n
+            tree.nodes.m[node] += fix_n * dm / n
+        if parent >= 0:
+            if n == k:
+                tree.nodes.vpol[parent] += tree.edges.prior[tree.nodes.pedge[node]]
+            tree.nodes.nif[node] -= k
+            if became_terminal and sticky:
+                became_terminal = prove(tree, parent)
+                if became_terminal:
+                    fix_n = tree.nodes.n[parent]
+                    dv = tree.nodes.t_wl[parent] - tree.nodes.wl[parent]
+                    dd = tree.nodes.t_d[parent] - tree.nodes.d[parent]
+                    dm = tree.nodes.t_m[parent] - tree.nodes.m[parent]
+                    tree.nodes.wl[parent] = tree.nodes.t_wl[parent]
+                    tree.nodes.d[parent] = tree.nodes.t_d[parent]
+                    tree.nodes.m[parent] = tree.nodes.t_m[parent]
+            else:
+                became_terminal = False
+        v = -v
+        dv = -dv
+        m += 1.0
+        node = parent
+
+
+@njit(cache=True)
+def cancel(tree, node, k):
+    """Take ``k`` visits out of flight along the path from ``node`` to the root."""
+    while tree.nodes.parent[node] >= 0:
+        tree.nodes.nif[node] -= k
+        node = tree.nodes.parent[node]
+
+
+@njit(cache=True)
+def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_priors):
+    """Priors of ``count`` legal moves (lc0's softmax of their logits at ``temperature``),
+    written with the moves in decreasing order of prior (ties keep the generation order)."""
+    x = np.empty(count, np.float64)
+    top = -np.inf
+    for j in range(count):
+        x[j] = logits[indices[j]]
+        top = max(top, x[j])
+    total = 0.0
+    for j in range(count):
+        x[j] = np.exp((x[j] - top) / temperature)
+        total += x[j]
+    order = np.argsort(-x, kind="mergesort")
+    for j in range(count):
+        out_moves[j] = moves[order[j]]
+        out_priors[j] = np.float32(x[order[j]] / total)
+
+
+@njit(cache=True)
+def expand_and_backup(tree, params, counters, cache, req, moves, indices, policy, q, d, m, n):
+    """Expand and back up the ``n`` evaluated requests of a batch (node -1: a prefetched
+    position, cached only); every result goes into the NN cache. Room for the edges has been
+    reserved."""
+    sorted_moves = np.empty(moves.shape[1], np.int32)
+    priors = np.empty(moves.shape[1], np.float32)
+    temperature = params[POLICY_TEMP]
+    for r in range(n):
+        k = req.count[r]
+        softmax_sorted(policy[r], indices[r], k, temperature, moves[r], sorted_moves, priors)
+        insert(cache, req.key[r], q[r], d[r], m[r], sorted_moves, priors, k)
+        node = req.node[r]
+        if node < 0:
+            continue
+        tree.nodes.status[node] &= ~PENDING
+        expand(tree, node, sorted_moves, priors, k)
+        backup(tree, params, counters, node, 1, -q[r], d[r], m[r], req.depth[r])

@@ -1,0 +1,533 @@
+"""The select phase, compiled: gathering a minibatch (lc0's GatherMinibatch) with PUCT selection
+and multi-visit picking (PickNodesToExtendTask), collisions, out-of-order backups of terminals
+and cache hits, the draw rules at a leaf, prefetching into the NN cache (PrefetchIntoCache),
+and each new leaf's legal moves, policy indices and input planes.
+
+The board travels with the descent: ``hist`` holds the game's rows (root at ``game_len - 1``)
+and then the row of each node on the current path, ``hist[game_len - 1 + depth]``. Selection
+is depth first with an explicit stack, so a node's row is made from its parent's, which is
+still in place when the node is popped.
+
+    cpuct(N) = CPuct + CPuctFactor * ln((N + CPuctBase) / CPuctBase)
+    U_i      = cpuct(N) * sqrt(max(N - 1, 1)) * P_i / (1 + N_i + n_in_flight_i)
+    Q_i      = WL_i + draw_score * D_i for visited children, else the FPU
+    S_i      = Q_i + U_i + M_i   (M_i: moves-left utility, networks with that head)
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from engine.board.bitboards import ONE, ZERO, popcount
+from engine.board.make import make_move
+from engine.board.movegen import in_check, legal_moves
+from engine.board.moves import MAX_MOVES
+from engine.board.position import BISHOPS, HASH, KNIGHTS, PAWNS, QUEENS, ROOKS, RULE50
+from engine.encoding.rows import canonical_transform, encode_into
+
+from .backup import MAX_DEPTH, backup, cancel
+from .cache import lookup, read_moves
+from .params import (
+    CACHE_HISTORY, CPUCT, CPUCT_BASE, CPUCT_BASE_ROOT, CPUCT_FACTOR, CPUCT_FACTOR_ROOT,
+    CPUCT_ROOT, FPU_ABSOLUTE, FPU_ABSOLUTE_ROOT, FPU_VALUE, FPU_VALUE_ROOT, ML_CONSTANT,
+    ML_MAX_EFFECT, ML_QUADRATIC, ML_SCALED, ML_SLOPE, ML_THRESHOLD, OUT_OF_ORDER, TWO_FOLD,
+    USE_MLH,
+)
+from .tree import (
+    MATE, MATERIAL, NONE, PENDING, RULE50 as KIND_RULE50, STALEMATE, THREEFOLD, TWOFOLD,
+    expand, new_node,
+)
+
+REQUEST = np.dtype([("key", np.uint64), ("node", np.int32), ("depth", np.int32),
+                    ("count", np.int32), ("tb", np.uint8)], align=True)
+COLLISION = np.dtype([("node", np.int32), ("k", np.int32)], align=True)
+FRAME = np.dtype([("order", np.int64), ("qm", np.float64), ("pu", np.float64),
+                  ("started", np.float64), ("scores", np.float64)], align=True)
+Batch = namedtuple("Batch", "req moves indices planes coll meta stack frames frame_meta")
+"""A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
+the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
+the caller probes it); moves / indices int32 [B, MAX_MOVES]: move words and policy indices;
+planes float32 [B, 112, 8, 8]; coll: COLLISION records; meta int64 [5]: requests, collisions,
+collision events, out-of-order backups, out of room (nodes or edges ran short: reserve more).
+Scratch space of the phases, allocated once: stack int64 [3, STACK] (selection); frames
+(FRAME records [levels, MAX_MOVES]) and frame_meta int64 [levels, 6] (prefetch: node, depth,
+budget left, spent, children kept, next child)."""
+STACK = 4096
+PREFETCH_LEVELS = 64
+REQUESTS, COLLISIONS, EVENTS, OUT_OF_ORDER_DONE, NO_ROOM = range(5)
+
+Walk = namedtuple("Walk", "hist info draw_scores root_filter stop")
+"""What selection reads besides the tree: hist uint64 [H, FIELDS] (the game's rows, then the
+path's); info int64 [5]: game length, input format, history fill, tablebase pieces (0: no
+tables), root in the tables; draw_scores float64 [2] by depth parity; root_filter uint8
+[root edges] (1: the move may get visits), or empty for all; stop uint8 [1]."""
+GAME_LEN, FORMAT, FILL, TB_PIECES, ROOT_IN_TB = range(5)
+"""Prefetch's descent, one row a level: children in PUCT order, their terms, and meta int64
+[levels, 6]: node, depth, budget left, spent, children kept, next child."""
+
+
+def new_batch(size: int) -> Batch:
+    return Batch(np.zeros(size, REQUEST), np.zeros((size, MAX_MOVES), np.int32),
+                 np.zeros((size, MAX_MOVES), np.int32), np.zeros((size, 112, 8, 8), np.float32),
+                 np.zeros(4 * size + 64, COLLISION), np.zeros(5, np.int64),
+                 np.zeros((3, STACK), np.int64), np.zeros((PREFETCH_LEVELS, MAX_MOVES), FRAME),
+                 np.zeros((PREFETCH_LEVELS, 6), np.int64))
+
+
+# ----------------------------------------------------------------------------- PUCT terms
+@njit(cache=True)
+def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
+    """Q+M and P * cpuct * sqrt(N - 1) of the first ``width`` children of ``node`` into
+    ``qm`` and ``pu``; the PUCT score is ``qm + pu / (1 + N_i + n_in_flight_i)``."""
+    n = tree.nodes.n[node]
+    if at_root:
+        init, base, factor = params[CPUCT_ROOT], params[CPUCT_BASE_ROOT], params[CPUCT_FACTOR_ROOT]
+    else:
+        init, base, factor = params[CPUCT], params[CPUCT_BASE], params[CPUCT_FACTOR]
+    cpuct = init + (factor * np.log((n + base) / base) if factor != 0.0 else 0.0)
+    puct_mult = cpuct * np.sqrt(max(n - 1, 1))
+    absolute = params[FPU_ABSOLUTE_ROOT] if at_root else params[FPU_ABSOLUTE]
+    value = params[FPU_VALUE_ROOT] if at_root else params[FPU_VALUE]
+    if absolute != 0.0:
+        fpu = value
+    else:
+        fpu = -(tree.nodes.wl[node] - draw_score * tree.nodes.d[node]) - value * np.sqrt(tree.nodes.vpol[node])
+    f = tree.nodes.first[node]
+    use_mu = params[USE_MLH] != 0.0 and abs(tree.nodes.wl[node]) > params[ML_THRESHOLD]
+    for j in range(width):
+        c = tree.edges.child[f + j]
+        visited = c >= 0 and tree.nodes.n[c] > 0
+        q = tree.nodes.wl[c] + draw_score * tree.nodes.d[c] if visited else fpu
+        if use_mu and visited:
+            q += _moves_left_utility(params, tree.nodes.m[c] - tree.nodes.m[node], q)
+        qm[j] = q
+        pu[j] = puct_mult * tree.edges.prior[f + j]
+    return puct_mult
+
+
+@njit(cache=True)
+def _moves_left_utility(params, m_diff, q):
+    """lc0's MEvaluator.GetMUtility for a visited child: shorter wins, longer losses."""
+    e = params[ML_MAX_EFFECT]
+    m = min(max(params[ML_SLOPE] * m_diff, -e), e) * np.sign(-q)
+    thr = params[ML_THRESHOLD]
+    aq = abs(q)
+    if 0.0 < thr < 1.0:
+        aq = max(0.0, aq - thr) / (1.0 - thr)
+    return m * (params[ML_CONSTANT] + params[ML_SCALED] * aq + params[ML_QUADRATIC] * aq * aq)
+
+
+@njit(cache=True)
+def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k):
+    """Share ``visits`` among the first ``width`` children as lc0's multi-visit picking: the
+    best child takes as many as it can before its score falls below the second best's; ties
+    go to the lowest index. Writes (edge offset, visits) pairs in the order given; returns
+    how many. ``nif`` of existing children grows by what they get; ``counts`` of the children
+    not created yet are kept in out_k until the caller creates them."""
+    f = tree.nodes.first[node]
+    cn = np.empty(width, np.float64)
+    cnif = np.empty(width, np.float64)
+    score = np.empty(width, np.float64)
+    for j in range(width):
+        c = tree.edges.child[f + j]
+        cn[j] = tree.nodes.n[c] if c >= 0 else 0.0
+        cnif[j] = tree.nodes.nif[c] if c >= 0 else 0.0
+        score[j] = qm[j] + pu[j] / (1.0 + cn[j] + cnif[j])
+        if use_mask and mask[j] == 0:
+            score[j] = -np.inf
+    given = 0
+    while visits > 0:
+        best, second = 0, -np.inf
+        for j in range(1, width):
+            if score[j] > score[best]:
+                second = score[best]
+                best = j
+            elif score[j] > second:
+                second = score[j]
+        take = 1
+        if visits > 1 and width > 1:
+            qb, pb = qm[best], pu[best]
+            if second <= qb:
+                take = visits  # U only shrinks towards Q, which already beats the second best
+            else:
+                take = int(pb / (second - qb) - (1.0 + cn[best] + cnif[best])) + 1
+            take = max(1, min(take, visits))
+        elif visits > 1:
+            take = visits
+        slot = -1
+        for g in range(given):
+            if out_child[g] == best:
+                slot = g
+        if slot < 0:
+            slot = given
+            out_child[slot] = best
+            out_k[slot] = 0
+            given += 1
+        out_k[slot] += take
+        cnif[best] += take
+        visits -= take
+        if visits:
+            score[best] = qm[best] + pu[best] / (1.0 + cn[best] + cnif[best])
+    return given
+
+
+# ----------------------------------------------------------------------------- leaves
+@njit(cache=True)
+def _has_mating_material(pos):
+    """lc0's ChessBoard::HasMatingMaterial."""
+    if (pos[PAWNS] | pos[ROOKS] | pos[QUEENS]) != ZERO:
+        return True
+    if popcount(pos[0] | pos[1]) < 4:
+        return False
+    if pos[KNIGHTS] != ZERO:
+        return True
+    light = np.uint64(0x55AA55AA55AA55AA)
+    return (pos[BISHOPS] & light) != ZERO and (pos[BISHOPS] & ~light) != ZERO
+
+
+@njit(cache=True)
+def _mix(x):
+    x ^= x >> np.uint64(31)
+    x *= np.uint64(0x7FB5D329728EA185)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x81DADEF4BC2DD44D)
+    return x ^ (x >> np.uint64(33))
+
+
+@njit(cache=True)
+def cache_key(hist, row, reps, history):
+    """lc0's NN-cache key: the position with its repetitions and rule50 count, and
+    ``history`` earlier positions (CacheHistoryLength). Never 0 (a free cache slot)."""
+    pos = hist[row]
+    key = _mix(pos[HASH] ^ (pos[RULE50] << np.uint64(48)) ^ np.uint64(min(reps, 2)))
+    for j in range(1, history + 1):
+        if row - j < 0:
+            break
+        key = _mix(key ^ hist[row - j, HASH])
+    return key if key != ZERO else ONE
+
+
+@njit(cache=True)
+def _repetitions(hist, row):
+    """(earlier occurrences of ``hist[row]`` within its rule50 window, the latest one's row)."""
+    pos = hist[row]
+    reps, first = 0, -1
+    lowest = max(row - np.int64(pos[RULE50]), 0)
+    j = row - 2
+    while j >= lowest:
+        if hist[j, HASH] == pos[HASH]:
+            reps += 1
+            if first < 0:
+                first = j
+        j -= 2
+    return reps, first
+
+
+@njit(cache=True)
+def _terminal(tree, params, counters, batch, node, k, kind, wl, m, depth):
+    tree.nodes.kind[node] = kind
+    tree.nodes.t_wl[node] = wl
+    tree.nodes.t_d[node] = 1.0 - abs(wl)
+    tree.nodes.t_m[node] = m
+    backup(tree, params, counters, node, k, wl, 1.0 - abs(wl), m, depth)
+    batch.meta[OUT_OF_ORDER_DONE] += 1
+
+
+@njit(cache=True)
+def _collision(batch, node, k):
+    c = batch.meta[COLLISIONS]
+    if c < batch.coll.node.shape[0]:
+        batch.coll.node[c] = node
+        batch.coll.k[c] = k
+        batch.meta[COLLISIONS] = c + 1
+    batch.meta[EVENTS] += 1
+
+
+@njit(cache=True)
+def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
+    """An unexpanded node received ``k`` visits: a collision, a terminal, a cache hit or a
+    new request."""
+    if tree.nodes.status[node] & PENDING:
+        _collision(batch, node, k)
+        return
+    game_len, fmt = walk.info[GAME_LEN], walk.info[FORMAT]
+    row = game_len - 1 + depth
+    pos = walk.hist[row]
+    reps, first = _repetitions(walk.hist, row)
+    key = cache_key(walk.hist, row, reps, np.int64(params[CACHE_HISTORY]))
+    slot = lookup(cache, key)
+    r = batch.meta[REQUESTS]
+    count = -1
+    if slot < 0:
+        count = legal_moves(pos, canonical_transform(pos, fmt), batch.moves[r], batch.indices[r])
+        if count == 0:
+            wl = 1.0 if in_check(pos) else 0.0
+            _terminal(tree, params, counters, batch, node, k, MATE if wl else STALEMATE, wl,
+                      0.0, depth)
+            return
+    if depth > 0:
+        kind, m = NONE, 0.0
+        if pos[RULE50] >= 100:
+            kind = KIND_RULE50
+        elif not _has_mating_material(pos):
+            kind = MATERIAL
+        elif reps >= 2:
+            kind = THREEFOLD
+        elif (reps == 1 and params[TWO_FOLD] != 0.0 and depth >= 4
+              and row - first <= depth):
+            kind, m = TWOFOLD, np.float64(row - first)  # the cycle's length, as lc0
+        if kind != NONE:
+            _terminal(tree, params, counters, batch, node, k, kind, 0.0, m, depth)
+            return
+    counters[MAX_DEPTH] = max(counters[MAX_DEPTH], depth)
+    tb = (depth > 0 and walk.info[TB_PIECES] > 0 and walk.info[ROOT_IN_TB] == 0
+          and pos[RULE50] == 0 and popcount(pos[0] | pos[1]) <= walk.info[TB_PIECES])
+    room = tree.count[1] + MAX_MOVES <= tree.edges.move.shape[0]
+    if slot >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
+        priors = np.empty(MAX_MOVES, np.float32)
+        got = read_moves(cache, slot, batch.moves[r], priors)
+        expand(tree, node, batch.moves[r], priors, got)
+        backup(tree, params, counters, node, 1, -cache.entries.q[slot], cache.entries.d[slot],
+               cache.entries.m[slot],
+               depth)
+        batch.meta[OUT_OF_ORDER_DONE] += 1
+    else:
+        if count < 0:
+            count = legal_moves(pos, canonical_transform(pos, fmt), batch.moves[r],
+                                batch.indices[r])
+        batch.req.node[r] = node
+        batch.req.key[r] = key
+        batch.req.depth[r] = depth
+        batch.req.count[r] = count
+        batch.req.tb[r] = tb
+        encode_into(walk.hist, row, fmt, walk.info[FILL], batch.planes[r])
+        tree.nodes.status[node] |= PENDING
+        batch.meta[REQUESTS] = r + 1
+    if k > 1:
+        _collision(batch, node, k - 1)
+
+
+# ----------------------------------------------------------------------------- selection
+@njit(cache=True)
+def select(tree, params, counters, cache, batch, walk, visits):
+    """Distribute ``visits`` from the root (node 0) down the tree by PUCT."""
+    hist = walk.hist
+    base = walk.info[GAME_LEN] - 1
+    cap = tree.nodes.parent.shape[0]
+    stack_node, stack_k, stack_depth = batch.stack[0], batch.stack[1], batch.stack[2]
+    stack_node[0], stack_k[0], stack_depth[0] = 0, visits, 0
+    top = 1
+    width_max = 256
+    qm = np.empty(width_max, np.float64)
+    pu = np.empty(width_max, np.float64)
+    give_child = np.empty(width_max, np.int64)
+    give_k = np.empty(width_max, np.int64)
+    use_filter = walk.root_filter.shape[0] > 0
+    while top > 0:
+        top -= 1
+        node, k, depth = stack_node[top], stack_k[top], stack_depth[top]
+        if node != 0:
+            if base + depth >= hist.shape[0]:
+                cancel(tree, node, k)  # deeper than the history buffer: the caller grows it
+                batch.meta[NO_ROOM] = 1
+                continue
+            make_move(hist[base + depth - 1], tree.edges.move[tree.nodes.pedge[node]], hist[base + depth])
+            if tree.nodes.kind[node] != NONE:
+                backup(tree, params, counters, node, k, tree.nodes.t_wl[node], tree.nodes.t_d[node],
+                       tree.nodes.t_m[node], depth)
+                batch.meta[OUT_OF_ORDER_DONE] += 1
+                continue
+        if tree.nodes.nedges[node] == 0:
+            leaf(tree, params, counters, cache, batch, walk, node, k, depth)
+            continue
+        at_root = node == 0
+        masked = at_root and use_filter
+        nedges = tree.nodes.nedges[node]
+        width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
+        child_scores(tree, params, node, at_root, walk.draw_scores[depth & 1], width, qm, pu)
+        given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, give_child,
+                        give_k)
+        f = tree.nodes.first[node]
+        for g in range(given):
+            j, cnt = give_child[g], give_k[g]
+            if j + 1 > tree.nodes.touched[node]:
+                tree.nodes.touched[node] = j + 1
+            c = tree.edges.child[f + j]
+            if c < 0:
+                if tree.count[0] >= cap or top >= stack_node.shape[0]:
+                    cancel(tree, node, cnt)
+                    batch.meta[NO_ROOM] = 1
+                    continue
+                c = new_node(tree, node, f + j)
+            elif top >= stack_node.shape[0]:
+                cancel(tree, node, cnt)
+                batch.meta[NO_ROOM] = 1
+                continue
+            tree.nodes.nif[c] += cnt
+            stack_node[top], stack_k[top], stack_depth[top] = c, cnt, depth + 1
+            top += 1
+
+
+@njit(cache=True)
+def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth, level):
+    """One node of the prefetch descent: returns the budget it spent when that is known at
+    once (a leaf, a terminal, nothing to do), or -1 when it pushed a frame at ``level`` whose
+    children the caller walks."""
+    if budget <= 0:
+        return 0
+    if node >= 0 and (tree.nodes.kind[node] != NONE or tree.nodes.status[node] & PENDING):
+        return 0
+    hist = walk.hist
+    row = walk.info[GAME_LEN] - 1 + depth
+    if depth > 0:
+        if row >= hist.shape[0]:
+            return 0
+        make_move(hist[row - 1], tree.edges.move[edge], hist[row])
+    if node < 0 or tree.nodes.nedges[node] == 0:
+        reps, _ = _repetitions(hist, row)
+        key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
+        r = batch.meta[REQUESTS]
+        if r >= batch.req.node.shape[0] or lookup(cache, key) >= 0:
+            return 0
+        for j in range(r):
+            if batch.req.key[j] == key:
+                return 0
+        pos = hist[row]
+        fmt = walk.info[FORMAT]
+        count = legal_moves(pos, canonical_transform(pos, fmt), batch.moves[r], batch.indices[r])
+        if count == 0:
+            return 0
+        batch.req.node[r] = -1
+        batch.req.key[r] = key
+        batch.req.depth[r] = depth
+        batch.req.count[r] = count
+        batch.req.tb[r] = 0
+        encode_into(hist, row, fmt, walk.info[FILL], batch.planes[r])
+        batch.meta[REQUESTS] = r + 1
+        return 1
+    frames, frame_meta = batch.frames, batch.frame_meta
+    if tree.nodes.n[node] == 0 or level >= frames.shape[0]:
+        return 0
+    width = tree.nodes.nedges[node]
+    qm, pu = frames.qm[level], frames.pu[level]
+    started, scores = frames.started[level], frames.scores[level]
+    child_scores(tree, params, node, node == 0, walk.draw_scores[depth & 1], width, qm, pu)
+    f = tree.nodes.first[node]
+    for j in range(width):
+        c = tree.edges.child[f + j]
+        started[j] = (tree.nodes.n[c] + tree.nodes.nif[c]) if c >= 0 else 0.0
+        scores[j] = qm[j] + pu[j] / (1.0 + started[j])
+    order = np.argsort(-scores[:width], kind="mergesort")
+    kept = 0
+    for j in range(width):
+        if tree.edges.prior[f + order[j]] > 0.0:
+            frames.order[level, kept] = order[j]
+            kept += 1
+    frame_meta[level, 0] = node
+    frame_meta[level, 1] = depth
+    frame_meta[level, 2] = budget
+    frame_meta[level, 3] = 0  # spent
+    frame_meta[level, 4] = kept
+    frame_meta[level, 5] = 0  # next child
+    return -1
+
+
+@njit(cache=True)
+def prefetch(tree, params, cache, batch, walk, budget):
+    """lc0's PrefetchIntoCache: fill a small batch with positions the search is likely to visit
+    next, for the NN cache only (the tree is not touched). From the root down, children in
+    PUCT order each get the budget they would take before the next child overtakes them.
+    Depth first with explicit frames (numba caches no recursive function)."""
+    frames = batch.frames
+    frame_meta = batch.frame_meta
+    got = _prefetch_enter(tree, params, cache, batch, walk, 0, -1, budget, 0, 0)
+    if got >= 0:
+        return got
+    level = 0
+    while level >= 0:
+        meta = frame_meta[level]
+        node, depth, left, kept, jj = meta[0], meta[1], meta[2], meta[4], meta[5]
+        if left <= 0 or jj >= kept:
+            spent = meta[3]
+            level -= 1
+            if level >= 0:
+                frame_meta[level, 2] -= spent
+                frame_meta[level, 3] += spent
+            else:
+                return spent
+            continue
+        i = frames.order[level, jj]
+        to_spend = left
+        if jj + 1 < kept:  # the last child keeps the budget of the one before it
+            gap = frames.scores[level, frames.order[level, jj + 1]] - frames.qm[level, i]
+            if gap > 0:
+                to_spend = min(left, int(frames.pu[level, i] / gap
+                                         - frames.started[level, i]) + 1)
+        meta[5] = jj + 1
+        f = tree.nodes.first[node]
+        got = _prefetch_enter(tree, params, cache, batch, walk, tree.edges.child[f + i], f + i,
+                              to_spend, depth + 1, level + 1)
+        if got >= 0:
+            meta[2] -= got
+            meta[3] += got
+        else:
+            level += 1
+    return 0
+
+
+@njit(cache=True)
+def in_flight(tree):
+    """Visits handed out and not yet backed up (the root's children's; 1 for a pending root)."""
+    if tree.nodes.nedges[0] == 0:
+        return 1 if tree.nodes.status[0] & PENDING else 0
+    total = 0
+    f = tree.nodes.first[0]
+    for j in range(tree.nodes.nedges[0]):
+        c = tree.edges.child[f + j]
+        if c >= 0:
+            total += tree.nodes.nif[c]
+    return total
+
+
+@njit(cache=True)
+def gather(tree, params, counters, cache, batch, walk, batch_size, max_ooo, collisions_left,
+           max_events, nodes_left, pad):
+    """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch (see
+    engine/search/gather.py, whose rules this follows); ``nodes_left`` < 0: no node limit.
+    A minibatch cut short by collisions is filled with prefetched positions up to
+    ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer)."""
+    batch.meta[:] = 0
+    while batch.meta[REQUESTS] < batch_size and batch.meta[OUT_OF_ORDER_DONE] < max_ooo:
+        want = min(collisions_left, batch_size - batch.meta[REQUESTS],
+                   max_ooo - batch.meta[OUT_OF_ORDER_DONE])
+        if nodes_left >= 0:
+            want = min(want, nodes_left - tree.nodes.n[0] - in_flight(tree))
+        if want <= 0:
+            break
+        before_req, before_ooo = batch.meta[REQUESTS], batch.meta[OUT_OF_ORDER_DONE]
+        first = batch.meta[COLLISIONS]
+        select(tree, params, counters, cache, batch, walk, want)
+        if (batch.meta[REQUESTS] == before_req
+                and batch.meta[OUT_OF_ORDER_DONE] == before_ooo):
+            break
+        if batch.meta[OUT_OF_ORDER_DONE] > before_ooo:
+            # Values arrived meanwhile: the collisions may be worth another look.
+            for c in range(first, batch.meta[COLLISIONS]):
+                cancel(tree, batch.coll.node[c], batch.coll.k[c])
+            batch.meta[COLLISIONS] = first
+        else:
+            for c in range(first, batch.meta[COLLISIONS]):
+                collisions_left -= batch.coll.k[c]
+        if (collisions_left <= 0 or batch.meta[EVENTS] >= max_events or walk.stop[0] != 0
+                or batch.meta[NO_ROOM] != 0):
+            break
+    for c in range(batch.meta[COLLISIONS]):
+        cancel(tree, batch.coll.node[c], batch.coll.k[c])
+    batch.meta[COLLISIONS] = 0
+    requests = batch.meta[REQUESTS]
+    target = pad[min(requests, pad.shape[0] - 1)]
+    if 0 < requests < target and walk.stop[0] == 0:
+        prefetch(tree, params, cache, batch, walk, target - requests)

@@ -1,0 +1,661 @@
+"""lc0's classic search over the compiled core: the same interface as
+:class:`engine.search.search.Search`, with the tree, the board, the NN cache and the phases
+compiled (numba) and Python keeping the loop, the network calls, the stoppers, the reports,
+the Syzygy probes and the threads.
+
+One step (lc0's ExecuteOneIteration), in :meth:`CoreSearch._iteration`: stoppers → gather
+(compiled: select, new leaves, planes) → Syzygy probes of the candidates it flagged →
+evaluate (worker thread) → expand and back up (compiled).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
+
+import chess
+import numpy as np
+
+from engine import tablebase as tb
+from engine.backend import Network, NetworkOutput
+from engine.board import game_rows, move_from_chess, to_board
+from engine.board.make import find_move
+from engine.board.moves import MAX_MOVES
+from engine.board.position import FIELDS
+from engine.encoding.formats import format_rules
+from engine.encoding.rows import FILL_FEN_ONLY
+from engine.search.params import SearchParams
+from engine.search.report import ThinkingInfo, best_children, make_infos, verbose_stats
+from engine.search.search import INFO_INTERVAL_S, WAIT_SLICE_S, SearchResult
+from engine.search.state import Limits, SearchStats
+from engine.tablebase import Tablebase
+
+from . import backup as cbackup
+from . import cache as ccache
+from . import gather as cgather
+from . import stoppers as cstop
+from . import tree as ctree
+from .params import pack
+from .view import NodeView
+
+HISTORY_ROOM = 1024
+"""Plies of path the history buffer holds beyond the game (grown when a search goes deeper)."""
+
+
+class _Cache:
+    """The NN cache as the reports and the controller see it (hashfull, clear, resize)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.arrays = ccache.new_cache(capacity)
+
+    def hashfull(self) -> int:
+        return ccache.hashfull(self.arrays)
+
+    def clear(self) -> None:
+        self.arrays = ccache.new_cache(int(self.arrays.meta[ccache.CAPACITY]))
+
+    def resize(self, capacity: int) -> None:
+        if capacity != int(self.arrays.meta[ccache.CAPACITY]):
+            self.arrays = ccache.new_cache(capacity)
+
+    def get(self, key: object) -> None:
+        return None  # VerboseMoveStats' (V:) column reads the tree, not python keys
+
+    def __len__(self) -> int:
+        return int(self.arrays.meta[ccache.USED])
+
+
+class CoreState:
+    """What the stoppers and the reports read of a running search (the attributes of
+    engine.search.state.SearchState they use), over the array tree."""
+
+    def __init__(self, network: Network, params: SearchParams, cache: _Cache) -> None:
+        self.network = network
+        self.params = params
+        self.cache = cache
+        self.tree = ctree.new_tree()
+        self.counters = np.zeros(4, np.int64)
+        self.root_board = chess.Board()
+        self.limits = Limits()
+        self.start = 0.0
+        self.batches = 0
+        self.first_eval_time: float | None = None
+        self.initial_visits = 0
+        self.searchmoves: set[chess.Move] = set()
+        self.root_in_tablebase = False
+        self.mask: np.ndarray | None = None
+        self.remaining_hint = math.inf
+        self.stop = threading.Event()
+        self._root: NodeView | None = None
+
+    @property
+    def root(self) -> NodeView:
+        if self._root is None:
+            self._root = NodeView(self.tree, 0, self.root_board.chess960)
+        return self._root
+
+    def changed(self) -> None:
+        """The tree changed: views read it anew."""
+        self._root = None
+
+    @property
+    def total_playouts(self) -> int:
+        return int(self.counters[cbackup.PLAYOUTS])
+
+    @property
+    def cum_depth(self) -> int:
+        return int(self.counters[cbackup.DEPTH_SUM])
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.counters[cbackup.MAX_DEPTH])
+
+    @property
+    def tb_hits(self) -> int:
+        return int(self.counters[cbackup.TB_HITS])
+
+    def new_search(self, limits: Limits) -> None:
+        self.start = limits.started_at if limits.started_at is not None else time.monotonic()
+        self.limits = limits
+        self.counters[:] = 0
+        self.batches = 0
+        self.first_eval_time = None
+        self.initial_visits = int(self.tree.nodes["n"][0])
+        self.searchmoves = set(limits.searchmoves)
+        self.root_in_tablebase = False
+        self.mask = None
+        self.remaining_hint = math.inf
+        self.changed()
+
+    def draw_score(self, depth: int) -> float:
+        """lc0's GetDrawScore: DrawScore is White's at the root, its sign alternating."""
+        ds = self.params.draw_score
+        root_black = self.root_board.turn == chess.BLACK
+        return ds if ((depth % 2 == 1) == root_black) else -ds
+
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.start) * 1000.0
+
+    def stats(self) -> SearchStats:
+        return SearchStats(elapsed_ms=self.elapsed_ms(),
+                           nodes=self.total_playouts + self.initial_visits,
+                           playouts=self.total_playouts, depth_sum=self.cum_depth,
+                           max_depth=self.max_depth, tb_hits=self.tb_hits,
+                           hashfull=self.cache.hashfull())
+
+
+class CoreSearch:
+    """The search over the compiled core; one ``run`` at a time (see the module docstring)."""
+
+    def __init__(self, network: Network, params: SearchParams, cache: object = None,
+                 tablebase: Tablebase | None = None) -> None:
+        self.network = network
+        self._cache = _Cache(params.nn_cache_size)
+        self.state = CoreState(network, params, self._cache)
+        self.tablebase = tablebase
+        self._fmt = format_rules(network.input_format).input_format
+        self._game = game_rows(chess.Board())
+        self._hist = np.zeros((len(self._game) + HISTORY_ROOM, FIELDS), np.uint64)
+        workers = max(1, getattr(network, "concurrency", 1))
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nn-eval")
+        self._wake = threading.Event()
+        self._stop_flag = np.zeros(1, np.uint8)
+        self._ponderhit_limits: Limits | None = None
+        self._lock = threading.Lock()
+        self._batches: list[cgather.Batch] = []
+        self._set_game(chess.Board())
+
+    # ----------------------------------------------------------------------------- owner API
+    @property
+    def params(self) -> SearchParams:
+        return self.state.params
+
+    @params.setter
+    def params(self, params: SearchParams) -> None:
+        self.state.params = params
+        self._cache.resize(params.nn_cache_size)
+
+    @property
+    def cache(self) -> _Cache:
+        return self._cache
+
+    @property
+    def root(self) -> NodeView:
+        return self.state.root
+
+    def set_position(self, board: chess.Board) -> bool:
+        """Search from ``board`` (its move stack is the game); keeps the subtree when the game
+        continues the previous one, and returns whether it did."""
+        state = self.state
+        old = state.root_board
+        new_stack, old_stack = board.move_stack, old.move_stack
+        node = -1
+        if (len(new_stack) >= len(old_stack) and board.root() == old.root()
+                and board.chess960 == old.chess960 and new_stack[:len(old_stack)] == old_stack):
+            node = _follow(state.tree, board, len(old_stack))
+        reused = (node >= 0 and int(state.tree.nodes["n"][node]) > 0
+                  and int(state.tree.nodes["kind"][node]) == ctree.NONE)
+        if reused:
+            state.tree = ctree.keep_subtree(state.tree, node) if node != 0 else state.tree
+        else:
+            state.tree = ctree.new_tree()
+        self._set_game(board)
+        state.changed()
+        return reused
+
+    def clear(self) -> None:
+        """Forget the tree and the NN cache (ucinewgame)."""
+        self.state.tree = ctree.new_tree()
+        self._cache.clear()
+        self.state.changed()
+
+    def stop(self) -> None:
+        self.state.stop.set()
+        self._stop_flag[0] = 1
+        self._wake.set()
+
+    def ponderhit(self, limits: Limits) -> None:
+        with self._lock:
+            self._ponderhit_limits = limits
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def stats(self) -> SearchStats:
+        return self.state.stats()
+
+    # ----------------------------------------------------------------------------- the loop
+    def run(self, limits: Limits, on_info: Callable[[list[ThinkingInfo]], None] | None = None,
+            on_verbose: Callable[[list[str]], None] | None = None,
+            verbose: bool = False, live_stats: bool = False) -> SearchResult:
+        state = self.state
+        state.stop.clear()
+        self._stop_flag[0] = 0
+        with self._lock:
+            self._ponderhit_limits = None
+        state.new_search(limits)
+        root_moves = list(state.root_board.legal_moves)
+        if not root_moves:
+            return SearchResult(None, None, int(state.tree.nodes["n"][0]), 0, 0.0)
+        self._filter_root_by_tablebase()
+        if state.searchmoves:
+            self._expand_root()
+            moves = state.root.moves or ()
+            state.mask = np.array([m in state.searchmoves for m in moves], bool)
+            if not state.mask.any():
+                state.mask = None
+        self._loop(on_info, on_verbose, live_stats)
+        state.changed()
+        infos = make_infos(state) if state.tree.nodes["n"][0] > 0 else []  # type: ignore[arg-type]
+        if on_info is not None and infos:
+            on_info(infos)
+        if verbose and on_verbose is not None and state.root.expanded:
+            on_verbose(verbose_stats(state))  # type: ignore[arg-type]
+        best, ponder = self._choose_move(root_moves)
+        return SearchResult(best, ponder, int(state.tree.nodes["n"][0]), state.total_playouts,
+                            (time.monotonic() - state.start) * 1000.0, tuple(infos))
+
+    def _loop(self, on_info, on_verbose, live_stats: bool) -> None:
+        state = self.state
+        pending: list[tuple[Future, cgather.Batch]] = []
+        batch_size = state.params.batch_size(self.network.max_batch,
+                                             getattr(self.network, "preferred_batch", None))
+        self._ensure_batches(state.params.threads, max(batch_size, state.params.max_prefetch))
+        free = list(self._batches)
+        last_info, last_best = 0.0, None
+        try:
+            while not state.stop.is_set():
+                self._maybe_ponderhit()
+                if not self._iteration(pending, free, batch_size):
+                    break
+                now = time.monotonic()
+                if on_info is not None and state.tree.nodes["n"][0] > 0 and now - last_info >= INFO_INTERVAL_S / 4:
+                    state.changed()
+                    best = self._current_best()
+                    if now - last_info >= INFO_INTERVAL_S or best != last_best:
+                        on_info(make_infos(state))  # type: ignore[arg-type]
+                        if live_stats and on_verbose is not None:
+                            on_verbose(verbose_stats(state))  # type: ignore[arg-type]
+                        last_info, last_best = now, best
+        finally:
+            for future, batch in pending:
+                self._abandon(batch)
+            state.changed()
+
+    def _iteration(self, pending: list, free: list, batch_size: int) -> bool:
+        state = self.state
+        state.changed()
+        summary = self._summary()
+        progress = cstop.Progress(state.elapsed_ms(), state.total_playouts, state.cum_depth,
+                                  state.batches, state.first_eval_time)
+        reached, state.remaining_hint, state.first_eval_time = cstop.limit_reached(
+            state.limits, state.params, summary, progress)
+        self._best = summary.best
+        if reached and not state.limits.infinite:
+            return False
+        progressed = False
+        in_flight = state.params.threads
+        if not reached and len(pending) < in_flight and free:
+            batch = free.pop()
+            n, ooo = self._gather(batch, batch_size)
+            if n:
+                pending.append((self._evaluate(batch, n), batch))
+            else:
+                free.append(batch)
+            progressed = n > 0 or ooo > 0
+        if pending and (len(pending) >= in_flight or not progressed or reached):
+            if self._wait(pending[0][0]):
+                future, batch = pending.pop(0)
+                self._process(batch, future.result())
+                free.append(batch)
+        elif not pending and not progressed:
+            if not state.limits.infinite:
+                return False
+            state.stop.wait(WAIT_SLICE_S)
+        return True
+
+    # ----------------------------------------------------------------------------- phases
+    def _gather(self, batch: cgather.Batch, batch_size: int) -> tuple[int, int]:
+        """Gather a minibatch into ``batch``; returns (requests, out-of-order backups)."""
+        state = self.state
+        p = state.params
+        max_ooo = max(1, int(p.max_out_of_order_evals_factor * batch_size))
+        state.tree = ctree.reserve(state.tree, 2 * batch_size + max_ooo + p.max_prefetch + 64,
+                                   (max_ooo + 2) * MAX_MOVES)
+        collisions_left = p.collision_visit_limit(min(int(state.tree.nodes["n"][0]), state.remaining_hint))
+        nodes_left = state.limits.nodes if state.limits.nodes is not None else -1
+        pad = self._pad_table(batch_size)
+        walk = cgather.Walk(self._hist, self._walk_info(), np.array(
+            [state.draw_score(0), state.draw_score(1)], np.float64),
+            self._root_filter(), self._stop_flag)
+        cgather.gather(state.tree, self._packed, state.counters, self._cache.arrays, batch, walk,
+                       batch_size, max_ooo, collisions_left, p.max_collision_events,
+                       nodes_left, pad)
+        requests = int(batch.meta[cgather.REQUESTS])
+        ooo = int(batch.meta[cgather.OUT_OF_ORDER_DONE])
+        if batch.meta[cgather.NO_ROOM]:
+            self._grow_history()
+        if self.tablebase is not None and requests:
+            requests, hits = self._probe(batch, requests)
+            ooo += hits
+        return requests, ooo
+
+    def _pad_table(self, batch_size: int) -> np.ndarray:
+        """Prefetch target by request count: MaxPrefetch (lc0), but no further than the rows
+        the backend computes anyway (its padded size), so prefetching costs no network time."""
+        key = (batch_size, self.state.params.max_prefetch)
+        if getattr(self, "_pad_key", None) != key:
+            padded = getattr(self.network, "padded_size", None)
+            top = self.state.params.max_prefetch
+            self._pad = np.array([top if padded is None or n == 0 else min(top, padded(n))
+                                  for n in range(batch_size + 1)], np.int64)
+            self._pad_key = key
+        return self._pad
+
+    def _evaluate(self, batch: cgather.Batch, n: int) -> Future:
+        future = self._executor.submit(self.network.evaluate, batch.planes[:n])
+        future.add_done_callback(lambda _: self._wake.set())
+        return future
+
+    def _process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
+        state = self.state
+        n = int(batch.meta[cgather.REQUESTS])
+        if state.stop.is_set():
+            self._abandon(batch)
+            return
+        state.tree = ctree.reserve(state.tree, 0, int(batch.req["count"][:n].sum()))
+        cbackup.expand_and_backup(
+            state.tree, self._packed, state.counters, self._cache.arrays, batch.req,
+            batch.moves, batch.indices,
+            np.ascontiguousarray(out.policy, np.float32), np.asarray(out.q, np.float32),
+            np.asarray(out.d, np.float32), np.asarray(out.m, np.float32), n)
+        state.batches += 1
+
+    def _abandon(self, batch: cgather.Batch) -> None:
+        """Drop an unfinished batch: its visits out of flight."""
+        _abandon(self.state.tree, batch.req, int(batch.meta[cgather.REQUESTS]))
+
+    def _probe(self, batch: cgather.Batch, n: int) -> tuple[int, int]:
+        """Syzygy probes of the candidates the gather flagged: a hit is a terminal backed up
+        at once and leaves the batch."""
+        state = self.state
+        hits = 0
+        r = 0
+        while r < n:
+            if not batch.req["tb"][r] or batch.req["node"][r] < 0:
+                r += 1
+                continue
+            depth = int(batch.req["depth"][r])
+            board = to_board(self._hist[len(self._game) - 1 + depth])
+            wdl = self.tablebase.probe_wdl(board) if self.tablebase is not None else None
+            if wdl is None:
+                r += 1
+                continue
+            state.counters[cbackup.TB_HITS] += 1
+            wl = -1.0 if wdl == tb.WIN else (1.0 if wdl == tb.LOSS else 0.0)
+            _tablebase_terminal(state.tree, self._packed, state.counters, int(batch.req["node"][r]),
+                                wl, depth)
+            _drop_request(batch, r, n)
+            n -= 1
+            hits += 1
+        batch.meta[cgather.REQUESTS] = n
+        return n, hits
+
+    # ----------------------------------------------------------------------------- helpers
+    @property
+    def _packed(self) -> np.ndarray:
+        params = self.state.params
+        if getattr(self, "_packed_for", None) is not params:
+            self._packed_value = pack(params, bool(self.network.has_mlh))
+            self._packed_for = params
+        return self._packed_value
+
+    def _walk_info(self) -> np.ndarray:
+        state = self.state
+        pieces = self.tablebase.max_pieces if self.tablebase is not None else 0
+        return np.array([len(self._game), self._fmt, FILL_FEN_ONLY, pieces,
+                         int(state.root_in_tablebase)], np.int64)
+
+    def _summary(self) -> cstop.RootSummary:
+        state = self.state
+        return cstop.summarize(state.tree, state.draw_score(0), state.mask)
+
+    def _root_filter(self) -> np.ndarray:
+        """Root moves that may get visits (searchmoves, and lc0's pruning in selection: a move
+        whose visits cannot reach the best move's in the playouts expected to remain); empty
+        when every move may."""
+        state = self.state
+        tree = state.tree
+        remaining = state.remaining_hint
+        if remaining != math.inf and int(tree.nodes["nedges"][0]) > 0 and int(tree.nodes["n"][0]) > 0:
+            best = cstop.best_edge(tree, 0, state.draw_score(0), *self._mask_args())
+            if best >= 0:
+                out = np.zeros(int(tree.nodes["nedges"][0]), np.uint8)
+                cstop.root_filter(tree, best, remaining, *self._mask_args(), out)
+                return out
+        if state.mask is None:
+            return np.zeros(0, np.uint8)
+        return state.mask.astype(np.uint8)
+
+    def _mask_args(self) -> tuple[np.ndarray, bool]:
+        mask = self.state.mask
+        return (np.zeros(0, np.uint8), False) if mask is None else (mask.astype(np.uint8), True)
+
+    def _set_game(self, board: chess.Board) -> None:
+        self.state.root_board = board.copy()
+        self._game = game_rows(board)
+        g = len(self._game)
+        self._hist = np.zeros((g + HISTORY_ROOM, FIELDS), np.uint64)
+        self._hist[:g] = self._game
+        if g and int(self._game[-1][0]) == 0:
+            raise ValueError("expected a position with pieces, got an empty board")
+        _revert_stale_twofolds(self.state.tree, self._hist, g)
+
+    def _grow_history(self) -> None:
+        g = len(self._game)
+        bigger = np.zeros((2 * len(self._hist), FIELDS), np.uint64)
+        bigger[:g] = self._game
+        self._hist = bigger
+
+    def _ensure_batches(self, count: int, size: int) -> None:
+        if len(self._batches) != count or self._batches[0].req.shape[0] < size:
+            self._batches = [cgather.new_batch(size) for _ in range(count)]
+
+    def _expand_root(self) -> None:
+        """Evaluate the root at once (searchmoves need its moves)."""
+        state = self.state
+        if state.tree.nodes["nedges"][0] > 0:
+            return
+        self._ensure_batches(state.params.threads, max(1, state.params.max_prefetch))
+        batch = self._batches[0]
+        walk = cgather.Walk(self._hist, self._walk_info(),
+                            np.zeros(2, np.float64), np.zeros(0, np.uint8), self._stop_flag)
+        cgather.gather(state.tree, self._packed, state.counters, self._cache.arrays, batch, walk,
+                       1, 1, 1, 1, -1, np.zeros(2, np.int64))
+        n = int(batch.meta[cgather.REQUESTS])
+        if n:
+            self._process(batch, self.network.evaluate(batch.planes[:n]))
+        state.changed()
+
+    def _wait(self, future: Future) -> bool:
+        state = self.state
+        while not future.done():
+            if state.stop.is_set() or cstop.time_up(state.limits, state.elapsed_ms()):
+                return False
+            self._wake.wait(WAIT_SLICE_S)
+            self._wake.clear()
+        return True
+
+    def _maybe_ponderhit(self) -> None:
+        with self._lock:
+            limits, self._ponderhit_limits = self._ponderhit_limits, None
+        if limits is not None:
+            state = self.state
+            state.limits = limits
+            state.start = limits.started_at if limits.started_at is not None else time.monotonic()
+            state.first_eval_time = None
+
+    def _filter_root_by_tablebase(self) -> None:
+        state = self.state
+        if self.tablebase is None:
+            return
+        probe = self.tablebase.root_moves(state.root_board.copy(), state.params.syzygy_fast_play)
+        if probe is None:
+            return
+        state.root_in_tablebase = True
+        state.counters[cbackup.TB_HITS] += 1
+        allowed = set(probe.moves)
+        state.searchmoves = (state.searchmoves & allowed) or allowed
+
+    def _current_best(self) -> int | None:
+        best = self._summary().best
+        return best if best >= 0 and int(self.state.tree.nodes["n"][0]) > 0 else None
+
+    def _choose_move(self, root_moves: list[chess.Move]) -> tuple[chess.Move, chess.Move | None]:
+        """Most visited root move (lc0's ranking), or one drawn with Temperature; a ponder move."""
+        state = self.state
+        state.changed()
+        root = state.root
+        if not root.expanded or root.n == 0:
+            legal = [m for m in root_moves if not state.searchmoves or m in state.searchmoves]
+            return (legal or root_moves)[0], None
+        i = self._temperature_choice(root)
+        if i is None:
+            i = best_children(state, root, 1)[0]  # type: ignore[arg-type]
+        move = root.moves[i]
+        ponder = None
+        child = root.children[i]
+        if child is not None and child.expanded and child.n > 0:
+            pb = best_children(state, child, 1, 1)  # type: ignore[arg-type]
+            if pb:
+                ponder = child.moves[pb[0]]
+        return move, ponder
+
+    def _temperature_choice(self, root: NodeView) -> int | None:
+        state = self.state
+        p = state.params
+        temperature = p.temperature
+        moves_played = len(state.root_board.move_stack) // 2
+        if p.temp_cutoff_move and moves_played + 1 >= p.temp_cutoff_move:
+            temperature = p.temp_endgame
+        elif temperature and p.temp_decay_moves:
+            if moves_played >= p.temp_decay_delay_moves + p.temp_decay_moves:
+                temperature = 0.0
+            elif moves_played >= p.temp_decay_delay_moves:
+                temperature *= ((p.temp_decay_delay_moves + p.temp_decay_moves - moves_played)
+                                / p.temp_decay_moves)
+            temperature = max(temperature, p.temp_endgame)
+        if temperature <= 0.0:
+            return None
+        n = np.array(root.cn, dtype=np.float64)
+        cq = np.array(root.cq)
+        allowed = n > 0
+        if state.mask is not None:
+            allowed &= state.mask
+        if not allowed.any():
+            return None
+        max_eval = np.where(allowed, cq, -np.inf).max()
+        allowed &= cq >= max_eval - p.temp_value_cutoff / 50.0
+        n = n + p.temp_visit_offset
+        allowed &= n > 0
+        if not allowed.any():
+            return None
+        max_n = n[allowed].max()
+        w = np.where(allowed, np.power(np.maximum(n, 0) / max_n, 1.0 / temperature), 0.0)
+        return int(random.choices(range(len(w)), weights=w)[0])
+
+
+def _follow(tree: ctree.Tree, board: chess.Board, from_ply: int) -> int:
+    """The node the game's moves after ``from_ply`` lead to from the root, or -1."""
+    rows = game_rows(board)
+    replay = board.root()
+    node = 0
+    for ply, move in enumerate(board.move_stack):
+        if ply >= from_ply:
+            k = int(tree.nodes["nedges"][node])
+            if k == 0 or int(tree.nodes["kind"][node]) != ctree.NONE:
+                return -1
+            word = move_from_chess(rows[ply], replay, move)
+            f = int(tree.nodes["first"][node])
+            hit = np.nonzero(tree.edges["move"][f:f + k] == word)[0]
+            if hit.size == 0:
+                return -1
+            node = int(tree.edges["child"][f + int(hit[0])])
+            if node < 0:
+                return -1
+        replay.push(move)
+    return node
+
+
+# Small compiled helpers of the loop.
+from numba import njit  # noqa: E402
+
+
+@njit(cache=True)
+def _abandon(tree, req, n):
+    for r in range(n):
+        node = req.node[r]
+        if node >= 0:
+            tree.nodes.status[node] &= ~ctree.PENDING
+            cbackup.cancel(tree, node, 1)
+
+
+@njit(cache=True)
+def _tablebase_terminal(tree, params, counters, node, wl, depth):
+    parent = tree.nodes.parent[node]
+    m = max(0.0, tree.nodes.m[parent] - 1.0) if parent >= 0 else 0.0
+    tree.nodes.status[node] &= ~ctree.PENDING
+    tree.nodes.kind[node] = ctree.TABLEBASE
+    tree.nodes.t_wl[node] = wl
+    tree.nodes.t_d[node] = 1.0 - abs(wl)
+    tree.nodes.t_m[node] = m
+    cbackup.backup(tree, params, counters, node, 1, wl, 1.0 - abs(wl), m, depth)
+
+
+@njit(cache=True)
+def _drop_request(batch, r, n):
+    last = n - 1
+    if r != last:
+        batch.req[r] = batch.req[last]
+        for j in range(batch.moves.shape[1]):
+            batch.moves[r, j] = batch.moves[last, j]
+            batch.indices[r, j] = batch.indices[last, j]
+        for p in range(112):
+            for y in range(8):
+                for x in range(8):
+                    batch.planes[r, p, y, x] = batch.planes[last, p, y, x]
+
+
+@njit(cache=True)
+def _revert_stale_twofolds(tree, hist, game_len):
+    """A two-fold draw whose first occurrence is now before the root is no longer a draw:
+    take its visits out of its ancestors and let it be evaluated again (as lc0)."""
+    count = tree.count[0]
+    depth = np.zeros(count, np.int64)
+    for i in range(1, count):  # parents are created before their children
+        p = tree.nodes.parent[i]
+        depth[i] = depth[p] + 1 if p >= 0 else 0
+        if tree.nodes.kind[i] != ctree.TWOFOLD or p < 0:
+            continue
+        first = game_len - 1 + depth[i] - np.int64(tree.nodes.t_m[i])
+        if first >= game_len - 1:
+            continue
+        n, wl, d, m = tree.nodes.n[i], tree.nodes.wl[i], tree.nodes.d[i], tree.nodes.m[i]
+        anc, sign, up = p, -1.0, 1
+        while anc >= 0 and n > 0:
+            left = tree.nodes.n[anc] - n
+            if left <= 0:
+                tree.nodes.n[anc], tree.nodes.wl[anc], tree.nodes.d[anc], tree.nodes.m[anc] = 0, 0.0, 0.0, 0.0
+            else:
+                tree.nodes.wl[anc] = (tree.nodes.wl[anc] * tree.nodes.n[anc] - sign * wl * n) / left
+                tree.nodes.d[anc] = (tree.nodes.d[anc] * tree.nodes.n[anc] - d * n) / left
+                tree.nodes.m[anc] = (tree.nodes.m[anc] * tree.nodes.n[anc] - (m + up) * n) / left
+                tree.nodes.n[anc] = left
+            sign, up, anc = -sign, up + 1, tree.nodes.parent[anc]
+        tree.nodes.vpol[p] -= tree.edges.prior[tree.nodes.pedge[i]]
+        tree.nodes.n[i], tree.nodes.wl[i], tree.nodes.d[i], tree.nodes.m[i] = 0, 0.0, 0.0, 0.0
+        tree.nodes.kind[i] = ctree.NONE

@@ -1,0 +1,200 @@
+"""When the search over the compiled core stops (lc0's src/search/classic/stoppers/): node,
+time, depth and mate limits and smart pruning, and the root filter that smart pruning's hint
+sets. As lc0's stoppers: they read the search's statistics (one :class:`RootSummary` of the
+root, compiled, and the counters) and return a decision and a hint, nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from engine.search.params import SearchParams
+from engine.search.state import Limits
+
+from .tree import NONE
+
+SMART_PRUNING_TOLERANCE_MS = 200
+SMART_PRUNING_TOLERANCE_NODES = 300
+"""lc0's SmartPruningStopper tolerances (stoppers.cc)."""
+
+
+@njit(cache=True)
+def _better(a_group, a1, a2, a3, b_group, b1, b2, b3):
+    if a_group != b_group:
+        return a_group > b_group
+    if a1 != b1:
+        return a1 > b1
+    if a2 != b2:
+        return a2 > b2
+    return a3 > b3
+
+
+@njit(cache=True)
+def best_edge(tree, node, draw_score, mask, use_mask):
+    """lc0's GetBestChildNoTemperature among the (allowed) edges of ``node``: terminal wins
+    first (shortest), then most visits, higher Q, higher prior; terminal losses last (longest
+    first). -1 when the node has no edge."""
+    f = tree.nodes.first[node]
+    best = -1
+    bg, b1, b2, b3 = 0, 0.0, 0.0, 0.0
+    for j in range(tree.nodes.nedges[node]):
+        if use_mask and mask[j] == 0:
+            continue
+        c = tree.edges.child[f + j]
+        n = tree.nodes.n[c] if c >= 0 else 0
+        proven = c >= 0 and n > 0 and tree.nodes.kind[c] != NONE
+        if proven and tree.nodes.t_wl[c] > 0:
+            g, k1, k2, k3 = 4, -tree.nodes.t_m[c], 0.0, 0.0
+        elif proven and tree.nodes.t_wl[c] < 0:
+            g, k1, k2, k3 = 0, tree.nodes.t_m[c], 0.0, 0.0
+        else:
+            q = tree.nodes.wl[c] + draw_score * tree.nodes.d[c] if n > 0 else 0.0
+            g, k1, k2, k3 = 2, np.float64(n), q, np.float64(tree.edges.prior[f + j])
+        if best < 0 or _better(g, k1, k2, k3, bg, b1, b2, b3):
+            best, bg, b1, b2, b3 = j, g, k1, k2, k3
+    return best
+
+
+@njit(cache=True)
+def _summary(tree, draw_score, mask, use_mask, out):
+    """out int64 [7]: best edge, the two largest visit counts, moves searched, moves proven
+    lost, a move proven won, plies to the mate the best move proves (-1: none)."""
+    best = best_edge(tree, 0, draw_score, mask, use_mask)
+    f = tree.nodes.first[0]
+    first_n, second_n, moves, lost, won = 0, 0, 0, 0, 0
+    for j in range(tree.nodes.nedges[0]):
+        if use_mask and mask[j] == 0:
+            continue
+        moves += 1
+        c = tree.edges.child[f + j]
+        n = tree.nodes.n[c] if c >= 0 else 0
+        if n > first_n:
+            first_n, second_n = n, first_n
+        elif n > second_n:
+            second_n = n
+        if c >= 0 and n > 0 and tree.nodes.kind[c] != NONE:
+            lost += tree.nodes.t_wl[c] < 0.0
+            won = won or tree.nodes.t_wl[c] > 0.0
+    mate = -1
+    if best >= 0:
+        c = tree.edges.child[f + best]
+        if c >= 0 and tree.nodes.kind[c] != NONE and tree.nodes.t_wl[c] > 0:
+            mate = np.int64(round(tree.nodes.t_m[c]))
+    out[0], out[1], out[2], out[3] = best, first_n, second_n, moves
+    out[4], out[5], out[6] = lost, won, mate
+
+
+@njit(cache=True)
+def root_filter(tree, best, remaining, mask, use_mask, out):
+    """Root moves worth visits: allowed by ``mask`` and able to reach the best move's visits
+    in the ``remaining`` playouts (lc0's pruning in selection); the best always stays."""
+    f = tree.nodes.first[0]
+    c = tree.edges.child[f + best]
+    best_n = tree.nodes.n[c] if c >= 0 else 0
+    for j in range(tree.nodes.nedges[0]):
+        c = tree.edges.child[f + j]
+        n = tree.nodes.n[c] if c >= 0 else 0
+        out[j] = (j == best or remaining >= best_n - n) and (not use_mask or mask[j] != 0)
+
+
+@dataclass(frozen=True)
+class RootSummary:
+    """What the stoppers read of the root (see :func:`summarize`)."""
+
+    expanded: bool
+    visits: int
+    best: int
+    """Edge of the best move by lc0's ranking (-1: none)."""
+    first_visits: int
+    """Visits of the most visited move; second_visits: of the runner-up."""
+    second_visits: int
+    moves: int
+    lost: int
+    won: bool
+    mate_plies: int
+
+
+def summarize(tree, draw_score: float, mask: np.ndarray | None) -> RootSummary:
+    out = np.zeros(7, np.int64)
+    use = mask is not None
+    m = mask.astype(np.uint8) if use else np.zeros(0, np.uint8)
+    expanded = int(tree.nodes["nedges"][0]) > 0
+    if expanded:
+        _summary(tree, draw_score, m, use, out)
+    return RootSummary(expanded, int(tree.nodes["n"][0]), int(out[0]) if expanded else -1, int(out[1]),
+                       int(out[2]), int(out[3]), int(out[4]), bool(out[5]), int(out[6]))
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The search's counters as the stoppers read them."""
+
+    elapsed_ms: float
+    playouts: int
+    depth_sum: int
+    batches: int
+    first_eval_ms: float | None
+
+
+def time_up(limits: Limits, elapsed_ms: float) -> bool:
+    t = limits.time_ms
+    return t is not None and not limits.infinite and elapsed_ms >= t
+
+
+def limit_reached(limits: Limits, params: SearchParams, root: RootSummary,
+                  progress: Progress) -> tuple[bool, float, float | None]:
+    """(stop?, playouts expected to remain (lc0's StoppersHints; inf: unknown), the time of
+    the first evaluation as smart pruning now knows it)."""
+    hint = math.inf
+    first_eval = progress.first_eval_ms
+    if limits.nodes is not None and params.smart_pruning_factor > 0.0:
+        hint = max(limits.nodes - root.visits, 0)
+    if limits.nodes is not None and root.visits >= limits.nodes:
+        return True, hint, first_eval
+    if root.visits >= params.max_tree_nodes or time_up(limits, progress.elapsed_ms):
+        return True, hint, first_eval
+    if (limits.depth is not None and root.visits > 1
+            and progress.depth_sum / max(progress.playouts, 1) >= limits.depth):
+        return True, hint, first_eval
+    if limits.mate is not None and root.mate_plies >= 0:
+        mate = root.mate_plies // 2 + 1
+        if 0 < mate <= limits.mate:
+            return True, hint, first_eval
+    if limits.infinite:
+        return False, hint, first_eval
+    return _smart_prune(limits, params, root, progress, hint)
+
+
+def _smart_prune(limits: Limits, params: SearchParams, root: RootSummary, progress: Progress,
+                 hint: float) -> tuple[bool, float, float | None]:
+    """lc0's SmartPruningStopper, in its order: one legal move, at most one move that does not
+    lose, a proven win; then, from SMART_PRUNING_TOLERANCE_MS after the first evaluation and
+    SmartPruningMinimumBatches batches on, stop when the second-best move cannot catch up
+    with the best in the playouts left (each divided by SmartPruningFactor)."""
+    first_eval = progress.first_eval_ms
+    if params.smart_pruning_factor <= 0.0 or not root.expanded:
+        return False, hint, first_eval
+    if root.moves <= 1 or root.moves <= root.lost + 1 or root.won:
+        return True, hint, first_eval
+    elapsed = progress.elapsed_ms
+    if first_eval is None:
+        return False, hint, (elapsed if progress.playouts > 0 else None)
+    if elapsed < first_eval + SMART_PRUNING_TOLERANCE_MS:
+        return False, hint, first_eval
+    remaining = math.inf
+    if limits.nodes is not None:
+        remaining = (limits.nodes - root.visits) / params.smart_pruning_factor
+    if limits.time_ms is not None:
+        nodes = progress.playouts + SMART_PRUNING_TOLERANCE_NODES
+        nps = 1000.0 * nodes / max(elapsed - first_eval, 1e-3) + 1
+        remaining = min(remaining, (limits.time_ms - elapsed) / 1000.0 * nps
+                        / params.smart_pruning_factor)
+    if math.isinf(remaining):
+        return False, hint, first_eval
+    if progress.batches < params.smart_pruning_minimum_batches:
+        return False, remaining, first_eval
+    return remaining < root.first_visits - root.second_visits, remaining, first_eval

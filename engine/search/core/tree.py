@@ -1,0 +1,182 @@
+"""The search tree as arrays: nodes and edges in preallocated numpy arrays, int32 indices.
+
+As lc0's: a node is created when an edge first gets a visit; an evaluated node gets one edge
+per legal move (move word, prior), sorted by decreasing prior, in one contiguous block of the
+edge arrays (``first`` .. ``first + nedges``). The arrays grow by doubling (``reserve``), from
+Python, between the compiled phases. Node 0 is the root after ``reset``; tree reuse copies the
+kept subtree into fresh arrays (``keep_subtree``), so a dropped tree is freed at once.
+
+Perspective (as lc0's Node): a node's ``wl`` is W-L from the view of the player who made the
+move *into* the node (its parent maximises its children's ``wl``); ``m`` is the expected number
+of plies left. ``nif`` counts visits in flight through the node. A terminal node (``kind`` not
+NONE) has its proven value in ``t_wl``, ``t_d``, ``t_m``.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+# Terminal kinds (how a node's outcome was proven).
+NONE, MATE, STALEMATE, RULE50, MATERIAL, THREEFOLD, TWOFOLD, PROVEN, TABLEBASE = range(9)
+KIND_NAMES = ("", "mate", "stalemate", "rule50", "material", "threefold", "twofold", "proven",
+              "tablebase")
+PENDING = 1
+"""``status`` bit: queued for a network evaluation not yet backed up."""
+
+NODE = np.dtype([("wl", np.float64), ("parent", np.int32), ("pedge", np.int32),
+                 ("n", np.int32), ("nif", np.int32), ("d", np.float32), ("m", np.float32),
+                 ("first", np.int32), ("t_wl", np.float32), ("t_d", np.float32),
+                 ("t_m", np.float32), ("vpol", np.float32), ("nedges", np.int16),
+                 ("touched", np.int16), ("status", np.int8), ("kind", np.int8)], align=True)
+EDGE = np.dtype([("move", np.int32), ("prior", np.float32), ("child", np.int32)], align=True)
+BYTES_PER_NODE = NODE.itemsize
+BYTES_PER_EDGE = EDGE.itemsize
+
+Tree = namedtuple("Tree", "nodes edges count")
+"""nodes: NODE records; edges: EDGE records; count int64 [2]: nodes and edges in use. (Two
+record arrays, not one array a field: numba compiles a function of three arrays several times
+faster than one of twenty.)"""
+NODES, EDGES = 0, 1
+
+
+def new_tree(node_capacity: int = 1024, edge_capacity: int = 32 * 1024) -> Tree:
+    """An empty tree with one fresh root (node 0)."""
+    tree = Tree(np.zeros(node_capacity, NODE), np.zeros(edge_capacity, EDGE),
+                np.zeros(2, np.int64))
+    new_node(tree, -1, -1)
+    return tree
+
+
+def reserve(tree: Tree, nodes: int, edges: int) -> Tree:
+    """The tree with room for ``nodes`` more nodes and ``edges`` more edges (arrays doubled as
+    often as needed; the same tree when there is room)."""
+    used_n, used_e = int(tree.count[NODES]), int(tree.count[EDGES])
+    cap_n, cap_e = len(tree.nodes), len(tree.edges)
+    if used_n + nodes <= cap_n and used_e + edges <= cap_e:
+        return tree
+    while used_n + nodes > cap_n:
+        cap_n *= 2
+    while used_e + edges > cap_e:
+        cap_e *= 2
+    return Tree(_grown(tree.nodes, cap_n, used_n), _grown(tree.edges, cap_e, used_e),
+                tree.count)
+
+
+def _grown(old: np.ndarray, cap: int, used: int) -> np.ndarray:
+    if len(old) == cap:
+        return old
+    new = np.empty(cap, old.dtype)  # pages are touched only as the tree grows into them
+    new[:used] = old[:used]
+    return new
+
+
+def memory_bytes(tree: Tree) -> int:
+    """Bytes of the arrays in use (not their capacity)."""
+    return (int(tree.count[NODES]) * BYTES_PER_NODE + int(tree.count[EDGES]) * BYTES_PER_EDGE)
+
+
+@njit(cache=True)
+def new_node(tree, parent, pedge):
+    """A fresh node below edge ``pedge`` of ``parent`` (-1 for a root); returns its index.
+    The caller has reserved room."""
+    i = tree.count[NODES]
+    tree.count[NODES] = i + 1
+    tree.nodes.parent[i] = parent
+    tree.nodes.pedge[i] = pedge
+    tree.nodes.n[i] = 0
+    tree.nodes.nif[i] = 0
+    tree.nodes.wl[i] = 0.0
+    tree.nodes.d[i] = 0.0
+    tree.nodes.m[i] = 0.0
+    tree.nodes.first[i] = -1
+    tree.nodes.nedges[i] = 0
+    tree.nodes.touched[i] = 0
+    tree.nodes.status[i] = 0
+    tree.nodes.kind[i] = NONE
+    tree.nodes.t_wl[i] = 0.0
+    tree.nodes.t_d[i] = 0.0
+    tree.nodes.t_m[i] = 0.0
+    tree.nodes.vpol[i] = 0.0
+    if pedge >= 0:
+        tree.edges.child[pedge] = i
+    return i
+
+
+@njit(cache=True)
+def expand(tree, node, moves, priors, count):
+    """Give ``node`` its ``count`` edges (moves sorted by decreasing prior). Room reserved."""
+    first = tree.count[EDGES]
+    tree.count[EDGES] = first + count
+    for j in range(count):
+        tree.edges.move[first + j] = moves[j]
+        tree.edges.prior[first + j] = priors[j]
+        tree.edges.child[first + j] = -1
+    tree.nodes.first[node] = first
+    tree.nodes.nedges[node] = count
+
+
+@njit(cache=True)
+def _copy_subtree(src, root, dst):
+    """Copy ``root``'s subtree of ``src`` into the empty ``dst`` (root becomes node 0),
+    breadth first so that each node's children stay together."""
+    queue = np.empty(src.count[NODES], np.int32)
+    new_id = np.full(src.count[NODES], -1, np.int32)
+    queue[0] = root
+    head, tail = 0, 1
+    while head < tail:
+        old = queue[head]
+        head += 1
+        parent = -1 if old == root else new_id[src.nodes.parent[old]]
+        pedge = -1
+        if parent >= 0:
+            pedge = dst.nodes.first[parent] + (src.nodes.pedge[old] - src.nodes.first[src.nodes.parent[old]])
+        i = new_node(dst, parent, pedge)
+        new_id[old] = i
+        dst.nodes.n[i] = src.nodes.n[old]
+        dst.nodes.nif[i] = 0
+        dst.nodes.wl[i] = src.nodes.wl[old]
+        dst.nodes.d[i] = src.nodes.d[old]
+        dst.nodes.m[i] = src.nodes.m[old]
+        dst.nodes.touched[i] = src.nodes.touched[old]
+        dst.nodes.kind[i] = src.nodes.kind[old]
+        dst.nodes.t_wl[i] = src.nodes.t_wl[old]
+        dst.nodes.t_d[i] = src.nodes.t_d[old]
+        dst.nodes.t_m[i] = src.nodes.t_m[old]
+        dst.nodes.vpol[i] = src.nodes.vpol[old]
+        k = src.nodes.nedges[old]
+        if k > 0:
+            f = src.nodes.first[old]
+            expand(dst, i, src.edges.move[f:f + k], src.edges.prior[f:f + k], k)
+            for j in range(k):
+                c = src.edges.child[f + j]
+                if c >= 0:
+                    queue[tail] = c
+                    tail += 1
+
+
+@njit(cache=True)
+def _subtree_size(tree, root):
+    nodes, edges = 0, 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        nodes += 1
+        k = tree.nodes.nedges[node]
+        edges += k
+        f = tree.nodes.first[node]
+        for j in range(k):
+            if tree.edges.child[f + j] >= 0:
+                stack.append(tree.edges.child[f + j])
+    return nodes, edges
+
+
+def keep_subtree(tree: Tree, root: int) -> Tree:
+    """A new tree holding ``root``'s subtree (as node 0); the old arrays are dropped."""
+    nodes, edges = _subtree_size(tree, root)
+    dst = Tree(np.empty(max(1024, 2 * nodes), NODE), np.empty(max(32 * 1024, 2 * edges), EDGE),
+               np.zeros(2, np.int64))
+    _copy_subtree(tree, root, dst)
+    return dst
