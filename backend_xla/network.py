@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 import onnx
 
-from engine.backend import INPUT_PLANES, POLICY_SIZE, NetworkOutput
+from engine.backend import INPUT_PLANES, POLICY_SIZE, BackendAttributes, NetworkOutput
 
 from . import runtime
 from .convert import Converter
@@ -193,6 +193,12 @@ class XlaNetwork:
             if size >= n:
                 return size
         return ready[-1]
+
+    def attributes(self) -> BackendAttributes:
+        """The engine's view of this network (engine.backend's contract)."""
+        return BackendAttributes(name=self.name, description=tuple(self.describe()),
+                                 max_batch=self.max_batch, preferred_batch=self.preferred_batch,
+                                 padded_size=self.padded_size, concurrency=self.concurrency)
 
     def describe(self) -> list[str]:
         """What runs where, for the engine's start-up ``info string``: platform, devices, data

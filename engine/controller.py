@@ -227,9 +227,9 @@ class Controller:
                                      f"{type(exc).__name__}: {exc}")
         self._network_key = key
         self._load_error = None
-        name = getattr(self.network, "name", path.name)
-        self.listener.message(f"loaded network {name} ({path}) with backend {backend}")
-        for line in getattr(self.network, "describe", lambda: [])():
+        attributes = self.network.attributes()
+        self.listener.message(f"loaded network {attributes.name} ({path}) with backend {backend}")
+        for line in attributes.description:
             self.listener.message(line)
         if backend != "random" and is_untrained(path):
             self.listener.message(f"network {path.name} is untrained (random weights): its moves "

@@ -93,7 +93,7 @@ def prefetch_target(state: SearchState, requests: int) -> int:
     the rows the backend computes anyway (its padded size), so prefetching never costs
     network time: on a CPU, a minibatch cut to 5 requests by collisions and padded to the
     compiled 7 takes two prefetches, not 27."""
-    padded = getattr(state.network, "padded_size", None)
+    padded = state.attributes.padded_size
     if padded is None or requests == 0:
         return state.params.max_prefetch
     return min(state.params.max_prefetch, padded(requests))

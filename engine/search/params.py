@@ -7,9 +7,6 @@ from typing import Any, Mapping
 
 from engine import options as opts
 
-DEFAULT_MINIBATCH = 256
-"""Minibatch size when MinibatchSize is 0 and the network suggests none (lc0's generic default)."""
-
 DEFAULT_MAX_TREE_NODES = 1_000_000
 """Tree growth stops at this many visits when RamLimitMb is 0 (Python nodes cost ~1.5 KB each)."""
 
@@ -123,12 +120,12 @@ class SearchParams:
             return self.cpuct_at_root, self.cpuct_base_at_root, self.cpuct_factor_at_root
         return self.cpuct, self.cpuct_base, self.cpuct_factor
 
-    def batch_size(self, max_batch: int, preferred: int | None = None) -> int:
-        """Minibatch size: the option; when it is 0, the backend's suggestion (``preferred``,
-        else DEFAULT_MINIBATCH) within the backend's maximum."""
+    def batch_size(self, max_batch: int, preferred: int) -> int:
+        """Minibatch size: the option; when it is 0, the backend's suggestion (``preferred``)
+        within the backend's maximum."""
         if self.minibatch_size > 0:
             return self.minibatch_size
-        return max(1, min(max_batch, preferred or DEFAULT_MINIBATCH))
+        return max(1, min(max_batch, preferred))
 
     def collision_visit_limit(self, tree_size: int) -> int:
         """Collision visits a minibatch may collect in a tree of ``tree_size`` visits (lc0's

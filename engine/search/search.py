@@ -94,7 +94,7 @@ class Search:
         tree.reset_board(self.state)
         # The batches in flight are evaluated at once where the backend runs calls concurrently
         # (one per device: both cores of a CPU busy), else one after the other.
-        workers = max(1, getattr(network, "concurrency", 1))
+        workers = self.state.attributes.concurrency
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nn-eval")
         # Set by stop() and by each finished evaluation: the search thread sleeps on it, so a
         # stop wakes it at once instead of at the next polling slice.
@@ -190,8 +190,8 @@ class Search:
         pending: list[tuple[Future, Batch]] = []
         last_info = 0.0
         last_best = None
-        batch_size = state.params.batch_size(self.network.max_batch,
-                                             getattr(self.network, "preferred_batch", None))
+        attributes = state.attributes
+        batch_size = state.params.batch_size(attributes.max_batch, attributes.preferred_batch)
         try:
             while not state.stop.is_set():
                 self._maybe_ponderhit()

@@ -18,7 +18,7 @@ import chess
 import numpy as np
 
 from engine import encoding
-from engine.backend import Network
+from engine.backend import BackendAttributes, Network
 from engine.encoding.planes import EncodedMasks
 from engine.search.cache import NNCache
 from engine.search.node import Node
@@ -138,12 +138,15 @@ class SearchState:
     root_filter: list[bool] | None = None
     """Root moves that get visits in the minibatch being gathered (None: every move)."""
 
+    attributes: BackendAttributes = field(init=False)
+    """The network's attributes (batch sizes, padding, concurrency), read once."""
     rules: object = field(init=False)
     """The encoding rules of the network's input format (engine.encoding.format_rules)."""
     fill: object = field(init=False)
     """How history before the game start is filled: encode_planes' default, as lc0."""
 
     def __post_init__(self) -> None:
+        self.attributes = self.network.attributes()
         self.rules = encoding.format_rules(self.network.input_format)
         self.fill = encoding.HistoryFill.FEN_ONLY
 

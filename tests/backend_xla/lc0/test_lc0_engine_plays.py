@@ -36,7 +36,9 @@ class RootSpy:
     def __init__(self, net) -> None:
         self.net, self.first = net, None
         self.input_format, self.has_wdl, self.has_mlh = net.input_format, net.has_wdl, net.has_mlh
-        self.max_batch = net.max_batch
+
+    def attributes(self):
+        return self.net.attributes()
 
     def evaluate(self, planes: np.ndarray):
         if self.first is None:

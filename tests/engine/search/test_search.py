@@ -8,7 +8,7 @@ import chess
 import numpy as np
 import pytest
 
-from engine.backend import POLICY_SIZE, NetworkOutput
+from engine.backend import POLICY_SIZE, BackendAttributes, NetworkOutput
 from engine.encoding import policy_indices
 from engine.search import Limits, Search, SearchParams
 from engine.search import backup, gather, tree
@@ -30,6 +30,11 @@ class ConstNetwork:
     def __init__(self, q: float = 0.0, d: float = 0.0, favourite: str | None = None) -> None:
         self.q, self.d, self.favourite = q, d, favourite
         self.evaluated = 0
+
+    def attributes(self) -> BackendAttributes:
+        """Minibatches of max_batch; no padding (prefetch up to MaxPrefetch); one call at a time."""
+        return BackendAttributes(name="const", description=(), max_batch=self.max_batch,
+                                 preferred_batch=self.max_batch, padded_size=None, concurrency=1)
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         n = planes.shape[0]
@@ -425,7 +430,7 @@ def test_processing_stops_at_stop_and_keeps_the_tree_consistent(monkeypatch):
     monkeypatch.setattr(backup, "backup", backup_then_stop)
     result = search.run(Limits(nodes=5000))
     assert result.bestmove in chess.Board().legal_moves
-    assert search.params.batch_size(net.max_batch) >= 2 * STOP_CHECK_EVERY
+    assert search.params.batch_size(net.max_batch, net.max_batch) >= 2 * STOP_CHECK_EVERY
     assert len(calls) < 40 + STOP_CHECK_EVERY, "the batch was processed to its end after stop"
     _assert_tree_consistent(search.root)
     search.close()
