@@ -10,6 +10,7 @@ instead of silently weak moves.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -20,9 +21,9 @@ import chess
 import engine
 from engine import options as opts
 from engine.backend import load_network
-from engine.search import Limits, NNCache, Search, ThinkingInfo, collector_paused, from_options
+from engine.search import Limit, NNCache, Search, ThinkingInfo, collector_paused, from_options
 from engine.tablebase import Tablebase, TablebaseError, open_tablebases
-from engine.timemgr import GoParams, TimeManager, parse_time_manager
+from engine.timemgr import TimeManager, parse_time_manager
 
 NETS_DIR = Path(engine.__file__).resolve().parent.parent / "nets"
 DEFAULT_NETWORK = NETS_DIR / opts.DEFAULT_NETWORK_FILE
@@ -99,8 +100,8 @@ class Controller:
         self._thread: threading.Thread | None = None
         self._infinite_stop = threading.Event()
         self._bestmove_sent = threading.Event()
-        self._go: GoParams | None = None
-        self._go_limits: dict = {}
+        self._limit: Limit | None = None
+        """The running (or last) go's limit, its budget included; ponderhit replaces it."""
 
     # ------------------------------------------------------------------------------ commands
     def set_option(self, name: str, value: Any) -> None:
@@ -132,10 +133,9 @@ class Controller:
     def set_position(self, board: chess.Board) -> None:
         self.board = board
 
-    def go(self, go: GoParams, limits: Mapping[str, int], searchmoves: tuple[chess.Move, ...],
-           arrived_at: float) -> None:
-        """Start a search on its own thread; ``limits`` holds go's nodes, depth and mate, and
-        the clock runs from ``arrived_at`` (when the go line arrived)."""
+    def go(self, limit: Limit) -> None:
+        """Start a search on its own thread; its clock runs from ``limit.started_at`` (when the
+        go line arrived)."""
         if self.searching:
             self.listener.error("go: a search is already running; stopping it first")
             self.stop_and_join()
@@ -147,8 +147,6 @@ class Controller:
         except ValueError as exc:  # set on the command line: reported, the previous one stays
             self.listener.error(str(exc))
         board = self.board.copy()
-        self._go = go
-        self._go_limits = dict(limits)
         ok = self.ensure_network()
         if ok:
             params = from_options(self.values)
@@ -158,10 +156,10 @@ class Controller:
             self.search.params = params
             self.search.tablebase = self.tablebase
             self.cache.resize(params.nn_cache_size)
-        search_limits = self._make_limits(go, searchmoves, arrived_at)
-        clock_budget = search_limits.time_ms if go.movetime is None else None
+        limit = self._limit = self._with_budget(limit)
+        clock_budget = limit.budget_ms if limit.movetime is None else None
         self._thread = threading.Thread(target=self._search_thread, name="search", daemon=True,
-                                        args=(board, search_limits, clock_budget if ok else None, ok))
+                                        args=(board, limit, clock_budget if ok else None, ok))
         self._thread.start()
 
     def stop(self) -> None:
@@ -170,12 +168,11 @@ class Controller:
             self.search.stop()
 
     def ponderhit(self, arrived_at: float) -> None:
-        if not self.searching or self._go is None or not self._go.ponder:
+        if not self.searching or self._limit is None or not self._limit.ponder:
             return
-        go = GoParams(**{**self._go.__dict__, "ponder": False})
-        limits = self._make_limits(go, (), arrived_at)
-        self._go = go
-        self.search.ponderhit(limits)
+        limit = dataclasses.replace(self._limit, ponder=False, started_at=arrived_at)
+        self._limit = limit = self._with_budget(limit)
+        self.search.ponderhit(limit)
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -261,22 +258,20 @@ class Controller:
         return False
 
     # ------------------------------------------------------------------------------ search
-    def _make_limits(self, go: GoParams, searchmoves: tuple, arrived_at: float) -> Limits:
-        ints = self._go_limits
-        budget = self.timemgr.budget_ms(go, self.board.turn == chess.BLACK, self.board.ply())
-        return Limits(nodes=ints.get("nodes"), time_ms=budget, depth=ints.get("depth"),
-                      mate=ints.get("mate"), infinite=go.infinite or go.ponder,
-                      searchmoves=searchmoves, started_at=arrived_at)
+    def _with_budget(self, limit: Limit) -> Limit:
+        """``limit`` with the time manager's budget for the position to search."""
+        budget = self.timemgr.budget_ms(limit, self.board.turn == chess.BLACK, self.board.ply())
+        return dataclasses.replace(limit, budget_ms=budget)
 
-    def _search_thread(self, board: chess.Board, limits: Limits, clock_budget: float | None,
+    def _search_thread(self, board: chess.Board, limit: Limit, clock_budget: float | None,
                        ok: bool) -> None:
         # The collector stays paused until bestmove is out: resuming it costs tens of ms.
         with collector_paused():
-            self._search_and_answer(board, limits, clock_budget, ok)
+            self._search_and_answer(board, limit, clock_budget, ok)
 
-    def _search_and_answer(self, board: chess.Board, limits: Limits, clock_budget: float | None,
+    def _search_and_answer(self, board: chess.Board, limit: Limit, clock_budget: float | None,
                            ok: bool) -> None:
-        start = limits.started_at
+        start = limit.started_at if limit.started_at is not None else time.monotonic()
         best = ponder = None
         listener = self.listener
         try:
@@ -287,7 +282,7 @@ class Controller:
                 search = self.search
                 search.set_position(board)
                 result = search.run(
-                    limits, on_info=lambda infos: listener.infos(board, infos),
+                    limit, on_info=lambda infos: listener.infos(board, infos),
                     on_verbose=lambda lines: [listener.message(ln) for ln in lines],
                     verbose=bool(self.values["VerboseMoveStats"]),
                     live_stats=bool(self.values["LogLiveStats"]))
@@ -298,12 +293,12 @@ class Controller:
             best = ponder = None  # bestmove 0000: a GUI must not take this for play
         elif best is None or best not in board.legal_moves:
             best, ponder = next(iter(board.legal_moves), None), None
-        if limits.infinite and not self._infinite_stop.is_set():
-            # UCI: no bestmove before stop in infinite/ponder mode (ponderhit turns limits finite).
-            while not self._infinite_stop.is_set() and self._go is not None and (
-                    self._go.infinite or self._go.ponder):
+        if limit.until_stop and not self._infinite_stop.is_set():
+            # UCI: no bestmove before stop in infinite/ponder mode (ponderhit turns the limit finite).
+            while (not self._infinite_stop.is_set() and self._limit is not None
+                   and self._limit.until_stop):
                 self._infinite_stop.wait(0.01)
-        if self._go is not None and not (self._go.infinite or self._go.ponder):
+        if self._limit is not None and not self._limit.until_stop:
             self.timemgr.search_done(clock_budget, (time.monotonic() - start) * 1000.0)
         if ponder is not None and best is not None:
             after = board.copy(stack=False)

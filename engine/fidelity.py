@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Mapping
 import chess
 
 from engine.backend import Network
-from engine.search import Limits, Search, SearchParams
+from engine.search import Limit, Search, SearchParams
 
 Visits = Mapping[str, int]
 """Root visits by move in UCI notation (absolute coordinates, castling as e1g1)."""
@@ -145,7 +145,7 @@ def compare(network: Network, params: SearchParams, records: Iterable[dict],
 def _compare_one(search: Search, rec: dict) -> Comparison:
     board = board_of(rec)
     search.set_position(board)
-    best = search.run(Limits(nodes=int(rec["nodes"]))).bestmove.uci()
+    best = search.run(Limit(nodes=int(rec["nodes"]))).bestmove.uci()
     visits = root_visits(search)
     ref = reference_visits(rec, board)
     return Comparison(rec["index"], rec["bestmove"], best, sum(ref.values()),

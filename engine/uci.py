@@ -20,12 +20,11 @@ import chess
 import engine
 from engine import options as opts
 from engine.controller import Controller
-from engine.search import ThinkingInfo
-from engine.timemgr import GoParams
+from engine.search import Limit, ThinkingInfo
 
 GO_INT_ARGS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth", "mate")
-GO_LIMIT_ARGS = ("nodes", "depth", "mate")
-"""go arguments that are search limits rather than clock readings."""
+GO_NONNEGATIVE_ARGS = ("wtime", "btime", "movetime")
+"""go arguments read as at least 0 (a clock gone negative means no time left)."""
 
 
 class UciEngine:
@@ -213,12 +212,11 @@ class UciEngine:
             else:
                 self.error(f"go: unknown argument {tok[:40]!r}; ignored")
                 i += 1
-        go = GoParams(wtime=_nonneg(ints.get("wtime")), btime=_nonneg(ints.get("btime")),
-                      winc=ints.get("winc"), binc=ints.get("binc"), movestogo=ints.get("movestogo"),
-                      movetime=_nonneg(ints.get("movetime")), infinite="infinite" in flags,
-                      ponder="ponder" in flags)
-        limits = {k: v for k, v in ints.items() if k in GO_LIMIT_ARGS}
-        self.controller.go(go, limits, tuple(searchmoves), self._line_time)
+        for key in GO_NONNEGATIVE_ARGS:
+            if key in ints:
+                ints[key] = max(0, ints[key])
+        self.controller.go(Limit(**ints, infinite="infinite" in flags, ponder="ponder" in flags,
+                                 searchmoves=tuple(searchmoves), started_at=self._line_time))
 
     def cmd_stop(self, args: list[str]) -> None:
         self.controller.stop()
@@ -279,10 +277,6 @@ class _StderrLog:
 
     def close(self) -> None:
         pass
-
-
-def _nonneg(value: int | None) -> int | None:
-    return None if value is None else max(0, value)
 
 
 def expand_config(argv: list[str]) -> list[str]:

@@ -61,8 +61,8 @@ def gather(state: SearchState, batch_size: int) -> Batch:
     while len(batch.requests) < batch_size and batch.out_of_order < max_ooo:
         want = min(collisions_left, batch_size - len(batch.requests),
                    max_ooo - batch.out_of_order)
-        if state.limits.nodes is not None:
-            want = min(want, state.limits.nodes - state.root.n - visits_in_flight(state, batch))
+        if state.limit.nodes is not None:
+            want = min(want, state.limit.nodes - state.root.n - visits_in_flight(state, batch))
         if want <= 0:
             break
         before = (len(batch.requests), batch.out_of_order)

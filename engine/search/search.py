@@ -39,7 +39,8 @@ from engine.search.cache import NNCache
 from engine.search.node import Node
 from engine.search.params import SearchParams
 from engine.search.report import ThinkingInfo, best_children, make_infos, verbose_stats
-from engine.search.state import Batch, Limits, SearchState, SearchStats
+from engine.search.limit import Limit
+from engine.search.state import Batch, SearchState, SearchStats
 from engine.tablebase import Tablebase
 
 
@@ -99,7 +100,7 @@ class Search:
         # Set by stop() and by each finished evaluation: the search thread sleeps on it, so a
         # stop wakes it at once instead of at the next polling slice.
         self._wake = threading.Event()
-        self._ponderhit_limits: Limits | None = None
+        self._ponderhit_limit: Limit | None = None
         self._lock = threading.Lock()
 
     # The parts of the state its owner sets or reads between searches.
@@ -142,10 +143,11 @@ class Search:
         self.state.stop.set()
         self._wake.set()
 
-    def ponderhit(self, limits: Limits) -> None:
-        """Turn a ponder search into a normal one with ``limits`` counted from now."""
+    def ponderhit(self, limit: Limit) -> None:
+        """Turn a ponder search into a normal one with ``limit`` (its clock from its
+        ``started_at``, the ponderhit's arrival)."""
         with self._lock:
-            self._ponderhit_limits = limits
+            self._ponderhit_limit = limit
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -155,7 +157,7 @@ class Search:
         return self.state.stats()
 
     # ----------------------------------------------------------------------------- main loop
-    def run(self, limits: Limits, on_info: Callable[[list[ThinkingInfo]], None] | None = None,
+    def run(self, limit: Limit, on_info: Callable[[list[ThinkingInfo]], None] | None = None,
             on_verbose: Callable[[list[str]], None] | None = None,
             verbose: bool = False, live_stats: bool = False) -> SearchResult:
         """Search until a limit is reached or stop(); in infinite mode (go infinite / ponder) keep
@@ -163,8 +165,8 @@ class Search:
         state = self.state
         state.stop.clear()
         with self._lock:
-            self._ponderhit_limits = None
-        state.new_search(limits)
+            self._ponderhit_limit = None
+        state.new_search(limit)
         start = state.start
         root_moves = list(state.board.legal_moves)
         if not root_moves:
@@ -217,7 +219,7 @@ class Search:
         to gather, expand and back up the oldest one. Returns False when the search is over."""
         state = self.state
         reached = stoppers.limit_reached(state)
-        if reached and not state.limits.infinite:
+        if reached and not state.limit.until_stop:
             return False
         progressed = False
         in_flight = state.params.threads  # lc0: one minibatch per search thread
@@ -231,7 +233,7 @@ class Search:
                 future, batch = pending.pop(0)
                 backup.process(state, batch, future.result())
         elif not pending and not progressed:
-            if not state.limits.infinite:
+            if not state.limit.until_stop:
                 return False  # nothing left to search (every line proven)
             state.stop.wait(WAIT_SLICE_S)
         return True
@@ -269,11 +271,11 @@ class Search:
 
     def _maybe_ponderhit(self) -> None:
         with self._lock:
-            limits, self._ponderhit_limits = self._ponderhit_limits, None
-        if limits is not None:
+            limit, self._ponderhit_limit = self._ponderhit_limit, None
+        if limit is not None:
             state = self.state
-            state.limits = limits
-            state.start = limits.started_at if limits.started_at is not None else time.monotonic()
+            state.limit = limit
+            state.start = limit.started_at if limit.started_at is not None else time.monotonic()
             state.first_eval_time = None
 
     # ----------------------------------------------------------------------------- results
