@@ -78,7 +78,8 @@ class Listener(Protocol):
         """Search progress from the position ``board``."""
 
     def bestmove(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> None:
-        """The answer to a ``go`` (None: no legal move or no network)."""
+        """The answer to a ``go``: a legal move (None: no legal move or no network) and the
+        reply expected to it, if any (the search's; shown only where legal after ``best``)."""
 
 
 class Controller:
@@ -300,10 +301,5 @@ class Controller:
                 self._infinite_stop.wait(0.01)
         if self._limit is not None and not self._limit.until_stop:
             self.timemgr.search_done(clock_budget, (time.monotonic() - start) * 1000.0)
-        if ponder is not None and best is not None:
-            after = board.copy(stack=False)
-            after.push(best)
-            if ponder not in after.legal_moves:
-                ponder = None
         self._bestmove_sent.set()  # the thread only sends this answer and exits
         listener.bestmove(board, best, ponder)

@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Mapping
 import chess
 
 from engine.backend import Network
-from engine.search import Limit, Search, SearchParams
+from engine.search import Limit, Search, SearchParams, collector_paused
 
 Visits = Mapping[str, int]
 """Root visits by move in UCI notation (absolute coordinates, castling as e1g1)."""
@@ -136,7 +136,8 @@ def compare(network: Network, params: SearchParams, records: Iterable[dict],
         finally:
             search.close()
 
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fidelity") as pool:
+    with collector_paused(), ThreadPoolExecutor(max_workers=max(1, workers),
+                                                thread_name_prefix="fidelity") as pool:
         for future in [pool.submit(run_group, g) for g in groups]:
             future.result()  # re-raises a search's failure
     return [results[i] for i in sorted(results)]

@@ -230,15 +230,24 @@ class UciEngine:
 
     # ------------------------------------------------------------------------------------- answers
     def _bestmove_line(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> str:
-        if best is None:
+        # best is legal (the controller's promise); ponder only where it is legal after it.
+        moves = [] if best is None else self._uci_moves(board, (best, ponder) if ponder else (best,))
+        if not moves:
             return "bestmove 0000"
+        return f"bestmove {moves[0]}" + (f" ponder {moves[1]}" if len(moves) > 1 else "")
+
+    def _uci_moves(self, board: chess.Board, moves: tuple[chess.Move, ...]) -> list[str]:
+        """``moves`` played one after the other from ``board``, in UCI notation (Chess960's
+        when UCI_Chess960 is set), up to the first that is not legal where it is played."""
         chess960 = bool(self.values["UCI_Chess960"])
-        line = f"bestmove {board.uci(best, chess960=chess960)}"
-        if ponder is not None:  # the controller checked it is legal after best
-            after = board.copy(stack=False)
-            after.push(best)
-            line += f" ponder {after.uci(ponder, chess960=chess960)}"
-        return line
+        b = board.copy(stack=False)
+        out = []
+        for move in moves:
+            if move not in b.legal_moves:
+                break
+            out.append(b.uci(move, chess960=chess960))
+            b.push(move)
+        return out
 
     def format_info(self, board: chess.Board, info: ThinkingInfo) -> str:
         parts = [f"info depth {info.depth} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"]
@@ -254,15 +263,7 @@ class UciEngine:
             parts.append(f"movesleft {info.moves_left}")
         parts.append(f"hashfull {info.hashfull} nps {info.nps} tbhits {info.tbhits}")
         if info.pv:
-            chess960 = bool(self.values["UCI_Chess960"])
-            b = board.copy(stack=False)
-            moves = []
-            for move in info.pv:
-                if move not in b.legal_moves:
-                    break
-                moves.append(b.uci(move, chess960=chess960))
-                b.push(move)
-            parts.append("pv " + " ".join(moves))
+            parts.append("pv " + " ".join(self._uci_moves(board, info.pv)))
         return " ".join(parts)
 
 

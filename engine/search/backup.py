@@ -11,19 +11,21 @@ import numpy as np
 
 from engine.search.cache import CachedEval
 from engine.search.node import Node, Terminal
-from engine.search.state import STOP_CHECK_EVERY, Batch, SearchState
+from engine.search.state import STOP_CHECK_EVERY, Batch, Request, SearchState
 
 
 
-def make_entries(state: SearchState, moves_list: list[list[chess.Move]], idx_list: list[list[int]],
-                  out) -> list[CachedEval]:
-    """Softmax of each position's legal-move logits with PolicyTemperature, moves sorted by
-    prior (stable: equal priors keep the generation order), for a whole batch at once.
+def make_entries(state: SearchState, requests: list[Request], out) -> list[CachedEval]:
+    """The NN cache entries of evaluated requests: softmax of each position's legal-move
+    logits with PolicyTemperature, moves sorted by prior (stable: equal priors keep the
+    generation order), for a whole batch at once.
 
     Every step is one numpy call over the batch except the normalising sum, which stays
     one ``np.sum`` per position: its pairwise rounding then equals the per-position
     softmax's exactly (``np.add.reduceat`` sums sequentially and differs in the last bit).
     """
+    moves_list = [r.moves for r in requests]
+    idx_list = [r.indices for r in requests]
     n = len(idx_list)
     lens = [len(i) for i in idx_list]
     rows = np.repeat(np.arange(n), lens)
@@ -49,7 +51,7 @@ def make_entries(state: SearchState, moves_list: list[list[chess.Move]], idx_lis
 def process(state: SearchState, batch: Batch, out) -> None:
     """Expand and back up the nodes of an evaluated batch."""
     requests = batch.requests
-    entries = make_entries(state, [r.moves for r in requests], [r.indices for r in requests], out)
+    entries = make_entries(state, requests, out)
     for j, (req, entry) in enumerate(zip(requests, entries)):
         state.cache.put(req.key, entry)
         if j % STOP_CHECK_EVERY == 0 and state.stop.is_set():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import chess
 import numpy as np
 
 from engine import encoding, tablebase
@@ -35,12 +36,28 @@ def ensure_root_expanded(state: SearchState) -> None:
             state.mask = None
 
 def evaluate_now(state: SearchState, key: object) -> CachedEval:
-    moves, idx = encoding.legal_moves_and_indices(state.board, state.network.input_format)
-    planes = masks_to_planes([position_masks(state.board, state.rules, state.fill)])
-    out = state.network.evaluate(planes)
-    entry = backup.make_entries(state, [moves], [idx], out)[0]
+    """Evaluate the synced position at once (not in a minibatch) and cache its entry under
+    ``key``: the root, when the search needs its moves before it can start."""
+    batch = Batch()
+    add_request(state, batch, None, key, 0, *legal_moves(state))
+    entry = backup.make_entries(state, batch.requests, state.network.evaluate(encode(batch)))[0]
     state.cache.put(key, entry)
     return entry
+
+def legal_moves(state: SearchState) -> tuple[list[chess.Move], list[int]]:
+    """The synced position's legal moves and their policy indices in the network's format."""
+    return encoding.legal_moves_and_indices(state.board, state.network.input_format)
+
+def add_request(state: SearchState, batch: Batch, node: Node | None, key: object, depth: int,
+                moves: list[chess.Move], indices: list[int]) -> None:
+    """Queue the synced position for evaluation in ``batch``: its request and its planes'
+    masks (``node`` None: a prefetch, for the NN cache only)."""
+    batch.requests.append(Request(node, key, moves, indices, depth))
+    batch.masks.append(position_masks(state.board, state.rules, state.fill))
+
+def encode(batch: Batch) -> np.ndarray:
+    """The batch's input planes: its positions' masks, decoded once for the whole batch."""
+    return masks_to_planes(batch.masks)
 
 def gather(state: SearchState, batch_size: int) -> Batch:
     """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch.
@@ -145,12 +162,11 @@ def prefetch(state: SearchState, node: Node, budget: int, depth: int, batch: Bat
         key = tree.cache_key(state, depth)
         if key in keys or state.cache.get(key) is not None:
             return 0
-        moves, idx = encoding.legal_moves_and_indices(state.board, state.network.input_format)
+        moves, idx = legal_moves(state)
         if not moves:
             return 0
         keys.add(key)
-        batch.requests.append(Request(None, key, moves, idx, depth))
-        batch.masks.append(position_masks(state.board, state.rules, state.fill))
+        add_request(state, batch, None, key, depth, moves, idx)
         return 1
     if node.n == 0:
         return 0
@@ -228,9 +244,9 @@ def leaf(state: SearchState, node: Node, k: int, depth: int, batch: Batch) -> No
     board = state.board
     key = tree.cache_key(state, depth)
     hit = state.cache.get(key)
-    moves = None
+    moves = idx = None
     if hit is None:
-        moves, idx = encoding.legal_moves_and_indices(board, state.network.input_format)
+        moves, idx = legal_moves(state)
         if not moves:
             wl = 1.0 if board.is_check() else 0.0
             node.terminal = Terminal(wl, 1.0 - abs(wl), 0.0, "mate" if wl else "stalemate")
@@ -256,10 +272,9 @@ def leaf(state: SearchState, node: Node, k: int, depth: int, batch: Batch) -> No
         backup.backup(state, node, 1, -hit.q, hit.d, hit.m, depth)
         batch.out_of_order += 1
     else:
-        if moves is None:
-            moves, idx = encoding.legal_moves_and_indices(board, state.network.input_format)
-        batch.requests.append(Request(node, key, moves, idx, depth))
-        batch.masks.append(position_masks(board, state.rules, state.fill))
+        if moves is None or idx is None:
+            moves, idx = legal_moves(state)
+        add_request(state, batch, node, key, depth, moves, idx)
         node.pending = True
     if k > 1:
         batch.collisions.append((node, k - 1))

@@ -33,7 +33,6 @@ import chess
 import numpy as np
 
 from engine.backend import Network
-from engine.encoding.planes import masks_to_planes
 from engine.search import backup, gather, stoppers, tree
 from engine.search.cache import NNCache
 from engine.search.node import Node
@@ -59,7 +58,9 @@ def collector_paused() -> Iterator[None]:
     again while it grows (~10% of the search thread's time at 4,000 nodes, more for bigger
     trees). A search creates no cyclic garbage of its own, so the pause loses nothing; but
     resuming makes the next allocation traverse everything allocated meanwhile (20-30 ms for a
-    second's tree), so the UCI layer holds the pause until its ``bestmove`` has been sent.
+    second's tree), so the pause belongs to whoever runs a search through to its answer, not
+    to :meth:`Search.run`: the controller holds it from ``go`` until its ``bestmove`` has been
+    sent; ``engine.fidelity`` and ``bin/bench`` around their searches.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -161,7 +162,8 @@ class Search:
             on_verbose: Callable[[list[str]], None] | None = None,
             verbose: bool = False, live_stats: bool = False) -> SearchResult:
         """Search until a limit is reached or stop(); in infinite mode (go infinite / ponder) keep
-        going (or idle) until stop() or ponderhit. Returns the best move by lc0's rules."""
+        going (or idle) until stop() or ponderhit. Returns the best move by lc0's rules. The
+        caller pauses the garbage collector around it (:func:`collector_paused`)."""
         state = self.state
         state.stop.clear()
         with self._lock:
@@ -174,14 +176,13 @@ class Search:
         self._filter_root_by_tablebase()
         if state.searchmoves:
             gather.ensure_root_expanded(state)
-        with collector_paused():
-            self._loop(on_info, on_verbose, live_stats)
-            infos = make_infos(state) if state.root.n > 0 else []
-            if on_info is not None and infos:
-                on_info(infos)
-            if verbose and on_verbose is not None and state.root.expanded:
-                on_verbose(verbose_stats(state))
-            best, ponder = self._choose_move(root_moves)
+        self._loop(on_info, on_verbose, live_stats)
+        infos = make_infos(state) if state.root.n > 0 else []
+        if on_info is not None and infos:
+            on_info(infos)
+        if verbose and on_verbose is not None and state.root.expanded:
+            on_verbose(verbose_stats(state))
+        best, ponder = self._choose_move(root_moves)
         return SearchResult(best, ponder, state.root.n, state.total_playouts,
                             (time.monotonic() - start) * 1000.0, tuple(infos))
 
@@ -255,8 +256,7 @@ class Search:
     def _encode_and_evaluate(self, batch: Batch) -> Future:
         """Encode a gathered batch (its leaves' plane masks, decoded once for the batch) and
         start its evaluation on the worker thread; the result wakes the search thread."""
-        planes = masks_to_planes(batch.masks)
-        future = self._executor.submit(self.network.evaluate, planes)
+        future = self._executor.submit(self.network.evaluate, gather.encode(batch))
         future.add_done_callback(lambda _: self._wake.set())
         return future
 

@@ -436,9 +436,9 @@ def test_processing_stops_at_stop_and_keeps_the_tree_consistent(monkeypatch):
     search.close()
 
 
-def test_collector_stays_paused_inside_an_outer_pause():
-    """run() resumes the garbage collector only when no caller holds it paused (the UCI layer
-    holds it until bestmove is sent)."""
+def test_collector_pauses_nest_and_run_leaves_the_collector_to_its_caller():
+    """An inner pause ends without resuming the collector (the controller holds the outer one
+    until bestmove is sent); Search.run neither pauses nor resumes it."""
     import gc
 
     from engine.search import collector_paused
@@ -446,6 +446,8 @@ def test_collector_stays_paused_inside_an_outer_pause():
     search.set_position(chess.Board())
     assert gc.isenabled()
     with collector_paused():
+        with collector_paused():
+            assert not gc.isenabled()
         search.run(Limit(nodes=50))
         assert not gc.isenabled()
     assert gc.isenabled()
