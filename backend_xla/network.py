@@ -17,7 +17,7 @@ import onnx
 from engine.backend import INPUT_PLANES, POLICY_SIZE, BackendAttributes, NetworkOutput
 
 from . import runtime
-from .convert import Converter
+from .onnx_to_jax import Converter
 from .errors import NetworkError
 from .onnx_io import INPUT_NAME, load_model, parse_dtype
 from .options import batch_sizes, parse_options

@@ -110,7 +110,7 @@ class XlaBackendRep(onnx.backend.base.BackendRep):
     def _compile(self, feed: dict[str, np.ndarray]) -> tuple:
         import jax
 
-        from .convert import Converter
+        from .onnx_to_jax import Converter
 
         conv = Converter(_bind(self.model, feed), self.source)
         # A fed leading dim of 0 reads as dynamic to the converter: hand it the batch size 0.
@@ -123,7 +123,7 @@ class XlaBackendRep(onnx.backend.base.BackendRep):
 
 
 class XlaBackend(onnx.backend.base.Backend):
-    """ONNX backend over :class:`backend_xla.convert.Converter` (ops: ``backend_xla.ops``)."""
+    """ONNX backend over :class:`backend_xla.onnx_to_jax.Converter` (ops: ``backend_xla.ops``)."""
 
     @classmethod
     def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 
 from . import ops
-from .convert import ONNX_DOMAINS, Converter
+from .onnx_to_jax import ONNX_DOMAINS, Converter
 from .errors import NetworkError, UnsupportedOpError
 from .onnx_io import load_model, onnx_to_np_dtype, parse_dtype
 

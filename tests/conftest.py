@@ -158,7 +158,7 @@ SLOW_FIRST = {
     "tests/backend_xla/test_backend_devices.py::test_loading_and_running_a_network_never_imports": 5,
     "tests/backend_xla/test_backend_speed_paths.py::test_import_after_jax_left_alone": 5,
     "tests/nets/training/test_records.py::test_policy_targets_are_the_engine_moves_and_legal": 5,
-    "tests/engine/encoding/test_encoding_movegen.py::test_random_games_all_transforms": 4,
+    "tests/engine/encoding/test_encoding_legal_moves.py::test_random_games_all_transforms": 4,
     "tests/backend_xla/test_backend_zoo.py::test_zoo_network_matches_lc0[se-b2f32-polconv-wdl-input132": 4,
     "tests/engine/search/test_search_maia.py::test_nodes_one_plays_top_policy_move_in_process": 3,
     "tests/bin/test_bin_scripts.py::test_help_from_another_directory": 3,

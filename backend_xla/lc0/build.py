@@ -7,7 +7,7 @@ import os
 import onnx
 
 from ..onnx_io import INPUT_NAME
-from .convert import Converter
+from .to_onnx import Converter
 from .errors import WeightsError
 from .graph import GraphBuilder
 from .heads import moves_left_head

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .convert import SQUARES, Converter
+from .to_onnx import SQUARES, Converter
 from .graph import INT32_MAX, Vec
 from .policy_map import CONV_POLICY_PLANES, POLICY_SIZE, attention_policy_map, conv_policy_map
 from .netproto import Message, present

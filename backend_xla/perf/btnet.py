@@ -6,7 +6,7 @@ The file uses the layout of lc0's ``NETWORK_ATTENTIONBODY_WITH_HEADFORMAT`` with
 single-head fields, as the zoo's ``bt-e64h4-pemap-mish-smolgen-swish-ffnrelu2-wdl-mlh`` does:
 PE_MAP input embedding, Mish default activation, smolgen (Swish), ReLU² feed-forward, attention
 policy, WDL value, moves-left head. Layer sizes follow what lc0's loaders infer them from
-(``src/neural/onnx/converter.cc``; :mod:`backend_xla.lc0.convert`/:mod:`backend_xla.lc0.heads`
+(``src/neural/onnx/converter.cc``; :mod:`backend_xla.lc0.to_onnx`/:mod:`backend_xla.lc0.heads`
 here): dense layers are stored [out][in], flattened.
 
 Weights are normal with std ``1/sqrt(fan_in)`` (biases std 0.02, layer-norm gammas near 1), so

@@ -1,5 +1,5 @@
-"""What the search reports: best-move ranking, info lines (as lc0's SendUciInfo) and the
-VerboseMoveStats lines (as lc0's GetVerboseStats). Plain values; the UCI layer formats them."""
+"""What the search reports: info lines (as lc0's SendUciInfo) and the VerboseMoveStats lines
+(as lc0's GetVerboseStats). Plain values; the UCI layer formats them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import chess
 import numpy as np
 
 from engine.search.node import Node
-from engine.search.select import compute_cpuct, compute_fpu, moves_left_utility
+from engine.search.puct import compute_cpuct, compute_fpu, moves_left_utility
+from engine.search.ranking import best_children
 
 if TYPE_CHECKING:
     from engine.search.state import SearchState
@@ -40,32 +41,6 @@ class ThinkingInfo:
     pv: tuple[chess.Move, ...]
     moves_left: int | None = None
     tbhits: int = 0
-
-
-def best_children(state: "SearchState", node: Node, count: int, depth: int = 0) -> list[int]:
-    """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature: terminal wins first (shortest),
-    then most visits, then higher Q, then higher prior; terminal losses last (longest first)."""
-    if node.n == 0 or not node.expanded:
-        return []
-    ds = state.draw_score(depth)
-    mask = state.mask if node is state.root else None
-    keys = []
-    for i in range(len(node.moves)):
-        if mask is not None and not mask[i]:
-            continue
-        n = node.cn[i]
-        child = node.children[i]
-        t = child.terminal if (child is not None and n > 0) else None
-        if t is not None and t.wl > 0:
-            key = (4, -t.m, 0.0, 0.0)
-        elif t is not None and t.wl < 0:
-            key = (0, t.m, 0.0, 0.0)
-        else:
-            q = node.cq[i] + ds * node.cd[i] if n > 0 else 0.0
-            key = (2, n, q, node.p[i])
-        keys.append((key, i))
-    keys.sort(key=lambda kv: kv[0], reverse=True)
-    return [i for _, i in keys[:count]]
 
 
 def wdl_mu(wl: float, d: float) -> float:

@@ -9,10 +9,12 @@ through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
 The phases are plain functions over one explicit :class:`SearchState` (state.py):
 
 - tree.py      the board along the tree, tree reuse, draw rules, cache keys
+- puct.py      the selection formulas (cpuct, FPU, moves-left utility, multi-visit assignment)
 - gather.py    selection (PUCT, multi-visit, collisions) and new leaves  (select, encode)
 - backup.py    policy softmax, expansion, backup, certainty propagation (expand, backup)
 - stoppers.py  limits and smart pruning
-- report.py    best-move ranking, info lines, verbose move statistics
+- ranking.py   best-child order and the Temperature draw
+- report.py    info lines, verbose move statistics
 
 ``Search`` (this file) owns a state, the evaluation worker and the stop signals; its
 ``_iteration`` names the phases of one step in one place, as lc0's ExecuteOneIteration does.
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import random
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -37,7 +38,8 @@ from engine.search import backup, gather, stoppers, tree
 from engine.search.cache import NNCache
 from engine.search.node import Node
 from engine.search.params import SearchParams
-from engine.search.report import ThinkingInfo, best_children, make_infos, verbose_stats
+from engine.search.ranking import best_children, temperature_choice
+from engine.search.report import ThinkingInfo, make_infos, verbose_stats
 from engine.search.limit import Limit
 from engine.search.state import Batch, SearchState, SearchStats
 from engine.tablebase import Tablebase
@@ -298,7 +300,7 @@ class Search:
             legal = [m for m in (hit.moves if hit is not None else root_moves)
                      if not state.searchmoves or m in state.searchmoves]
             return (legal or root_moves)[0], None
-        i = self._temperature_choice()
+        i = temperature_choice(state)
         if i is None:
             i = best_children(state, root, 1)[0]
         move = root.moves[i]
@@ -309,38 +311,3 @@ class Search:
             if pb:
                 ponder = child.moves[pb[0]]
         return move, ponder
-
-    def _temperature_choice(self) -> int | None:
-        state = self.state
-        p = state.params
-        temperature = p.temperature
-        moves_played = state.root_ply // 2
-        if p.temp_cutoff_move and moves_played + 1 >= p.temp_cutoff_move:
-            temperature = p.temp_endgame
-        elif temperature and p.temp_decay_moves:
-            if moves_played >= p.temp_decay_delay_moves + p.temp_decay_moves:
-                temperature = 0.0
-            elif moves_played >= p.temp_decay_delay_moves:
-                temperature *= (p.temp_decay_delay_moves + p.temp_decay_moves - moves_played) / p.temp_decay_moves
-            temperature = max(temperature, p.temp_endgame)
-        if temperature <= 0.0:
-            return None
-        root = state.root
-        n = np.array(root.cn, dtype=np.float64)
-        cq = np.array(root.cq)
-        allowed = n > 0
-        if state.mask is not None:
-            allowed &= state.mask
-        if not allowed.any():
-            return None
-        q = np.where(allowed, cq, -np.inf)
-        max_eval = q.max()
-        # TempValueCutoff is in win percentage: drop moves much worse than the best.
-        allowed &= cq >= max_eval - p.temp_value_cutoff / 50.0
-        n = n + p.temp_visit_offset
-        allowed &= n > 0
-        if not allowed.any():
-            return None
-        max_n = n[allowed].max()
-        w = np.where(allowed, np.power(np.maximum(n, 0) / max_n, 1.0 / temperature), 0.0)
-        return int(random.choices(range(len(w)), weights=w)[0])

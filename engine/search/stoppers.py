@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from engine.search.report import best_children
+from engine.search.ranking import best_children
 from engine.search.state import SearchState
 
 SMART_PRUNING_TOLERANCE_MS = 200

@@ -14,7 +14,7 @@ from engine.search import Limit, Search, SearchParams
 from engine.search import backup, gather, tree
 from engine.search.state import STOP_CHECK_EVERY
 from engine.search.node import Node
-from engine.search.select import assign_visits, child_scores, compute_cpuct, compute_fpu
+from engine.search.puct import assign_visits, child_scores, compute_cpuct, compute_fpu
 
 NO_PRUNING = SearchParams(smart_pruning_factor=0.0)
 
