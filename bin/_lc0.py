@@ -32,14 +32,26 @@ def _proc_cpu_seconds(pid: int) -> float | None:
 class Lc0:
     """An lc0 (or any UCI engine) subprocess, driven over UCI for fixed-node searches."""
 
-    def __init__(self, binary: str, backend: str, weights: str | None, options: dict[str, str],
-                 timeout: float = LC0_TIMEOUT_S):
+    def __init__(
+        self,
+        binary: str,
+        backend: str,
+        weights: str | None,
+        options: dict[str, str],
+        timeout: float = LC0_TIMEOUT_S,
+    ):
         self.binary, self.timeout = binary, timeout
         argv = [binary, f"--backend={backend}"] + ([f"--weights={weights}"] if weights else [])
         self.argv = argv
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, bufsize=1)
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+            )
         except OSError as exc:
             raise Lc0Error(f"cannot start lc0 {binary!r}: {exc}") from None
         self.lines: queue.Queue[str | None] = queue.Queue()
@@ -69,9 +81,11 @@ class Lc0:
         time.sleep(0.2)  # let the stderr reader catch up with a dying process
         rc = self.proc.poll()
         err = "\n".join(self.stderr).strip("\n")
-        return Lc0Error(f"lc0 {self.binary!r} ({' '.join(self.argv[1:])}): {why}"
-                        + (f" (exit status {rc})" if rc is not None else "")
-                        + (f"; its stderr:\n{err}" if err else "; nothing on its stderr"))
+        return Lc0Error(
+            f"lc0 {self.binary!r} ({' '.join(self.argv[1:])}): {why}"
+            + (f" (exit status {rc})" if rc is not None else "")
+            + (f"; its stderr:\n{err}" if err else "; nothing on its stderr")
+        )
 
     def send(self, command: str) -> None:
         try:
@@ -121,7 +135,12 @@ class Lc0:
             if words[:1] == ["info"] and "nodes" in words[:-1]:
                 searched = int(words[words.index("nodes") + 1])
         bestmove = lines[-1].split()[1] if len(lines[-1].split()) > 1 else "(none)"
-        return searched, dt, (cpu_end - cpu if cpu is not None and cpu_end is not None else None), bestmove
+        return (
+            searched,
+            dt,
+            (cpu_end - cpu if cpu is not None and cpu_end is not None else None),
+            bestmove,
+        )
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -43,12 +43,17 @@ def resolve_weights(value: str) -> Path:
         return DEFAULT_NETWORK
     if value == opts.AUTODISCOVER:
         for folder in (Path.cwd(), NETS_DIR.parent, NETS_DIR):
-            found = [p for p in folder.iterdir()
-                     if p.is_file() and p.name.endswith(NETWORK_SUFFIXES)] if folder.is_dir() else []
+            found = (
+                [p for p in folder.iterdir() if p.is_file() and p.name.endswith(NETWORK_SUFFIXES)]
+                if folder.is_dir()
+                else []
+            )
             if found:
                 return max(found, key=lambda p: (p.stat().st_mtime, p.name))
-        return Path(f"{opts.AUTODISCOVER}: no {'/'.join(NETWORK_SUFFIXES)} file in "
-                    f"{Path.cwd()}, {NETS_DIR.parent} or {NETS_DIR}")
+        return Path(
+            f"{opts.AUTODISCOVER}: no {'/'.join(NETWORK_SUFFIXES)} file in "
+            f"{Path.cwd()}, {NETS_DIR.parent} or {NETS_DIR}"
+        )
     return Path(value).expanduser()
 
 
@@ -77,7 +82,9 @@ class Listener(Protocol):
     def infos(self, board: chess.Board, infos: list[ThinkingInfo]) -> None:
         """Search progress from the position ``board``."""
 
-    def bestmove(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> None:
+    def bestmove(
+        self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None
+    ) -> None:
         """The answer to a ``go``: a legal move (None: no legal move or no network) and the
         reply expected to it, if any (the search's; shown only where legal after ``best``)."""
 
@@ -159,8 +166,12 @@ class Controller:
             self.cache.resize(params.nn_cache_size)
         limit = self._limit = self._with_budget(limit)
         clock_budget = limit.budget_ms if limit.movetime is None else None
-        self._thread = threading.Thread(target=self._search_thread, name="search", daemon=True,
-                                        args=(board, limit, clock_budget if ok else None, ok))
+        self._thread = threading.Thread(
+            target=self._search_thread,
+            name="search",
+            daemon=True,
+            args=(board, limit, clock_budget if ok else None, ok),
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -221,8 +232,9 @@ class Controller:
         try:
             self.network = load_network(str(path), self.values["BackendOptions"], backend=backend)
         except Exception as exc:
-            return self._load_failed(f"cannot load network {path} with backend {backend}: "
-                                     f"{type(exc).__name__}: {exc}")
+            return self._load_failed(
+                f"cannot load network {path} with backend {backend}: {type(exc).__name__}: {exc}"
+            )
         self._network_key = key
         self._load_error = None
         attributes = self.network.attributes()
@@ -230,8 +242,10 @@ class Controller:
         for line in attributes.description:
             self.listener.message(line)
         if backend != "random" and is_untrained(path):
-            self.listener.message(f"network {path.name} is untrained (random weights): its moves "
-                                  "are not meaningful; set WeightsFile to a trained network")
+            self.listener.message(
+                f"network {path.name} is untrained (random weights): its moves "
+                "are not meaningful; set WeightsFile to a trained network"
+            )
         return True
 
     def ensure_tablebase(self) -> None:
@@ -250,8 +264,10 @@ class Controller:
             self.listener.error(str(exc))
             return
         if self.tablebase is not None:
-            self.listener.message(f"Syzygy tablebases: {self.tablebase.tables} tables, up to "
-                                  f"{self.tablebase.max_pieces} pieces, from {path}")
+            self.listener.message(
+                f"Syzygy tablebases: {self.tablebase.tables} tables, up to "
+                f"{self.tablebase.max_pieces} pieces, from {path}"
+            )
 
     def _load_failed(self, message: str) -> bool:
         self._load_error = message
@@ -264,29 +280,35 @@ class Controller:
         budget = self.timemgr.budget_ms(limit, self.board.turn == chess.BLACK, self.board.ply())
         return dataclasses.replace(limit, budget_ms=budget)
 
-    def _search_thread(self, board: chess.Board, limit: Limit, clock_budget: float | None,
-                       ok: bool) -> None:
+    def _search_thread(
+        self, board: chess.Board, limit: Limit, clock_budget: float | None, ok: bool
+    ) -> None:
         # The collector stays paused until bestmove is out: resuming it costs tens of ms.
         with collector_paused():
             self._search_and_answer(board, limit, clock_budget, ok)
 
-    def _search_and_answer(self, board: chess.Board, limit: Limit, clock_budget: float | None,
-                           ok: bool) -> None:
+    def _search_and_answer(
+        self, board: chess.Board, limit: Limit, clock_budget: float | None, ok: bool
+    ) -> None:
         start = limit.started_at if limit.started_at is not None else time.monotonic()
         best = ponder = None
         listener = self.listener
         try:
             if not ok:
-                listener.error(f"no network loaded: {self._load_error}; set WeightsFile (and "
-                               "Backend, BackendOptions) to a network that loads")
+                listener.error(
+                    f"no network loaded: {self._load_error}; set WeightsFile (and "
+                    "Backend, BackendOptions) to a network that loads"
+                )
             elif any(board.legal_moves):
                 search = self.search
                 search.set_position(board)
                 result = search.run(
-                    limit, on_info=lambda infos: listener.infos(board, infos),
+                    limit,
+                    on_info=lambda infos: listener.infos(board, infos),
                     on_verbose=lambda lines: [listener.message(ln) for ln in lines],
                     verbose=bool(self.values["VerboseMoveStats"]),
-                    live_stats=bool(self.values["LogLiveStats"]))
+                    live_stats=bool(self.values["LogLiveStats"]),
+                )
                 best, ponder = result.bestmove, result.ponder
         except Exception as exc:
             listener.error(f"search failed: {type(exc).__name__}: {exc}")
@@ -296,8 +318,11 @@ class Controller:
             best, ponder = next(iter(board.legal_moves), None), None
         if limit.until_stop and not self._infinite_stop.is_set():
             # UCI: no bestmove before stop in infinite/ponder mode (ponderhit turns the limit finite).
-            while (not self._infinite_stop.is_set() and self._limit is not None
-                   and self._limit.until_stop):
+            while (
+                not self._infinite_stop.is_set()
+                and self._limit is not None
+                and self._limit.until_stop
+            ):
                 self._infinite_stop.wait(0.01)
         if self._limit is not None and not self._limit.until_stop:
             self.timemgr.search_done(clock_budget, (time.monotonic() - start) * 1000.0)

@@ -58,7 +58,9 @@ def parse_time_manager(spec: str) -> LegacyParams:
         key, eq, text = part.partition("=")
         key = key.strip()
         if key not in names or not eq:
-            raise ValueError(f"TimeManager: expected key=value with key in {sorted(names)}, got {part!r}")
+            raise ValueError(
+                f"TimeManager: expected key=value with key in {sorted(names)}, got {part!r}"
+            )
         try:
             values[names[key]] = float(text)
         except ValueError:

@@ -63,7 +63,9 @@ class UciEngine:
         for info in infos:
             self.send(self.format_info(board, info))
 
-    def bestmove(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> None:
+    def bestmove(
+        self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None
+    ) -> None:
         self.send(self._bestmove_line(board, best, ponder))
 
     def _open_log(self) -> None:
@@ -94,8 +96,10 @@ class UciEngine:
         cmd, args = tokens[0], tokens[1:]
         handler = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
         if handler is None:
-            self.error(f"unknown command {cmd[:80]!r}: expected one of uci, isready, setoption, "
-                       "ucinewgame, position, go, stop, ponderhit, quit")
+            self.error(
+                f"unknown command {cmd[:80]!r}: expected one of uci, isready, setoption, "
+                "ucinewgame, position, go, stop, ponderhit, quit"
+            )
             return True
         try:
             return handler(args) is not False
@@ -123,12 +127,14 @@ class UciEngine:
         rest = args[1:]
         if "value" in rest:
             at = rest.index("value")
-            name, text = " ".join(rest[:at]), " ".join(rest[at + 1:])
+            name, text = " ".join(rest[:at]), " ".join(rest[at + 1 :])
         else:
             name, text = " ".join(rest), ""
         try:
             option = opts.find(name)
-            value = option.parse(text) if (text or option.kind == opts.STRING) else option.parse("true")
+            value = (
+                option.parse(text) if (text or option.kind == opts.STRING) else option.parse("true")
+            )
         except opts.OptionError as exc:
             self.error(str(exc))
             return
@@ -152,7 +158,7 @@ class UciEngine:
         chess960 = bool(self.values["UCI_Chess960"])
         if "moves" in args:
             at = args.index("moves")
-            head, moves = args[:at], args[at + 1:]
+            head, moves = args[:at], args[at + 1 :]
         else:
             head, moves = args, []
         if head[0] == "startpos" and len(head) == 1:
@@ -172,8 +178,9 @@ class UciEngine:
             try:
                 move = board.parse_uci(text)
             except ValueError:
-                raise ValueError(f"illegal move {text[:20]!r} (move {i + 1} of position); "
-                                 "position unchanged") from None
+                raise ValueError(
+                    f"illegal move {text[:20]!r} (move {i + 1} of position); position unchanged"
+                ) from None
             board.push(move)
         return board
 
@@ -193,10 +200,16 @@ class UciEngine:
                     ints[tok] = int(float(value))
                     i += 2
                 except (TypeError, ValueError, OverflowError):
-                    self.error(f"go {tok}: expected a number, got "
-                               f"{'nothing' if value is None else repr(value[:20])}; ignored")
+                    self.error(
+                        f"go {tok}: expected a number, got "
+                        f"{'nothing' if value is None else repr(value[:20])}; ignored"
+                    )
                     # A following keyword starts the next argument; anything else was the value.
-                    keyword = value is None or value in GO_INT_ARGS + ("infinite", "ponder", "searchmoves")
+                    keyword = value is None or value in GO_INT_ARGS + (
+                        "infinite",
+                        "ponder",
+                        "searchmoves",
+                    )
                     i += 1 if keyword else 2
             elif tok in ("infinite", "ponder"):
                 flags.add(tok)
@@ -215,8 +228,15 @@ class UciEngine:
         for key in GO_NONNEGATIVE_ARGS:
             if key in ints:
                 ints[key] = max(0, ints[key])
-        self.controller.go(Limit(**ints, infinite="infinite" in flags, ponder="ponder" in flags,
-                                 searchmoves=tuple(searchmoves), started_at=self._line_time))
+        self.controller.go(
+            Limit(
+                **ints,
+                infinite="infinite" in flags,
+                ponder="ponder" in flags,
+                searchmoves=tuple(searchmoves),
+                started_at=self._line_time,
+            )
+        )
 
     def cmd_stop(self, args: list[str]) -> None:
         self.controller.stop()
@@ -229,9 +249,13 @@ class UciEngine:
         return False
 
     # ------------------------------------------------------------------------------------- answers
-    def _bestmove_line(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> str:
+    def _bestmove_line(
+        self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None
+    ) -> str:
         # best is legal (the controller's promise); ponder only where it is legal after it.
-        moves = [] if best is None else self._uci_moves(board, (best, ponder) if ponder else (best,))
+        moves = (
+            [] if best is None else self._uci_moves(board, (best, ponder) if ponder else (best,))
+        )
         if not moves:
             return "bestmove 0000"
         return f"bestmove {moves[0]}" + (f" ponder {moves[1]}" if len(moves) > 1 else "")
@@ -250,7 +274,9 @@ class UciEngine:
         return out
 
     def format_info(self, board: chess.Board, info: ThinkingInfo) -> str:
-        parts = [f"info depth {info.depth} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"]
+        parts = [
+            f"info depth {info.depth} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"
+        ]
         if info.multipv is not None:
             parts.append(f"multipv {info.multipv}")
         if info.mate is not None:

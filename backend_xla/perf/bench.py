@@ -52,8 +52,11 @@ def conv_table(batches=(1, 32, 256), cins=(64, 112), dtypes=("f32", "bf16"), rou
     peak = matmul_peak_gflops()
     print(f"f32 matmul peak (2048² @ 2048², jit): {peak:.0f} GFLOP/s")
     rng = np.random.default_rng(0)
-    header = ["batch", "Cin", "dtype"] + [f"{m} NCHW" if m == "lax" else m for m in CONV_METHODS] + [
-        "lax NHWC", "lax NHWC no bias/relu", "best / peak"]
+    header = (
+        ["batch", "Cin", "dtype"]
+        + [f"{m} NCHW" if m == "lax" else m for m in CONV_METHODS]
+        + ["lax NHWC", "lax NHWC no bias/relu", "best / peak"]
+    )
     rows = []
     for dt_name in dtypes:
         dt = jnp.float32 if dt_name == "f32" else jnp.bfloat16
@@ -66,11 +69,17 @@ def conv_table(batches=(1, 32, 256), cins=(64, 112), dtypes=("f32", "bf16"), rou
                 fns = {}
                 for m in CONV_METHODS:
                     lay, x = ("NCHW", xc) if m == "lax" else ("NHWC", xh)
-                    f = jax.jit(lambda x, m=m, lay=lay: conv2d(
-                        x, w, b, pads=[1] * 4, method=m, layout=lay, activation="relu"))
+                    f = jax.jit(
+                        lambda x, m=m, lay=lay: conv2d(
+                            x, w, b, pads=[1] * 4, method=m, layout=lay, activation="relu"
+                        )
+                    )
                     fns[m] = lambda f=f, x=x: f(x)
-                f = jax.jit(lambda x: conv2d(x, w, b, pads=[1] * 4, method="lax", layout="NHWC",
-                                             activation="relu"))
+                f = jax.jit(
+                    lambda x: conv2d(
+                        x, w, b, pads=[1] * 4, method="lax", layout="NHWC", activation="relu"
+                    )
+                )
                 fns["lax NHWC"] = lambda f=f: f(xh)
                 f = jax.jit(lambda x: conv2d(x, w, pads=[1] * 4, method="lax", layout="NHWC"))
                 fns["lax NHWC bare"] = lambda f=f: f(xh)
@@ -78,14 +87,22 @@ def conv_table(batches=(1, 32, 256), cins=(64, 112), dtypes=("f32", "bf16"), rou
                 flops = conv_flops(n, cin, 64, 8, 8)
                 g = {k: flops / v / 1e9 for k, v in t.items()}
                 best = max(g, key=g.get)
-                rows.append([str(n), str(cin), dt_name] + [f"{g[k]:.0f}" for k in fns] +
-                            [f"{g[best] / peak:.2f} ({best})"])
-    _print_table("3×3 conv → 64 channels, 8×8 boards, + bias + ReLU; GFLOP/s of direct-conv FLOPs "
-                 "(Winograd counts the FLOPs it avoids)", header, rows)
+                rows.append(
+                    [str(n), str(cin), dt_name]
+                    + [f"{g[k]:.0f}" for k in fns]
+                    + [f"{g[best] / peak:.2f} ({best})"]
+                )
+    _print_table(
+        "3×3 conv → 64 channels, 8×8 boards, + bias + ReLU; GFLOP/s of direct-conv FLOPs "
+        "(Winograd counts the FLOPs it avoids)",
+        header,
+        rows,
+    )
 
 
-def net_table(batches=(1, 32, 256), variants=None, devices=(1, "all"), rounds=5,
-              json_out: bool = False) -> dict:
+def net_table(
+    batches=(1, 32, 256), variants=None, devices=(1, "all"), rounds=5, json_out: bool = False
+) -> dict:
     """Positions/s of the hand-built Maia-1100 forward pass vs onnxruntime, same process."""
     import jax
     import jax.numpy as jnp
@@ -121,8 +138,9 @@ def net_table(batches=(1, 32, 256), variants=None, devices=(1, "all"), rounds=5,
             fns["onnxruntime"] = lambda x=x: sess.run(None, {"/input/planes": x})
         for name in variants:
             for d in dev_counts:
-                f = batch_sharded(make_forward(wt, **NET_VARIANTS[name]),
-                                  devices=jax.local_devices()[:d])
+                f = batch_sharded(
+                    make_forward(wt, **NET_VARIANTS[name]), devices=jax.local_devices()[:d]
+                )
                 p, w = f(xj)
                 if sess:  # never time a wrong network
                     err = float(np.abs(np.asarray(p) - ref_p).max())
@@ -134,14 +152,23 @@ def net_table(batches=(1, 32, 256), variants=None, devices=(1, "all"), rounds=5,
         if len(header) == 1 + bool(sess):
             header += [k for k in fns if k != "onnxruntime"]
         ort_rate = pos.get("onnxruntime")
-        rows.append([str(n)] + [f"{pos[k]:.0f}" + (f" ({pos[k] / ort_rate:.2f}×)"
-                                                    if ort_rate and k != "onnxruntime" else "")
-                                for k in fns])
+        rows.append(
+            [str(n)]
+            + [
+                f"{pos[k]:.0f}"
+                + (f" ({pos[k] / ort_rate:.2f}×)" if ort_rate and k != "onnxruntime" else "")
+                for k in fns
+            ]
+        )
     if json_out:
         print("JSON " + json.dumps(results))
     else:
-        _print_table(f"Maia-1100 positions/s (ratio to onnxruntime in the same run); "
-                     f"XLA_FLAGS={results['xla_flags']!r}", header, rows)
+        _print_table(
+            f"Maia-1100 positions/s (ratio to onnxruntime in the same run); "
+            f"XLA_FLAGS={results['xla_flags']!r}",
+            header,
+            rows,
+        )
     return results
 
 
@@ -154,8 +181,16 @@ def flags_table(flag_sets: list[str], batch: int = 256, variants=None, repeats: 
     for r in range(repeats):
         for flags in flag_sets:
             env = dict(os.environ, XLA_FLAGS=flags)
-            cmd = [sys.executable, str(script), "net", "--json", "--batches", str(batch),
-                   "--variants", ",".join(variants)]
+            cmd = [
+                sys.executable,
+                str(script),
+                "net",
+                "--json",
+                "--batches",
+                str(batch),
+                "--variants",
+                ",".join(variants),
+            ]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
             line = next((l for l in out.stdout.splitlines() if l.startswith("JSON ")), None)
             if line is None:
@@ -167,5 +202,9 @@ def flags_table(flag_sets: list[str], batch: int = 256, variants=None, repeats: 
             for k in [k for k in res if k != "onnxruntime"]:
                 cells.append(f"{res[k]:.0f} ({res[k] / ort_rate:.2f}×)")
             rows.append([f"`{flags}`", f"{r} (ort {ort_rate:.0f})"] + cells)
-    _print_table(f"Maia-1100 batch {batch}: positions/s and ratio to onnxruntime in the same "
-                 "subprocess, per XLA_FLAGS", header, rows)
+    _print_table(
+        f"Maia-1100 batch {batch}: positions/s and ratio to onnxruntime in the same "
+        "subprocess, per XLA_FLAGS",
+        header,
+        rows,
+    )

@@ -67,11 +67,15 @@ class BackendAttributes:
 
     def __post_init__(self) -> None:
         if self.max_batch < 1 or not 1 <= self.preferred_batch <= self.max_batch:
-            raise ValueError(f"backend attributes of {self.name}: expected 1 <= preferred_batch "
-                             f"({self.preferred_batch}) <= max_batch ({self.max_batch})")
+            raise ValueError(
+                f"backend attributes of {self.name}: expected 1 <= preferred_batch "
+                f"({self.preferred_batch}) <= max_batch ({self.max_batch})"
+            )
         if self.concurrency < 1:
-            raise ValueError(f"backend attributes of {self.name}: expected concurrency >= 1, "
-                             f"got {self.concurrency}")
+            raise ValueError(
+                f"backend attributes of {self.name}: expected concurrency >= 1, "
+                f"got {self.concurrency}"
+            )
 
 
 @runtime_checkable
@@ -108,21 +112,38 @@ def checked_attributes(network: object, backend: str) -> BackendAttributes:
     kind = type(network).__name__
     for member in NETWORK_MEMBERS:
         if not hasattr(network, member):
-            raise BackendError(f"backend {backend!r}: its network ({kind}) lacks {member!r}, "
-                               f"which the protocol requires ({', '.join(NETWORK_MEMBERS)})")
+            raise BackendError(
+                f"backend {backend!r}: its network ({kind}) lacks {member!r}, "
+                f"which the protocol requires ({', '.join(NETWORK_MEMBERS)})"
+            )
     try:
         attributes = cast(Network, network).attributes()  # its members are checked above
     except TypeError as exc:  # e.g. BackendAttributes(...) without a required field
         raise BackendError(f"backend {backend!r}: {kind}.attributes() failed: {exc}") from exc
     if not isinstance(attributes, BackendAttributes):
-        raise BackendError(f"backend {backend!r}: {kind}.attributes() returned "
-                           f"{type(attributes).__name__}, expected BackendAttributes")
+        raise BackendError(
+            f"backend {backend!r}: {kind}.attributes() returned "
+            f"{type(attributes).__name__}, expected BackendAttributes"
+        )
     return attributes
 
 
-__all__ = ["INPUT_PLANES", "POLICY_MOVES", "POLICY_SIZE", "BackendAttributes", "BackendError",
-           "Network", "NetworkLoader", "NetworkOutput", "OptionError", "backend_names",
-           "checked_attributes", "load_network", "register_backend", "split_options"]
+__all__ = [
+    "INPUT_PLANES",
+    "POLICY_MOVES",
+    "POLICY_SIZE",
+    "BackendAttributes",
+    "BackendError",
+    "Network",
+    "NetworkLoader",
+    "NetworkOutput",
+    "OptionError",
+    "backend_names",
+    "checked_attributes",
+    "load_network",
+    "register_backend",
+    "split_options",
+]
 
 NetworkLoader = Callable[[str, str], Network]
 """loader(weights_path, backend_options) -> Network; ``backend_options`` is lc0's
@@ -150,6 +171,7 @@ def split_options(text: str, what: str = "backend option") -> list[tuple[str, st
             raise OptionError(f"{what} {item!r}: expected {key.strip() or 'KEY'}=VALUE")
         pairs.append((key.strip(), value.strip()))
     return pairs
+
 
 _BACKENDS: dict[str, NetworkLoader] = {}
 

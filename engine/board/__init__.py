@@ -10,6 +10,17 @@ from .moves import MAX_MOVES, describe, to_chess_move
 from .movegen import in_check, legal_moves
 from .position import FIELDS, compute_hash, from_chess_position, to_board
 
-__all__ = ["FIELDS", "MAX_MOVES", "compute_hash", "describe", "from_chess_position",
-           "game_rows", "in_check", "legal_moves", "make_move", "move_from_chess",
-           "to_board", "to_chess_move"]
+__all__ = [
+    "FIELDS",
+    "MAX_MOVES",
+    "compute_hash",
+    "describe",
+    "from_chess_position",
+    "game_rows",
+    "in_check",
+    "legal_moves",
+    "make_move",
+    "move_from_chess",
+    "to_board",
+    "to_chess_move",
+]

@@ -49,12 +49,14 @@ def _walk(square: int, dr: int, df: int, repeat: bool) -> int:
 
 
 def _table(steps, repeat: bool) -> np.ndarray:
-    return np.array([sum(_walk(s, dr, df, repeat) for dr, df in steps) for s in range(64)],
-                    dtype=np.uint64)
+    return np.array(
+        [sum(_walk(s, dr, df, repeat) for dr, df in steps) for s in range(64)], dtype=np.uint64
+    )
 
 
-RAYS = np.array([[_walk(s, dr, df, True) for s in range(64)] for dr, df in _DIRECTIONS],
-                dtype=np.uint64)
+RAYS = np.array(
+    [[_walk(s, dr, df, True) for s in range(64)] for dr, df in _DIRECTIONS], dtype=np.uint64
+)
 """RAYS[d, s]: squares seen from s in direction d on an empty board (d < 4: increasing)."""
 KNIGHT_ATTACKS = _table(_KNIGHT, False)
 KING_ATTACKS = _table(_KING, False)
@@ -128,14 +130,22 @@ def _ray(d, square, occupied):
 
 @njit(cache=True)
 def rook_attacks(square, occupied):
-    return (_ray(0, square, occupied) | _ray(1, square, occupied)
-            | _ray(4, square, occupied) | _ray(5, square, occupied))
+    return (
+        _ray(0, square, occupied)
+        | _ray(1, square, occupied)
+        | _ray(4, square, occupied)
+        | _ray(5, square, occupied)
+    )
 
 
 @njit(cache=True)
 def bishop_attacks(square, occupied):
-    return (_ray(2, square, occupied) | _ray(3, square, occupied)
-            | _ray(6, square, occupied) | _ray(7, square, occupied))
+    return (
+        _ray(2, square, occupied)
+        | _ray(3, square, occupied)
+        | _ray(6, square, occupied)
+        | _ray(7, square, occupied)
+    )
 
 
 @njit(cache=True)

@@ -8,5 +8,18 @@ from engine.search.search import Search, SearchResult, collector_paused
 from engine.search.limit import Limit
 from engine.search.state import SearchState, SearchStats
 
-__all__ = ["CachedEval", "Limit", "NNCache", "Node", "Search", "SearchParams", "SearchResult", "SearchState", "SearchStats",
-           "Terminal", "ThinkingInfo", "collector_paused", "from_options"]
+__all__ = [
+    "CachedEval",
+    "Limit",
+    "NNCache",
+    "Node",
+    "Search",
+    "SearchParams",
+    "SearchResult",
+    "SearchState",
+    "SearchStats",
+    "Terminal",
+    "ThinkingInfo",
+    "collector_paused",
+    "from_options",
+]

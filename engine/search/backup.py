@@ -14,7 +14,6 @@ from engine.search.node import Node, Terminal
 from engine.search.state import STOP_CHECK_EVERY, Batch, Request, SearchState
 
 
-
 def make_entries(state: SearchState, requests: list[Request], out) -> list[CachedEval]:
     """The NN cache entries of evaluated requests: softmax of each position's legal-move
     logits with PolicyTemperature, moves sorted by prior (stable: equal priors keep the
@@ -43,10 +42,17 @@ def make_entries(state: SearchState, requests: list[Request], out) -> list[Cache
     entries = []
     for k, (b, e) in enumerate(bounds):
         moves = moves_list[k]
-        entries.append(CachedEval(tuple([moves[j] for j in local[b:e]]),
-                                  array("f", priors[b:e].tobytes()),
-                                  qs[k], ds[k], ms[k]))
+        entries.append(
+            CachedEval(
+                tuple([moves[j] for j in local[b:e]]),
+                array("f", priors[b:e].tobytes()),
+                qs[k],
+                ds[k],
+                ms[k],
+            )
+        )
     return entries
+
 
 def process(state: SearchState, batch: Batch, out) -> None:
     """Expand and back up the nodes of an evaluated batch."""
@@ -69,6 +75,7 @@ def process(state: SearchState, batch: Batch, out) -> None:
         backup(state, node, 1, -entry.q, entry.d, entry.m, req.depth)
     state.batches += 1
 
+
 def abandon(state: SearchState, batch: Batch) -> None:
     """Drop an unfinished batch: take its visits out of flight."""
     for req in batch.requests:
@@ -76,7 +83,10 @@ def abandon(state: SearchState, batch: Batch) -> None:
             req.node.pending = False
             cancel(state, req.node, 1)
 
-def backup(state: SearchState, node: Node, k: int, v: float, d: float, m: float, depth: int) -> None:
+
+def backup(
+    state: SearchState, node: Node, k: int, v: float, d: float, m: float, depth: int
+) -> None:
     """Add k visits of value v (node's view), d, m to node and its ancestors; m grows by one per
     ply upwards and v changes sign.
 
@@ -127,6 +137,7 @@ def backup(state: SearchState, node: Node, k: int, v: float, d: float, m: float,
         m += 1.0
         node = parent
 
+
 def prove(state: SearchState, node: Node) -> bool:
     """Certainty propagation: mark ``node`` terminal when a child wins for its side to move or
     every child is proven. Returns whether it became terminal. The root stays searchable."""
@@ -147,16 +158,20 @@ def prove(state: SearchState, node: Node) -> bool:
         return False
     # A result resting on a table is a tablebase result, not a mate distance (lc0 reports no
     # mate score for it).
-    from_tb = any(c is not None and c.terminal is not None and c.terminal.kind == "tablebase"
-                  for c in node.children)
+    from_tb = any(
+        c is not None and c.terminal is not None and c.terminal.kind == "tablebase"
+        for c in node.children
+    )
     node.terminal = Terminal(-best_wl, best_d, best_m + 1.0, "tablebase" if from_tb else "proven")
     return True
+
 
 def cancel(state: SearchState, node: Node, k: int) -> None:
     """Take k visits out of flight along the path to the root (collisions, abandoned batches)."""
     while node.parent is not None:
         node.parent.cnif[node.index] -= k
         node = node.parent
+
 
 def check_in_flight(state: SearchState) -> None:
     root = state.root

@@ -19,6 +19,7 @@ from engine.search.puct import assign_visits, child_scores, selection_width
 from engine.search.state import STOP_CHECK_EVERY, Batch, Request, SearchState
 from engine.search.stoppers import time_up
 
+
 def ensure_root_expanded(state: SearchState) -> None:
     """Expand the root synchronously (needed for the searchmoves mask)."""
     root = state.root
@@ -35,6 +36,7 @@ def ensure_root_expanded(state: SearchState) -> None:
         if not state.mask.any():
             state.mask = None
 
+
 def evaluate_now(state: SearchState, key: object) -> CachedEval:
     """Evaluate the synced position at once (not in a minibatch) and cache its entry under
     ``key``: the root, when the search needs its moves before it can start."""
@@ -44,20 +46,31 @@ def evaluate_now(state: SearchState, key: object) -> CachedEval:
     state.cache.put(key, entry)
     return entry
 
+
 def legal_moves(state: SearchState) -> tuple[list[chess.Move], list[int]]:
     """The synced position's legal moves and their policy indices in the network's format."""
     return encoding.legal_moves_and_indices(state.board, state.network.input_format)
 
-def add_request(state: SearchState, batch: Batch, node: Node | None, key: object, depth: int,
-                moves: list[chess.Move], indices: list[int]) -> None:
+
+def add_request(
+    state: SearchState,
+    batch: Batch,
+    node: Node | None,
+    key: object,
+    depth: int,
+    moves: list[chess.Move],
+    indices: list[int],
+) -> None:
     """Queue the synced position for evaluation in ``batch``: its request and its planes'
     masks (``node`` None: a prefetch, for the NN cache only)."""
     batch.requests.append(Request(node, key, moves, indices, depth))
     batch.masks.append(position_masks(state.board, state.rules, state.fill))
 
+
 def encode(batch: Batch) -> np.ndarray:
     """The batch's input planes: its positions' masks, decoded once for the whole batch."""
     return masks_to_planes(batch.masks)
+
 
 def gather(state: SearchState, batch_size: int) -> Batch:
     """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch.
@@ -76,8 +89,7 @@ def gather(state: SearchState, batch_size: int) -> Batch:
     collisions_left = p.collision_visit_limit(min(state.root.n, state.remaining_hint))
     state.root_filter = catchable_root_moves(state)
     while len(batch.requests) < batch_size and batch.out_of_order < max_ooo:
-        want = min(collisions_left, batch_size - len(batch.requests),
-                   max_ooo - batch.out_of_order)
+        want = min(collisions_left, batch_size - len(batch.requests), max_ooo - batch.out_of_order)
         if state.limit.nodes is not None:
             want = min(want, state.limit.nodes - state.root.n - visits_in_flight(state, batch))
         if want <= 0:
@@ -94,16 +106,26 @@ def gather(state: SearchState, batch_size: int) -> Batch:
             del batch.collisions[first_collision:]
         else:
             collisions_left -= sum(k for _, k in new)
-        if (collisions_left <= 0 or batch.collision_events >= p.max_collision_events
-                or state.stop.is_set()):
+        if (
+            collisions_left <= 0
+            or batch.collision_events >= p.max_collision_events
+            or state.stop.is_set()
+        ):
             break
     for node, k in batch.collisions:
         backup.cancel(state, node, k)
     target = prefetch_target(state, len(batch.requests))
     if 0 < len(batch.requests) < target and not state.stop.is_set():
-        prefetch(state, state.root, target - len(batch.requests), 0, batch,
-                       {r.key for r in batch.requests})
+        prefetch(
+            state,
+            state.root,
+            target - len(batch.requests),
+            0,
+            batch,
+            {r.key for r in batch.requests},
+        )
     return batch
+
 
 def prefetch_target(state: SearchState, requests: int) -> int:
     """Batch size to fill with prefetched positions: MaxPrefetch (lc0), but no further than
@@ -114,6 +136,7 @@ def prefetch_target(state: SearchState, requests: int) -> int:
     if padded is None or requests == 0:
         return state.params.max_prefetch
     return min(state.params.max_prefetch, padded(requests))
+
 
 def probe_tablebase(state: SearchState, node: Node, k: int, depth: int, batch: Batch) -> bool:
     """lc0: below a root the tables do not cover, a position just after a capture or pawn
@@ -134,6 +157,7 @@ def probe_tablebase(state: SearchState, node: Node, k: int, depth: int, batch: B
     batch.out_of_order += 1
     return True
 
+
 def catchable_root_moves(state: SearchState) -> list[bool] | None:
     """Root moves worth visits (searchmoves, and lc0's pruning in selection): a move whose
     visits cannot reach the current best move's in the playouts expected to remain gets
@@ -150,7 +174,10 @@ def catchable_root_moves(state: SearchState) -> list[bool] | None:
     catchable = [i == best[0] or remaining >= best_n - n for i, n in enumerate(root.cn)]
     return catchable if mask is None else [a and b for a, b in zip(mask, catchable)]
 
-def prefetch(state: SearchState, node: Node, budget: int, depth: int, batch: Batch, keys: set) -> int:
+
+def prefetch(
+    state: SearchState, node: Node, budget: int, depth: int, batch: Batch, keys: set
+) -> int:
     """lc0's PrefetchIntoCache: fill a small batch with positions the search is likely to
     visit next, for the NN cache only (the tree is not touched). From ``node`` down, children
     in PUCT order each get the budget they would take before the next child overtakes them.
@@ -190,12 +217,14 @@ def prefetch(state: SearchState, node: Node, budget: int, depth: int, batch: Bat
         spent += got
     return spent
 
+
 def visits_in_flight(state: SearchState, batch: Batch) -> int:
     """Evaluations not yet backed up: the root's children visits in flight (+1 for a pending root)."""
     root = state.root
     if root.expanded:
         return sum(root.cnif)
     return 1 if root.pending else 0
+
 
 def select(state: SearchState, visits: int, batch: Batch) -> None:
     """Distribute ``visits`` from the root down the tree by PUCT (multi-visit picking)."""
@@ -233,6 +262,7 @@ def select(state: SearchState, visits: int, batch: Batch) -> None:
                 touched = i + 1
             stack.append((node.child(i), cnt, depth + 1))
         node.touched = touched
+
 
 def leaf(state: SearchState, node: Node, k: int, depth: int, batch: Batch) -> None:
     """An unexpanded node received k visits: collision, terminal, cache hit or a new request."""

@@ -48,9 +48,26 @@ class Node:
     them: selection scores only the edges before ``touched`` and the few after it.
     """
 
-    __slots__ = ("parent", "index", "n", "wl", "d", "m", "terminal", "pending",
-                 "moves", "p", "cn", "cnif", "cq", "cd", "cm", "children", "visited_policy",
-                 "touched")
+    __slots__ = (
+        "parent",
+        "index",
+        "n",
+        "wl",
+        "d",
+        "m",
+        "terminal",
+        "pending",
+        "moves",
+        "p",
+        "cn",
+        "cnif",
+        "cq",
+        "cd",
+        "cm",
+        "children",
+        "visited_policy",
+        "touched",
+    )
 
     def __init__(self, parent: "Node | None" = None, index: int = 0) -> None:
         self.parent = parent

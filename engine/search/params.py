@@ -35,7 +35,8 @@ def _derived(v: Mapping[str, Any]) -> dict[str, Any]:
         cpuct_base_at_root=float(v["CPuctBaseAtRoot"] if own_root else v["CPuctBase"]),
         cpuct_factor_at_root=float(v["CPuctFactorAtRoot"] if own_root else v["CPuctFactor"]),
         fpu_absolute=fpu_absolute,
-        fpu_absolute_at_root=(root_strategy == "same" and fpu_absolute) or root_strategy == "absolute",
+        fpu_absolute_at_root=(root_strategy == "same" and fpu_absolute)
+        or root_strategy == "absolute",
         fpu_value_at_root=float(v["FpuValue"] if root_strategy == "same" else v["FpuValueAtRoot"]),
         max_tree_nodes=(ram * 1_000_000 // BYTES_PER_NODE) if ram > 0 else DEFAULT_MAX_TREE_NODES,
     )

@@ -55,7 +55,9 @@ def temperature_choice(state: SearchState) -> int | None:
         if moves_played >= p.temp_decay_delay_moves + p.temp_decay_moves:
             temperature = 0.0
         elif moves_played >= p.temp_decay_delay_moves:
-            temperature *= (p.temp_decay_delay_moves + p.temp_decay_moves - moves_played) / p.temp_decay_moves
+            temperature *= (
+                p.temp_decay_delay_moves + p.temp_decay_moves - moves_played
+            ) / p.temp_decay_moves
         temperature = max(temperature, p.temp_endgame)
     if temperature <= 0.0:
         return None

@@ -89,12 +89,20 @@ class Search:
     """Owns the search state (tree, NN cache), the evaluation worker and the stop signals; one
     ``run`` at a time."""
 
-    def __init__(self, network: Network, params: SearchParams, cache: NNCache | None = None,
-                 tablebase: Tablebase | None = None) -> None:
+    def __init__(
+        self,
+        network: Network,
+        params: SearchParams,
+        cache: NNCache | None = None,
+        tablebase: Tablebase | None = None,
+    ) -> None:
         self.network = network
-        self.state = SearchState(network, params,
-                                 cache if cache is not None else NNCache(params.nn_cache_size),
-                                 tablebase)
+        self.state = SearchState(
+            network,
+            params,
+            cache if cache is not None else NNCache(params.nn_cache_size),
+            tablebase,
+        )
         tree.reset_board(self.state)
         # The batches in flight are evaluated at once where the backend runs calls concurrently
         # (one per device: both cores of a CPU busy), else one after the other.
@@ -160,9 +168,14 @@ class Search:
         return self.state.stats()
 
     # ----------------------------------------------------------------------------- main loop
-    def run(self, limit: Limit, on_info: Callable[[list[ThinkingInfo]], None] | None = None,
-            on_verbose: Callable[[list[str]], None] | None = None,
-            verbose: bool = False, live_stats: bool = False) -> SearchResult:
+    def run(
+        self,
+        limit: Limit,
+        on_info: Callable[[list[ThinkingInfo]], None] | None = None,
+        on_verbose: Callable[[list[str]], None] | None = None,
+        verbose: bool = False,
+        live_stats: bool = False,
+    ) -> SearchResult:
         """Search until a limit is reached or stop(); in infinite mode (go infinite / ponder) keep
         going (or idle) until stop() or ponderhit. Returns the best move by lc0's rules. The
         caller pauses the garbage collector around it (:func:`collector_paused`)."""
@@ -185,11 +198,21 @@ class Search:
         if verbose and on_verbose is not None and state.root.expanded:
             on_verbose(verbose_stats(state))
         best, ponder = self._choose_move(root_moves)
-        return SearchResult(best, ponder, state.root.n, state.total_playouts,
-                            (time.monotonic() - start) * 1000.0, tuple(infos))
+        return SearchResult(
+            best,
+            ponder,
+            state.root.n,
+            state.total_playouts,
+            (time.monotonic() - start) * 1000.0,
+            tuple(infos),
+        )
 
-    def _loop(self, on_info: Callable[[list[ThinkingInfo]], None] | None,
-              on_verbose: Callable[[list[str]], None] | None, live_stats: bool) -> None:
+    def _loop(
+        self,
+        on_info: Callable[[list[ThinkingInfo]], None] | None,
+        on_verbose: Callable[[list[str]], None] | None,
+        live_stats: bool,
+    ) -> None:
         """Run iterations until a limit (or, in infinite mode, until stop), with info lines."""
         state = self.state
         pending: list[tuple[Future, Batch]] = []
@@ -203,7 +226,11 @@ class Search:
                 if not self._iteration(pending, batch_size):
                     break
                 now = time.monotonic()
-                if on_info is not None and state.root.n > 0 and now - last_info >= INFO_INTERVAL_S / 4:
+                if (
+                    on_info is not None
+                    and state.root.n > 0
+                    and now - last_info >= INFO_INTERVAL_S / 4
+                ):
                     best = self._current_best()
                     if now - last_info >= INFO_INTERVAL_S or best != last_best:
                         on_info(make_infos(state))
@@ -297,8 +324,11 @@ class Search:
             # cache has the root (moves sorted by prior), else the first legal move.
             tree.sync(state, root, 0)
             hit = state.cache.get(tree.cache_key(state, 0))
-            legal = [m for m in (hit.moves if hit is not None else root_moves)
-                     if not state.searchmoves or m in state.searchmoves]
+            legal = [
+                m
+                for m in (hit.moves if hit is not None else root_moves)
+                if not state.searchmoves or m in state.searchmoves
+            ]
             return (legal or root_moves)[0], None
         i = temperature_choice(state)
         if i is None:

@@ -167,8 +167,12 @@ class SearchState:
 
     def stats(self) -> SearchStats:
         """The running search's counters as one record (what reports and stoppers read)."""
-        return SearchStats(elapsed_ms=self.elapsed_ms(),
-                           nodes=self.total_playouts + self.initial_visits,
-                           playouts=self.total_playouts, depth_sum=self.cum_depth,
-                           max_depth=self.max_depth, tb_hits=self.tb_hits,
-                           hashfull=self.cache.hashfull())
+        return SearchStats(
+            elapsed_ms=self.elapsed_ms(),
+            nodes=self.total_playouts + self.initial_visits,
+            playouts=self.total_playouts,
+            depth_sum=self.cum_depth,
+            max_depth=self.max_depth,
+            tb_hits=self.tb_hits,
+            hashfull=self.cache.hashfull(),
+        )

@@ -19,6 +19,7 @@ def time_up(state: SearchState) -> bool:
     t = state.limit.budget_ms
     return t is not None and not state.limit.until_stop and state.elapsed_ms() >= t
 
+
 def limit_reached(state: SearchState) -> bool:
     lim = state.params
     limit = state.limit
@@ -43,8 +44,10 @@ def limit_reached(state: SearchState) -> bool:
         return True
     return False
 
+
 def avg_depth(state: SearchState) -> float:
     return state.cum_depth / max(state.total_playouts, 1)
+
 
 def mate_found(state: SearchState) -> int | None:
     if not state.root.expanded:
@@ -56,6 +59,7 @@ def mate_found(state: SearchState) -> int | None:
     if child is None or child.terminal is None or child.terminal.wl <= 0:
         return None
     return int(round(child.terminal.m)) // 2 + 1
+
 
 def root_outcomes(state: SearchState) -> tuple[int, int, bool]:
     """(moves searched, root moves proven lost, a root move proven won), over the searchmoves."""
@@ -71,6 +75,7 @@ def root_outcomes(state: SearchState) -> tuple[int, int, bool]:
             lost += t.wl < 0.0
             won = won or t.wl > 0.0
     return moves, lost, won
+
 
 def smart_prune(state: SearchState) -> bool:
     """lc0's SmartPruningStopper, in its order: one legal move, at most one move that does not
@@ -98,8 +103,9 @@ def smart_prune(state: SearchState) -> bool:
     if state.limit.budget_ms is not None:
         nodes = state.total_playouts + SMART_PRUNING_TOLERANCE_NODES
         nps = 1000.0 * nodes / max(elapsed - state.first_eval_time, 1e-3) + 1
-        remaining = min(remaining, (state.limit.budget_ms - elapsed) / 1000.0 * nps
-                        / p.smart_pruning_factor)
+        remaining = min(
+            remaining, (state.limit.budget_ms - elapsed) / 1000.0 * nps / p.smart_pruning_factor
+        )
     if math.isinf(remaining):
         return False
     state.remaining_hint = remaining
