@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .errors import OptionError
 from .options import SPLIT_MIN_ROWS

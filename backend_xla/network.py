@@ -8,8 +8,9 @@ import queue
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import onnx
@@ -17,9 +18,9 @@ import onnx
 from engine.backend import INPUT_PLANES, POLICY_SIZE, BackendAttributes, NetworkOutput
 
 from . import runtime
-from .onnx_to_jax import Converter
 from .errors import NetworkError
 from .onnx_io import INPUT_NAME, load_model, parse_dtype
+from .onnx_to_jax import Converter
 from .options import batch_sizes, parse_options
 
 OUTPUT_POLICY = "/output/policy"

@@ -18,7 +18,8 @@ Devices: ``"CPU"`` always; ``"CUDA"`` / ``"CUDA:i"`` when JAX sees a GPU.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx

@@ -9,8 +9,9 @@ every batch size; smaller ones are inlined into the HLO as constants.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -125,8 +126,10 @@ class Converter:
                 continue
             args = [known[name] if name else None for name in node.input]
             ctx = ops.NodeContext(node, self.opset, np, self.source, self.float_override)
+            handler = ops.handler_for(node.op_type)
+            assert handler is not None  # _check_ops refused unsupported ops
             try:
-                result = ops.handler_for(node.op_type)(ctx, *args)
+                result = handler(ctx, *args)
             except Exception:
                 remaining.append(node)
                 continue
@@ -289,9 +292,11 @@ class Converter:
             ) from None
         static = all(a is None or ops.is_static(a) for a in args)
         if static:
-            xp = np
+            xp: Any = np
         else:
-            import jax.numpy as xp
+            import jax.numpy
+
+            xp = jax.numpy
         ctx = ops.NodeContext(
             node,
             self.opset,
@@ -302,8 +307,10 @@ class Converter:
             conv_method=self.conv_method,
             hwio_filter=len(node.input) > 1 and node.input[1] in hwio,
         )
+        handler = ops.handler_for(node.op_type)
+        assert handler is not None  # _check_ops refused unsupported ops
         try:
-            result = ops.handler_for(node.op_type)(ctx, *args)
+            result = handler(ctx, *args)
         except NetworkError:
             raise
         except Exception as exc:

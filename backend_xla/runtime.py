@@ -4,7 +4,6 @@ device, or split over several as :mod:`backend_xla.devices` decides)."""
 from __future__ import annotations
 
 import os
-
 import threading
 from pathlib import Path
 from typing import Any
@@ -138,11 +137,12 @@ class Params:
         import jax
 
         self.devices = devices
+        self.split: dict[str, Any] | None = None
+        self._per_device: list[dict[str, Any] | None]
         self._hwio = converter.params_for(hwio_filters=True)
         self._hwio_names = converter.hwio_weights
         if len(devices) == 1:
             self.single = {k: jax.device_put(v, devices[0]) for k, v in self._hwio.items()}
-            self.split = None
             self._per_device = [self.single]
             return
         replicated = device_split.replicated(devices)
@@ -159,6 +159,7 @@ class Params:
         if params is None:
             import jax
 
+            assert self.split is not None  # one device: _per_device holds ``single``
             device = self.devices[i]
             params = {
                 k: jax.device_put(self._hwio[k], device)
@@ -212,6 +213,7 @@ def _lower_split(converter, rows: int, params: Params):
     sharded = device_split.shard_batch(fn, params.devices, len(specs), n_replicated=1)
     split = device_split.batch_sharding(params.devices)
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=split) for s in specs]
+    assert params.split is not None  # a split program runs on several devices
     param_shapes = {
         k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=v.sharding)
         for k, v in params.split.items()
@@ -290,6 +292,7 @@ def compile_function(
     n = len(params.devices)
     rows = device_split.split_rows(batch_size, n, min_rows_per_device)
     if rows is not None:
+        assert params.split is not None  # rows only for several devices, which have a split copy
         with jax.default_device(params.devices[0]):
             lowered, sharding = _lower_split(converter, rows, params)
             if hlo_dump_dir:

@@ -11,9 +11,9 @@ import numpy as np
 import onnx
 
 from . import ops
-from .onnx_to_jax import ONNX_DOMAINS, Converter
 from .errors import NetworkError, UnsupportedOpError
 from .onnx_io import load_model, onnx_to_np_dtype, parse_dtype
+from .onnx_to_jax import ONNX_DOMAINS, Converter
 
 
 def _load_any(path: str) -> tuple[onnx.ModelProto, Path]:
@@ -94,6 +94,7 @@ def onnx2hlo_main(argv: list[str] | None = None) -> int:
             params, *[jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
         )
         computation = lowered.compiler_ir("hlo")
+        assert computation is not None  # None only for a dialect jax does not know
     except (NetworkError, UnsupportedOpError) as exc:
         print(f"onnx2hlo: {exc}", file=sys.stderr)
         return 1
@@ -152,7 +153,7 @@ def describenet_main(argv: list[str] | None = None) -> int:
             try:
                 from .lc0 import describe
             except ImportError:
-                describe = None
+                describe = None  # type: ignore[assignment]  # without lc0 support: ONNX only
             if describe is not None:
                 print("\n".join(describe(args.net)))
                 print("-- as ONNX --")

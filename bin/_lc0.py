@@ -54,6 +54,8 @@ class Lc0:
             )
         except OSError as exc:
             raise Lc0Error(f"cannot start lc0 {binary!r}: {exc}") from None
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr  # pipes; Popen: Optional
+        self._in, self._out, self._err = self.proc.stdin, self.proc.stdout, self.proc.stderr
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: collections.deque[str] = collections.deque(maxlen=40)
         threading.Thread(target=self._pump_stdout, daemon=True).start()
@@ -69,12 +71,12 @@ class Lc0:
             raise
 
     def _pump_stdout(self) -> None:
-        for line in self.proc.stdout:
+        for line in self._out:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
 
     def _pump_stderr(self) -> None:
-        for line in self.proc.stderr:
+        for line in self._err:
             self.stderr.append(ANSI_ESCAPE.sub("", line.rstrip("\n")))
 
     def _fail(self, why: str) -> Lc0Error:
@@ -89,8 +91,8 @@ class Lc0:
 
     def send(self, command: str) -> None:
         try:
-            self.proc.stdin.write(command + "\n")
-            self.proc.stdin.flush()
+            self._in.write(command + "\n")
+            self._in.flush()
         except OSError:
             raise self._fail(f"exited before {command.split()[0]!r}") from None
 
@@ -145,8 +147,8 @@ class Lc0:
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
+                self._in.write("quit\n")
+                self._in.flush()
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()

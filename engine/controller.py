@@ -13,14 +13,15 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 import chess
 
 import engine
 from engine import options as opts
-from engine.backend import load_network
+from engine.backend import Network, load_network
 from engine.search import Limit, NNCache, Search, ThinkingInfo, collector_paused, from_options
 from engine.tablebase import Tablebase, TablebaseError, open_tablebases
 from engine.timemgr import TimeManager, parse_time_manager
@@ -96,7 +97,7 @@ class Controller:
         self.listener = listener
         self.values: dict[str, Any] = opts.defaults()
         self.values.update(values or {})
-        self.network = None
+        self.network: Network | None = None
         self._network_key: tuple | None = None
         self._load_error: str | None = None  # why the last load failed, repeated at each go
         self.search: Search | None = None
@@ -159,6 +160,7 @@ class Controller:
         if ok:
             params = from_options(self.values)
             if self.search is None:
+                assert self.network is not None  # ensure_network() loaded it
                 self.search = Search(self.network, params, self.cache)
             self.ensure_tablebase()
             self.search.params = params
@@ -184,7 +186,8 @@ class Controller:
             return
         limit = dataclasses.replace(self._limit, ponder=False, started_at=arrived_at)
         self._limit = limit = self._with_budget(limit)
-        self.search.ponderhit(limit)
+        if self.search is not None:  # None: no network, the thread only waits to answer 0000
+            self.search.ponderhit(limit)
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -204,7 +207,7 @@ class Controller:
             self._thread.join(timeout)
 
     def stop_and_join(self) -> None:
-        if self.searching:
+        if self.searching and self._thread is not None:
             self.stop()
             self._thread.join()
             self._thread = None
@@ -301,11 +304,17 @@ class Controller:
                 )
             elif any(board.legal_moves):
                 search = self.search
+                assert search is not None  # ok: go() made it
+
+                def on_verbose(lines: list[str]) -> None:
+                    for line in lines:
+                        listener.message(line)
+
                 search.set_position(board)
                 result = search.run(
                     limit,
                     on_info=lambda infos: listener.infos(board, infos),
-                    on_verbose=lambda lines: [listener.message(ln) for ln in lines],
+                    on_verbose=on_verbose,
                     verbose=bool(self.values["VerboseMoveStats"]),
                     live_stats=bool(self.values["LogLiveStats"]),
                 )

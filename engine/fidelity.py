@@ -17,10 +17,10 @@ import gzip
 import json
 import statistics
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
 
 import chess
 
@@ -154,7 +154,8 @@ def compare(
 def _compare_one(search: Search, rec: dict) -> Comparison:
     board = board_of(rec)
     search.set_position(board)
-    best = search.run(Limit(nodes=int(rec["nodes"]))).bestmove.uci()
+    move = search.run(Limit(nodes=int(rec["nodes"]))).bestmove
+    best = move.uci() if move is not None else "0000"
     visits = root_visits(search)
     ref = reference_visits(rec, board)
     return Comparison(

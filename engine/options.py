@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from engine.backend import OptionError  # one class for engine and backend options
 
@@ -81,6 +82,7 @@ class Option:
                 f"option name {self.name} type check default {'true' if self.default else 'false'}"
             )
         if self.kind == SPIN:
+            assert self.min is not None and self.max is not None  # every spin option has bounds
             return f"option name {self.name} type spin default {self.default} min {int(self.min)} max {int(self.max)}"
         if self.kind == COMBO:
             vars_ = " ".join(f"var {c}" for c in self.choices)

@@ -34,7 +34,7 @@ class UciEngine:
         self.out = out
         self._out_lock = threading.Lock()
         self._line_time = time.monotonic()  # arrival of the line being handled (see handle)
-        self._log: TextIO | None = None
+        self._log: TextIO | _StderrLog | None = None
         self.controller = Controller(self, values)
         self._open_log()
 
@@ -197,6 +197,8 @@ class UciEngine:
             if tok in GO_INT_ARGS:
                 value = args[i + 1] if i + 1 < len(args) else None
                 try:
+                    if value is None:
+                        raise ValueError(f"go {tok} without a value")
                     ints[tok] = int(float(value))
                     i += 2
                 except (TypeError, ValueError, OverflowError):
@@ -334,7 +336,7 @@ def register_backends() -> None:
     knows no implementation, so the program's entry point brings them in. Importing
     backend_xla, before anything imports jax, also asks XLA for one CPU device per core, so
     that batches can be split over the cores."""
-    import backend_xla  # noqa: F401
+    import backend_xla  # noqa: F401  (registers "xla"; before jax: a CPU device per core)
     import engine.backends  # noqa: F401  (random)
 
 

@@ -151,6 +151,7 @@ SLOW_FIRST = {
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_heldout_random_positions": 13,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_shared_positions": 8,
     "tests/engine/search/test_search_maia.py::test_maia1900_nodes_one_plays_lc0_onnx_top_move": 7,
+    "tests/test_lint.py::test_mypy_is_clean": 9,
     "tests/nets/training/test_model_export.py": 1,
     "tests/nets/training/test_model_export.py::test_exported_files_reproduce_the_jax_model": 4,
     "tests/backend_xla/test_backend_devices.py::test_batch_sharded_equals_unsharded": 6,

@@ -7,12 +7,12 @@ import os
 import onnx
 
 from ..onnx_io import INPUT_NAME
-from .to_onnx import Converter
 from .errors import WeightsError
 from .graph import GraphBuilder
 from .heads import moves_left_head
 from .heads import policy_head as policy_head_fn
 from .heads import value_head as value_head_fn
+from .to_onnx import Converter
 from .weights import Lc0Weights, read_weights
 
 DEFAULT_OPSET = 17

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
 from .netproto import Message, present, type_name
 from .weights import layer_values, read_weights
 

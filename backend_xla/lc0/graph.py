@@ -7,8 +7,8 @@ LayerNormalization), so graphs built here line up name for name with lc0's ``lee
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import onnx

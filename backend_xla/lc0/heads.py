@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .to_onnx import SQUARES, Converter
 from .graph import INT32_MAX, Vec
-from .policy_map import CONV_POLICY_PLANES, POLICY_SIZE, attention_policy_map, conv_policy_map
 from .netproto import Message, present
+from .policy_map import CONV_POLICY_PLANES, POLICY_SIZE, attention_policy_map, conv_policy_map
+from .to_onnx import SQUARES, Converter
 from .weights import conv_block
 
 POLICY_CLASSICAL, POLICY_CONVOLUTION, POLICY_ATTENTION = 1, 2, 3

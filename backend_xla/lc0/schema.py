@@ -7,7 +7,8 @@ of a message type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 
 @dataclass(frozen=True)

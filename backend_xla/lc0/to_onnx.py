@@ -45,6 +45,7 @@ class Converter:
 
     def __init__(self, weights: Lc0Weights, graph: GraphBuilder, opset: int, real_mish: bool):
         self.src = weights
+        assert weights.weights is not None  # build_onnx refuses a file without weights
         self.w: Message = weights.weights
         self.fmt = weights.format
         self.g = graph

@@ -257,7 +257,10 @@ def conv_block(block: Message | None, where: str) -> ConvWeights:
     if block is None:
         empty = np.zeros(0, np.float32)
         return ConvWeights(empty, empty, where)
-    get = lambda name: layer_values(getattr(block, name), f"{where}.{name}")  # noqa: E731
+
+    def get(name: str) -> np.ndarray:
+        return layer_values(getattr(block, name), f"{where}.{name}")
+
     weights, biases = get("weights"), get("biases")
     means, variances = get("bn_means"), get("bn_stddivs")
     gammas, betas = get("bn_gammas"), get("bn_betas")

@@ -35,7 +35,8 @@ All functions accept numpy or JAX arrays and are meant to be called inside ``jax
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -96,7 +97,7 @@ def _pads4(pads: Sequence[int] | None) -> tuple[int, int, int, int]:
     p = tuple(int(i) for i in pads)
     if len(p) != 4:
         raise ValueError(f"2-D Conv needs 4 pads, got {p}")
-    return p  # type: ignore[return-value]
+    return p[0], p[1], p[2], p[3]
 
 
 def _xp(a: Any) -> Any:
@@ -233,7 +234,7 @@ def _shifted_nhwc(x: Any, w: Any, pads4) -> Any:
     oh, ow = h + pt + pb - kh + 1, wd + pl + pr - kw + 1
     xp = _xp(w)
     w4 = xp.transpose(w, (2, 3, 1, 0))  # [KH, KW, Cin, Cout]
-    acc = None
+    acc: Any = None
     for i, win in enumerate(_windows(_pad_nhwc(x, pads4), kh, kw, oh, ow)):
         term = jnp.dot(
             win.reshape(n * oh * ow, cin),
@@ -284,8 +285,8 @@ def _winograd_nhwc(x: Any, w: Any, method: str) -> Any:
     ]
     # V = Bᵀ d B, separably: rows first, then columns.
     rows = [[_lincomb(bt[r], [d[i][j] for i in range(a)]) for j in range(a)] for r in range(a)]
-    v = [_lincomb(bt[c], rows[r]) for r in range(a) for c in range(a)]
-    v = jnp.stack(v, axis=0).reshape(a * a, n * th * tw, cin)
+    tiles = [_lincomb(bt[c], rows[r]) for r in range(a) for c in range(a)]
+    v = jnp.stack(tiles, axis=0).reshape(a * a, n * th * tw, cin)
     u = winograd_weights(w, method)
     u = u.astype(x.dtype) if hasattr(u, "astype") else u
     mm = lax.dot_general(

@@ -15,7 +15,8 @@ keeps the layout where it can (helpers below); every other handler receives them
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

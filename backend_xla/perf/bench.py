@@ -15,12 +15,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 MAIA = Path(__file__).resolve().parents[2].parent / "shared" / "lc0" / "maia" / "maia-1100.onnx"
 CONV_METHODS = ("lax", "im2col", "im2row", "shifted", "winograd2", "winograd4")
 # Whole-network variants: name → make_forward keyword arguments.
-NET_VARIANTS = {
+NET_VARIANTS: dict[str, dict[str, Any]] = {
     "lax/NCHW (op-by-op)": dict(method="lax", layout="NCHW"),
     "lax/NHWC": dict(method="lax"),
     "im2col/NHWC": dict(method="im2col"),
@@ -66,27 +68,27 @@ def conv_table(batches=(1, 32, 256), cins=(64, 112), dtypes=("f32", "bf16"), rou
                 xc = jnp.transpose(xh, (0, 3, 1, 2))
                 w = (rng.standard_normal((64, cin, 3, 3)) * 0.1).astype(np.float32)
                 b = rng.standard_normal(64).astype(np.float32)
-                fns = {}
+                fns: dict[str, Callable[..., object]] = {}
                 for m in CONV_METHODS:
                     lay, x = ("NCHW", xc) if m == "lax" else ("NHWC", xh)
                     f = jax.jit(
-                        lambda x, m=m, lay=lay: conv2d(
+                        lambda x, m=m, lay=lay, w=w, b=b: conv2d(
                             x, w, b, pads=[1] * 4, method=m, layout=lay, activation="relu"
                         )
                     )
                     fns[m] = lambda f=f, x=x: f(x)
                 f = jax.jit(
-                    lambda x: conv2d(
+                    lambda x, w=w, b=b: conv2d(
                         x, w, b, pads=[1] * 4, method="lax", layout="NHWC", activation="relu"
                     )
                 )
-                fns["lax NHWC"] = lambda f=f: f(xh)
-                f = jax.jit(lambda x: conv2d(x, w, pads=[1] * 4, method="lax", layout="NHWC"))
-                fns["lax NHWC bare"] = lambda f=f: f(xh)
+                fns["lax NHWC"] = lambda f=f, xh=xh: f(xh)
+                f = jax.jit(lambda x, w=w: conv2d(x, w, pads=[1] * 4, method="lax", layout="NHWC"))
+                fns["lax NHWC bare"] = lambda f=f, xh=xh: f(xh)
                 t = time_round_robin(fns, rounds=rounds, min_time_s=0.03)
                 flops = conv_flops(n, cin, 64, 8, 8)
                 g = {k: flops / v / 1e9 for k, v in t.items()}
-                best = max(g, key=g.get)
+                best = max(g, key=lambda k: g[k])
                 rows.append(
                     [str(n), str(cin), dt_name]
                     + [f"{g[k]:.0f}" for k in fns]
@@ -108,8 +110,8 @@ def net_table(
     import jax.numpy as jnp
     import numpy as np
 
-    from .maia import load_maia, make_forward
     from ..devices import batch_sharded
+    from .maia import load_maia, make_forward
     from .timing import time_round_robin
 
     try:
@@ -132,7 +134,7 @@ def net_table(
     for n in batches:
         x = (rng.random((n, 112, 8, 8)) < 0.3).astype(np.float32)
         xj = jnp.asarray(x)
-        fns = {}
+        fns: dict[str, Callable[..., object]] = {}
         if sess:
             ref_p, ref_w = sess.run(None, {"/input/planes": x})
             fns["onnxruntime"] = lambda x=x: sess.run(None, {"/input/planes": x})
@@ -145,7 +147,7 @@ def net_table(
                 if sess:  # never time a wrong network
                     err = float(np.abs(np.asarray(p) - ref_p).max())
                     assert err < 1e-3, f"{name}: policy differs from onnxruntime by {err}"
-                fns[f"{name} ×{d}dev"] = lambda f=f: f(xj)
+                fns[f"{name} ×{d}dev"] = lambda f=f, xj=xj: f(xj)
         t = time_round_robin(fns, rounds=rounds, min_time_s=0.2)
         pos = {k: n / v for k, v in t.items()}
         results["rows"][n] = pos

@@ -36,7 +36,7 @@ class MaiaWeights:
     """Initializers of an lc0 SE-residual ONNX file, as float32 numpy arrays (ONNX layouts)."""
 
     input_conv: tuple[np.ndarray, np.ndarray]
-    blocks: list[dict[str, np.ndarray]]
+    blocks: list[dict[str, Any]]  # per block: (weight, bias) pairs of the convs, SE arrays
     policy1: tuple[np.ndarray, np.ndarray]
     policy2: tuple[np.ndarray, np.ndarray]
     mapping: np.ndarray
@@ -60,7 +60,7 @@ def load_maia(path: str) -> MaiaWeights:
             t[f"{prefix}/w/bias"].astype(np.float32),
         )
 
-    blocks = []
+    blocks: list[dict[str, Any]] = []
     for k in range(n_blocks):
         p = f"/block{k}/conv2/se"
         blocks.append(

@@ -252,7 +252,7 @@ class Bitboards(NamedTuple):
         """bool [B]: any square set."""
         return (self.lo | self.hi) != 0
 
-    def count(self) -> jax.Array:
+    def count(self) -> jax.Array:  # type: ignore[override]  # popcount, not tuple.count
         """int32 [B]: number of squares set."""
         count = jax.lax.population_count(self.lo) + jax.lax.population_count(self.hi)
         return count.astype(jnp.int32)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 
 
 def time_round_robin(
-    fns: dict[str, Callable[[], object]],
+    fns: Mapping[str, Callable[..., object]],  # called without arguments
     *,
     rounds: int = 5,
     min_time_s: float = 0.05,

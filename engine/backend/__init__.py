@@ -9,8 +9,9 @@ register themselves on import.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol, cast, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 

@@ -68,7 +68,7 @@ def _between_and_line() -> tuple[np.ndarray, np.ndarray]:
     between = np.zeros((64, 64), np.uint64)
     line = np.zeros((64, 64), np.uint64)
     for a in range(64):
-        for d, (dr, df) in enumerate(_DIRECTIONS):
+        for d in range(len(_DIRECTIONS)):
             ray = int(RAYS[d, a])
             back = int(RAYS[(d + 4) % 8, a])
             b = ray

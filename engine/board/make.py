@@ -8,8 +8,8 @@ import numpy as np
 from numba import njit
 
 from .bitboards import NO_SQUARE, ONE, PAWN_ATTACKS, RANK_1, RANK_8, ZERO, bit
-from .moves import CASTLE, EN_PASSANT, MAX_MOVES
 from .movegen import legal_moves
+from .moves import CASTLE, EN_PASSANT, MAX_MOVES
 from .position import (
     CASTLING,
     EP,

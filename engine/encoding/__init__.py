@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import chess
 
 from engine.backend import INPUT_PLANES, POLICY_SIZE
@@ -12,7 +10,7 @@ from engine.backend import INPUT_PLANES, POLICY_SIZE
 from .formats import SUPPORTED_INPUT_FORMATS, HistoryFill, format_rules
 from .legal_moves import legal_moves_and_indices as _legal_moves_and_indices
 from .planes import encode_batch, encode_planes, transform_of
-from .policy import POLICY_INDEX, POLICY_MOVES, move_index, policy_indices_for
+from .policy import POLICY_INDEX, POLICY_MOVES, move_index
 
 
 def legal_moves_and_indices(

@@ -37,7 +37,7 @@ SUPPORTED_INPUT_FORMATS: frozenset[int] = frozenset(
 )
 
 
-class HistoryFill(str, Enum):
+class HistoryFill(str, Enum):  # noqa: UP042  (StrEnum's str() is the value, not HistoryFill.X)
     """lc0's ``FillEmptyHistory``: what to show in history slots older than the root position."""
 
     NO = "no"

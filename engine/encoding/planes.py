@@ -17,8 +17,8 @@ Canonical formats (>= 3) then transform planes 0..108 (see :mod:`.transforms`).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import chess
 import numpy as np

@@ -21,7 +21,7 @@ tests and tools) raises the same errors as :func:`.planes.encode_batch`.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import chess
 import numpy as np

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 from array import array
 
-import chess
 import numpy as np
 
 from engine.search.cache import CachedEval
@@ -129,13 +128,14 @@ def backup(
                 became_terminal = prove(state, parent)
                 if became_terminal:
                     pt = parent.terminal
+                    assert pt is not None  # prove() made the parent terminal
                     fix_n = parent.n
                     dv, dd, dm = pt.wl - parent.wl, pt.d - parent.d, pt.m - parent.m
                     parent.wl, parent.d, parent.m = pt.wl, pt.d, pt.m
         v = -v
         dv = -dv
         m += 1.0
-        node = parent
+        node = parent  # type: ignore[assignment]  # None (above the root) ends the walk
 
 
 def prove(state: SearchState, node: Node) -> bool:

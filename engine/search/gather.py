@@ -14,8 +14,8 @@ from engine.encoding.planes import masks_to_planes, position_masks
 from engine.search import backup, tree
 from engine.search.cache import CachedEval
 from engine.search.node import Node, Terminal
-from engine.search.ranking import best_children
 from engine.search.puct import assign_visits, child_scores, selection_width
+from engine.search.ranking import best_children
 from engine.search.state import STOP_CHECK_EVERY, Batch, Request, SearchState
 from engine.search.stoppers import time_up
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from engine import options as opts
 
@@ -128,7 +129,7 @@ class SearchParams:
             return self.minibatch_size
         return max(1, min(max_batch, preferred))
 
-    def collision_visit_limit(self, tree_size: int) -> int:
+    def collision_visit_limit(self, tree_size: float) -> int:
         """Collision visits a minibatch may collect in a tree of ``tree_size`` visits (lc0's
         CalculateCollisionsLeft): 1 in a small tree, MaxCollisionVisits from the scaling end,
         growing as ((size - start) / (end - start)) ** power in between. A small tree gains more
@@ -142,4 +143,4 @@ class SearchParams:
         return max(1, int(share * self.max_collision_visits))
 
 
-PARAM_NAMES = tuple(f.name for f in fields(SearchParams))
+PARAM_NAMES = tuple(f.name for f in fields(SearchParams))  # type: ignore[arg-type]  # a dataclass made by _defaults_from_options

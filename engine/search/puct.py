@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import MutableSequence, Sequence
+from collections.abc import MutableSequence, Sequence
 
 import numpy as np
 
@@ -107,8 +107,8 @@ def selection_width(node: Node, visits: int) -> int:
 def assign_visits(
     qm: Sequence[float],
     pu: Sequence[float],
-    cn: Sequence[float],
-    cnif: MutableSequence[float],
+    cn: Sequence[int],
+    cnif: MutableSequence[int],
     visits: int,
     mask: Sequence[bool] | None = None,
 ) -> dict[int, int]:

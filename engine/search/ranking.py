@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from engine.search.state import SearchState
 
 
-def best_children(state: "SearchState", node: Node, count: int, depth: int = 0) -> list[int]:
+def best_children(state: SearchState, node: Node, count: int, depth: int = 0) -> list[int]:
     """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature: terminal wins first (shortest),
     then most visits, then higher Q, then higher prior; terminal losses last (longest first)."""
     if node.n == 0 or not node.expanded:
@@ -79,4 +79,4 @@ def temperature_choice(state: SearchState) -> int | None:
         return None
     max_n = n[allowed].max()
     w = np.where(allowed, np.power(np.maximum(n, 0) / max_n, 1.0 / temperature), 0.0)
-    return int(random.choices(range(len(w)), weights=w)[0])
+    return int(random.choices(range(len(w)), weights=w.tolist())[0])

@@ -96,7 +96,7 @@ def wdl_permille(wl: float, d: float) -> tuple[int, int, int]:
     return w, dd, l
 
 
-def make_infos(state: "SearchState") -> list[ThinkingInfo]:
+def make_infos(state: SearchState) -> list[ThinkingInfo]:
     """One ThinkingInfo per principal variation (MultiPV)."""
     root = state.root
     p = state.params
@@ -164,7 +164,7 @@ def make_infos(state: "SearchState") -> list[ThinkingInfo]:
     return infos
 
 
-def principal_variation(state: "SearchState", first: int) -> list[chess.Move]:
+def principal_variation(state: SearchState, first: int) -> list[chess.Move]:
     """Root move ``first`` followed by the best child at each level."""
     node = state.root
     pv = [node.moves[first]]
@@ -180,7 +180,7 @@ def principal_variation(state: "SearchState", first: int) -> list[chess.Move]:
     return pv
 
 
-def verbose_stats(state: "SearchState") -> list[str]:
+def verbose_stats(state: SearchState) -> list[str]:
     """lc0's VerboseMoveStats lines for the root: worst move first, best last, then the node line."""
     from engine import encoding
 
@@ -232,7 +232,7 @@ def _stats(wl: float, d: float, m: float, q: float) -> str:
 
 
 def _value(
-    state: "SearchState",
+    state: SearchState,
     board: chess.Board,
     node: Node | None,
     move: chess.Move | None,

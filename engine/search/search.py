@@ -26,24 +26,22 @@ import contextlib
 import gc
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import chess
-import numpy as np
 
 from engine.backend import Network
 from engine.search import backup, gather, stoppers, tree
 from engine.search.cache import NNCache
+from engine.search.limit import Limit
 from engine.search.node import Node
 from engine.search.params import SearchParams
 from engine.search.ranking import best_children, temperature_choice
 from engine.search.report import ThinkingInfo, make_infos, verbose_stats
-from engine.search.limit import Limit
 from engine.search.state import Batch, SearchState, SearchStats
 from engine.tablebase import Tablebase
-
 
 INFO_INTERVAL_S = 1.0
 """An info line at least this often."""
@@ -238,7 +236,7 @@ class Search:
                             on_verbose(verbose_stats(state))
                         last_info, last_best = now, best
         finally:
-            for future, batch in pending:
+            for _future, batch in pending:
                 backup.abandon(state, batch)
             backup.check_in_flight(state)
 

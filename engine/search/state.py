@@ -19,6 +19,7 @@ import numpy as np
 
 from engine import encoding
 from engine.backend import BackendAttributes, Network
+from engine.encoding.formats import FormatRules
 from engine.encoding.planes import EncodedMasks
 from engine.search.cache import NNCache
 from engine.search.limit import Limit
@@ -127,9 +128,9 @@ class SearchState:
 
     attributes: BackendAttributes = field(init=False)
     """The network's attributes (batch sizes, padding, concurrency), read once."""
-    rules: object = field(init=False)
+    rules: FormatRules = field(init=False)
     """The encoding rules of the network's input format (engine.encoding.format_rules)."""
-    fill: object = field(init=False)
+    fill: encoding.HistoryFill = field(init=False)
     """How history before the game start is filled: encode_planes' default, as lc0."""
 
     def __post_init__(self) -> None:

@@ -25,8 +25,9 @@ def set_position(state: SearchState, board: chess.Board) -> bool:
         and board.chess960 == old.chess960
         and new_stack[: len(old_stack)] == old_stack
     ):
-        node = state.root
+        node: Node | None = state.root
         for move in new_stack[len(old_stack) :]:
+            assert node is not None  # the loop breaks when it becomes None
             if not node.expanded or node.terminal is not None:
                 node = None
                 break
@@ -62,7 +63,7 @@ def clear(state: SearchState) -> None:
 
 def reset_board(state: SearchState) -> None:
     state.board = state.root_board.copy()
-    state.pushed: list[Node] = []
+    state.pushed = []
     start = state.board.root()
     keys = [start._transposition_key()]
     for move in state.board.move_stack:
@@ -127,11 +128,11 @@ def sync(state: SearchState, node: Node, depth: int) -> None:
     n = node
     while depth > len(pushed):
         down.append(n)
-        n = n.parent
+        n = n.parent  # type: ignore[assignment]  # depth > 0: n is below the root
         depth -= 1
     while depth > 0 and pushed[depth - 1] is not n:
         down.append(n)
-        n = n.parent
+        n = n.parent  # type: ignore[assignment]  # depth > 0: n is below the root
         depth -= 1
     board, keys = state.board, state.keys
     for _ in range(len(pushed) - depth):
@@ -139,7 +140,7 @@ def sync(state: SearchState, node: Node, depth: int) -> None:
         pushed.pop()
         keys.pop()
     for n in reversed(down):
-        board.push(n.parent.moves[n.index])
+        board.push(n.parent.moves[n.index])  # type: ignore[union-attr]  # n is below the root
         pushed.append(n)
         keys.append(board._transposition_key())
 
@@ -155,11 +156,11 @@ def draw_kind(state: SearchState, depth: int) -> str | None:
     keys = state.keys
     last = len(keys) - 1
     key = keys[last]
-    reps, first = 0, None
+    reps, first = 0, -1
     for j in range(last - 2, max(last - board.halfmove_clock, 0) - 1, -2):
         if keys[j] == key:
             reps += 1
-            if first is None:
+            if first < 0:
                 first = j
     if reps >= 2:
         return "threefold"
