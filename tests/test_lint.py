@@ -15,10 +15,12 @@ PACKAGES = ["engine", "backend_xla"]
 
 
 def bin_python_files(folder: Path = REPO / "bin") -> list[str]:
-    """bin/'s Python, relative to the repository: its modules (``*.py``) and the scripts,
-    which have no suffix, by a first line that names python."""
+    """bin/'s Python, relative to the repository: its packages (the benchmark code), its modules
+    (``*.py``) and the scripts, which have no suffix, by a first line that names python."""
     found = []
     for path in sorted(folder.iterdir()):
+        if path.is_dir() and (path / "__init__.py").is_file():
+            found.append(str(path.relative_to(REPO)))
         if not path.is_file():
             continue
         with path.open("rb") as f:
@@ -46,7 +48,7 @@ def _tools():
 
 def test_bin_scripts_are_found_and_the_shell_launcher_is_not():
     files = bin_python_files()
-    assert {"bin/bench", "bin/match", "bin/_venv.py", "bin/ucilatency"} <= set(files)
+    assert {"bin/bench", "bin/match", "bin/_venv.py", "bin/ucilatency", "bin/xlazero_perf"} <= set(files)
     assert "bin/xlazero" not in files  # a bash script (and excluded in [tool.ruff])
 
 

@@ -1,7 +1,7 @@
 """2-D convolution in ONNX semantics, in several XLA formulations tuned for CPU.
 
 The ``Conv`` handler (:mod:`backend_xla.ops.conv`) uses :func:`conv2d` for ``conv_method`` other
-than ``lax``; the benchmarks (:mod:`backend_xla.perf`) and the hand-built Maia forward pass call
+than ``lax``; the benchmarks (``bin/xlazero_perf``) and the hand-built Maia forward pass call
 it directly.
 
 XLA's CPU convolution (``lax.conv_general_dilated``) runs on one thread and reaches well under

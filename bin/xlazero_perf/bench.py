@@ -1,6 +1,6 @@
 """Benchmarks behind ``bin/convbench`` (tables for docs/performance.md).
 
-Every table is measured round-robin in one process (see :mod:`backend_xla.perf.timing`) with a
+Every table is measured round-robin in one process (see :mod:`xlazero_perf.timing`) with a
 reference in the same run — the f32 matmul peak for conv tables, onnxruntime for network tables —
 because the machine is shared and absolute numbers drift by 2× between runs.
 
@@ -47,7 +47,7 @@ def conv_table(batches=(1, 32, 256), cins=(64, 112), dtypes=("f32", "bf16"), rou
     import jax.numpy as jnp
     import numpy as np
 
-    from ..ops.conv_methods import conv2d
+    from backend_xla.ops.conv_methods import conv2d
     from .conv import conv_flops
     from .timing import matmul_peak_gflops, time_round_robin
 
@@ -110,7 +110,7 @@ def net_table(
     import jax.numpy as jnp
     import numpy as np
 
-    from ..devices import batch_sharded
+    from backend_xla.devices import batch_sharded
     from .maia import load_maia, make_forward
     from .timing import time_round_robin
 

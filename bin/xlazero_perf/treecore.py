@@ -1,6 +1,6 @@
 """Prototype: the search tree as arrays, with a minibatch's selection and its expansion and backup
 as two XLA programs (feasibility study for a compiled search core; nothing in the runtime
-imports this). With :mod:`backend_xla.perf.movegen` it measures what the core's other phases
+imports this). With :mod:`xlazero_perf.movegen` it measures what the core's other phases
 cost per node at lc0's CPU minibatch of 7 (``bin/treecore-bench``).
 
 The tree (:class:`Tree`) holds ``capacity`` nodes. A node's children are consecutive nodes, from

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..ops.conv_methods import conv2d
+from backend_xla.ops.conv_methods import conv2d
 
 BOARD = 8  # lc0 boards are 8×8
 SQUARES = BOARD * BOARD
