@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from engine.backend import register_backend
 
-from .errors import NetworkError, OptionError, UnsupportedOpError
 from .devices import configure_host_devices
+from .errors import NetworkError, OptionError, UnsupportedOpError
 
 configure_host_devices()  # before jax starts: afterwards the CPU device count is fixed
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["NetworkError", "OptionError", "UnsupportedOpError", "load_network"]
 
 
-def load_network(path: "str | os.PathLike | onnx.ModelProto", options: str = "") -> "XlaNetwork":
+def load_network(path: str | os.PathLike | onnx.ModelProto, options: str = "") -> XlaNetwork:
     """Load, convert and compile an lc0 network (ONNX file, lc0 .pb.gz or an onnx.ModelProto).
 
     ``options`` uses lc0's --backend-opts syntax ("key=value,key=value"); see

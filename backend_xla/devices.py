@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .errors import OptionError
 from .options import SPLIT_MIN_ROWS
@@ -99,36 +100,46 @@ def select(options: dict[str, Any]) -> list:
             f"JAX could not start its devices{f' (JAX_PLATFORMS={wanted})' if wanted else ''}: "
             f"{type(exc).__name__}: {str(exc) or 'no reason given'}. For NVIDIA GPUs install JAX's "
             "GPU build (pip install -e '.[cuda]', README section GPUs); for the CPU, unset "
-            "JAX_PLATFORMS or set it to cpu") from exc
+            "JAX_PLATFORMS or set it to cpu"
+        ) from exc
     index, split = options["device"], options["host_devices"]
     if index is not None:
         if split != "auto":
-            raise OptionError(f"backend option device: names the devices itself, so "
-                              f"host_devices must be auto, got host_devices={split}")
+            raise OptionError(
+                f"backend option device: names the devices itself, so "
+                f"host_devices must be auto, got host_devices={split}"
+            )
         if index == "all":
             return list(devices)
         indices = index if isinstance(index, list) else [index]
         for i in indices:
             if i >= len(devices):
-                raise OptionError(f"backend option device: expected indices below "
-                                  f"{len(devices)} ({devices}), got {i}")
+                raise OptionError(
+                    f"backend option device: expected indices below "
+                    f"{len(devices)} ({devices}), got {i}"
+                )
         return [devices[i] for i in indices]
     count = len(devices) if split == "auto" else split
     if count > len(devices):
-        hint = ("; XLA's CPU client has one device per core only when backend_xla (or "
-                "backend_xla.devices.configure_host_devices) runs before the first "
-                "import of jax, or when XLA_FLAGS has --xla_force_host_platform_device_count")
-        raise OptionError(f"backend option host_devices: expected at most {len(devices)} "
-                          f"(the local devices: {devices}), got {count}"
-                          f"{hint if devices[0].platform == 'cpu' else ''}")
+        hint = (
+            "; XLA's CPU client has one device per core only when backend_xla (or "
+            "backend_xla.devices.configure_host_devices) runs before the first "
+            "import of jax, or when XLA_FLAGS has --xla_force_host_platform_device_count"
+        )
+        raise OptionError(
+            f"backend option host_devices: expected at most {len(devices)} "
+            f"(the local devices: {devices}), got {count}"
+            f"{hint if devices[0].platform == 'cpu' else ''}"
+        )
     return devices[:count]
 
 
 # ----------------------------------------------------------------------------- batch split
 
 
-def split_rows(batch_size: int, n_devices: int, min_rows_per_device: int = SPLIT_MIN_ROWS
-               ) -> int | None:
+def split_rows(
+    batch_size: int, n_devices: int, min_rows_per_device: int = SPLIT_MIN_ROWS
+) -> int | None:
     """Rows a batch of ``batch_size`` is padded to when split over ``n_devices`` (a multiple of
     it), or None when it runs on one device: below ``min_rows_per_device`` rows per device the
     split costs more than it saves (measured: docs/backend.md, Speed)."""
@@ -171,13 +182,21 @@ def shard_batch(fn: Callable[..., Any], devices: list, n_split: int, n_replicate
     from jax.sharding import PartitionSpec
 
     batch = PartitionSpec(BATCH_AXIS)
-    return jax.shard_map(fn, mesh=mesh(devices),
-                         in_specs=(PartitionSpec(),) * n_replicated + (batch,) * n_split,
-                         out_specs=batch, check_vma=False)
+    return jax.shard_map(
+        fn,
+        mesh=mesh(devices),
+        in_specs=(PartitionSpec(),) * n_replicated + (batch,) * n_split,
+        out_specs=batch,
+        check_vma=False,
+    )
 
 
-def batch_sharded(fn: Callable[..., Any], *, devices: list | None = None,
-                  min_rows_per_device: int = SPLIT_MIN_ROWS) -> Callable[..., Any]:
+def batch_sharded(
+    fn: Callable[..., Any],
+    *,
+    devices: list | None = None,
+    min_rows_per_device: int = SPLIT_MIN_ROWS,
+) -> Callable[..., Any]:
     """``fn(*arrays)`` jitted, with every argument and output split along axis 0 over ``devices``
     (default: every local device) as the backend splits a network (:func:`shard_batch`).
 

@@ -8,18 +8,19 @@ import queue
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import onnx
 
-from engine.backend import INPUT_PLANES, POLICY_SIZE, NetworkOutput
+from engine.backend import INPUT_PLANES, POLICY_SIZE, BackendAttributes, NetworkOutput
 
 from . import runtime
-from .convert import Converter
 from .errors import NetworkError
 from .onnx_io import INPUT_NAME, load_model, parse_dtype
+from .onnx_to_jax import Converter
 from .options import batch_sizes, parse_options
 
 OUTPUT_POLICY = "/output/policy"
@@ -43,10 +44,13 @@ def _read_model(path: str | os.PathLike | onnx.ModelProto, options: dict):
         try:
             from .lc0 import load_lc0_onnx
         except ImportError as exc:
-            raise NetworkError(f"{p}: lc0 weight files need backend_xla.lc0, which is not "
-                               f"available ({exc}); convert it to ONNX with lc0 leela2onnx") from exc
-        model = load_lc0_onnx(str(p), policy_head=options["policy_head"],
-                              value_head=options["value_head"])
+            raise NetworkError(
+                f"{p}: lc0 weight files need backend_xla.lc0, which is not "
+                f"available ({exc}); convert it to ONNX with lc0 leela2onnx"
+            ) from exc
+        model = load_lc0_onnx(
+            str(p), policy_head=options["policy_head"], value_head=options["value_head"]
+        )
         return model, str(p), p.parent
     return load_model(p), str(p), p.parent
 
@@ -86,12 +90,15 @@ class XlaNetwork:
         self.name = Path(self.source).name
         graph_inputs = {i.name for i in model.graph.input}
         if INPUT_NAME not in graph_inputs:
-            raise NetworkError(f"{self.source}: expected input {INPUT_NAME!r}, got "
-                               f"{sorted(graph_inputs)}")
+            raise NetworkError(
+                f"{self.source}: expected input {INPUT_NAME!r}, got {sorted(graph_inputs)}"
+            )
         outputs = [o.name for o in model.graph.output]
         if OUTPUT_POLICY not in outputs or not ({OUTPUT_WDL, OUTPUT_VALUE} & set(outputs)):
-            raise NetworkError(f"{self.source}: expected outputs {OUTPUT_POLICY!r} and "
-                               f"{OUTPUT_WDL!r} or {OUTPUT_VALUE!r}, got {outputs}")
+            raise NetworkError(
+                f"{self.source}: expected outputs {OUTPUT_POLICY!r} and "
+                f"{OUTPUT_WDL!r} or {OUTPUT_VALUE!r}, got {outputs}"
+            )
         self.has_wdl = OUTPUT_WDL in outputs
         self.has_mlh = OUTPUT_MLH in outputs
         wanted = [OUTPUT_POLICY, OUTPUT_WDL if self.has_wdl else OUTPUT_VALUE]
@@ -101,15 +108,21 @@ class XlaNetwork:
         try:
             self.input_format = int(fmt)
         except ValueError:
-            raise NetworkError(f"{self.source}: metadata {INPUT_FORMAT_KEY}: expected an integer, "
-                               f"got {fmt!r}") from None
+            raise NetworkError(
+                f"{self.source}: metadata {INPUT_FORMAT_KEY}: expected an integer, got {fmt!r}"
+            ) from None
         data_type = self.options["data_type"]
         self.converter = Converter(
-            model, self.source, outputs=wanted, base_dir=base_dir,
+            model,
+            self.source,
+            outputs=wanted,
+            base_dir=base_dir,
             float_override=parse_dtype(data_type) if data_type else None,
             io_dtype=parse_dtype(self.options["io_datatype"]),
             max_inline_constant_size=self.options["max_inline_constant_size"],
-            layout=self.options["layout"], conv_method=self.options["conv_method"])
+            layout=self.options["layout"],
+            conv_method=self.options["conv_method"],
+        )
         self.devices = runtime.setup(self.options)
         self.device = self.devices[0]
         minibatch = preferred_minibatch(self.device.platform)
@@ -131,8 +144,9 @@ class XlaNetwork:
         self._compile(self.sizes[0])
         if len(self.sizes) > 1:
             if self.options["background_compile"]:
-                self._thread = threading.Thread(target=self._compile_rest, daemon=True,
-                                                name="xlazero-compile")
+                self._thread = threading.Thread(
+                    target=self._compile_rest, daemon=True, name="xlazero-compile"
+                )
                 self._thread.start()
                 # A compile still running while the interpreter finalizes aborts the process
                 # ("terminate called ..."): stop between sizes and wait for the current one.
@@ -143,10 +157,14 @@ class XlaNetwork:
     # -- compilation -------------------------------------------------------------------------
     def _compile(self, batch_size: int) -> None:
         start = time.perf_counter()
-        executable = runtime.compile_function(self.converter, batch_size, self.params,
-                                              self.options["split_min_rows"],
-                                              self.options["hlo_proto_dump_dir"],
-                                              copies=self.concurrency)
+        executable = runtime.compile_function(
+            self.converter,
+            batch_size,
+            self.params,
+            self.options["split_min_rows"],
+            self.options["hlo_proto_dump_dir"],
+            copies=self.concurrency,
+        )
         with self._lock:
             self._compiled[batch_size] = executable
             self.compile_seconds[batch_size] = time.perf_counter() - start
@@ -194,27 +212,50 @@ class XlaNetwork:
                 return size
         return ready[-1]
 
+    def attributes(self) -> BackendAttributes:
+        """The engine's view of this network (engine.backend's contract)."""
+        return BackendAttributes(
+            name=self.name,
+            description=tuple(self.describe()),
+            max_batch=self.max_batch,
+            preferred_batch=self.preferred_batch,
+            padded_size=self.padded_size,
+            concurrency=self.concurrency,
+        )
+
     def describe(self) -> list[str]:
         """What runs where, for the engine's start-up ``info string``: platform, devices, data
         type, compiled batch sizes; then a warning for each request unusual on this platform."""
         platform = self.device.platform
         names = ", ".join(str(d) for d in self.devices)
         rows = self.options["split_min_rows"] * len(self.devices)
-        split = (f"batches of {rows}+ rows split over them, smaller ones whole on one device "
-                 f"({self.concurrency} at once)" if len(self.devices) > 1 else "one device")
-        dtype = self.options["data_type"] or "the network's own (f32 unless the file says otherwise)"
-        lines = [f"backend xla: platform {platform}, {len(self.devices)} device(s) [{names}], "
-                 f"{split}; data type {dtype}; batch sizes {','.join(map(str, self.sizes))} "
-                 f"(compiled now: {','.join(map(str, self.ready_sizes))}; the rest in the "
-                 f"background); search minibatch {self.preferred_batch}"]
+        split = (
+            f"batches of {rows}+ rows split over them, smaller ones whole on one device "
+            f"({self.concurrency} at once)"
+            if len(self.devices) > 1
+            else "one device"
+        )
+        dtype = (
+            self.options["data_type"] or "the network's own (f32 unless the file says otherwise)"
+        )
+        lines = [
+            f"backend xla: platform {platform}, {len(self.devices)} device(s) [{names}], "
+            f"{split}; data type {dtype}; batch sizes {','.join(map(str, self.sizes))} "
+            f"(compiled now: {','.join(map(str, self.ready_sizes))}; the rest in the "
+            f"background); search minibatch {self.preferred_batch}"
+        ]
         if platform == "cpu":
             if isinstance(self.options["device"], int):
-                lines.append(f"warning: device={self.options['device']} on the CPU pins one host "
-                             "device (one core) and turns the batch split over the cores off")
+                lines.append(
+                    f"warning: device={self.options['device']} on the CPU pins one host "
+                    "device (one core) and turns the batch split over the cores off"
+                )
             if self.options["data_type"] in ("bf16", "f16"):
-                lines.append(f"warning: data_type={self.options['data_type']} on the CPU is slower "
-                             "than f32 (no native half-precision math) and less exact "
-                             "(docs/backend.md); it suits GPUs")
+                lines.append(
+                    f"warning: data_type={self.options['data_type']} on the CPU is slower "
+                    "than f32 (no native half-precision math) and less exact "
+                    "(docs/backend.md); it suits GPUs"
+                )
         return lines
 
     def padded_size(self, n: int) -> int:
@@ -226,8 +267,10 @@ class XlaNetwork:
         """planes float32 [N, 112, 8, 8] -> NetworkOutput with N rows."""
         planes = np.asarray(planes)
         if planes.ndim != 4 or planes.shape[1:] != (INPUT_PLANES, BOARD, BOARD) or not len(planes):
-            raise NetworkError(f"{self.source}: evaluate: expected planes [N>=1, {INPUT_PLANES}, "
-                               f"{BOARD}, {BOARD}], got shape {list(planes.shape)}")
+            raise NetworkError(
+                f"{self.source}: evaluate: expected planes [N>=1, {INPUT_PLANES}, "
+                f"{BOARD}, {BOARD}], got shape {list(planes.shape)}"
+            )
         if self._error is not None:
             raise self._error
         planes = planes.astype(np.float32, copy=False)
@@ -235,7 +278,7 @@ class XlaNetwork:
         start = 0
         while start < len(planes):
             size = self._pick(len(planes) - start)
-            chunk = planes[start:start + size]
+            chunk = planes[start : start + size]
             parts.append(self._run(size, chunk))
             start += len(chunk)
         outs = [np.concatenate(col) for col in zip(*parts)]
@@ -262,16 +305,19 @@ class XlaNetwork:
     def _heads(self, outs: list[np.ndarray]) -> NetworkOutput:
         policy = outs[0].reshape(len(outs[0]), -1)
         if policy.shape[1] != POLICY_SIZE:
-            raise NetworkError(f"{self.source}: {OUTPUT_POLICY}: expected {POLICY_SIZE} logits, "
-                               f"got {policy.shape[1]}")
+            raise NetworkError(
+                f"{self.source}: {OUTPUT_POLICY}: expected {POLICY_SIZE} logits, "
+                f"got {policy.shape[1]}"
+            )
         value = outs[1].reshape(len(policy), -1)
         if self.has_wdl:
             q, d = value[:, 0] - value[:, 2], value[:, 1]
         else:
             q, d = value[:, 0], np.zeros(len(policy), np.float32)
         m = outs[2].reshape(-1) if self.has_mlh else np.zeros(len(policy), np.float32)
-        return NetworkOutput(policy=policy, q=q.astype(np.float32), d=d.astype(np.float32),
-                             m=m.astype(np.float32))
+        return NetworkOutput(
+            policy=policy, q=q.astype(np.float32), d=d.astype(np.float32), m=m.astype(np.float32)
+        )
 
 
 def _close_at_exit(ref: weakref.ref) -> None:

@@ -18,7 +18,8 @@ Devices: ``"CPU"`` always; ``"CUDA"`` / ``"CUDA:i"`` when JAX sees a GPU.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -40,8 +41,10 @@ def _jax_device(device: str):
     try:
         devices = jax.devices(platform)
     except RuntimeError as exc:  # no backend of that platform
-        raise ValueError(f"device {device!r}: expected a device JAX has, got none of platform "
-                         f"{platform!r} ({exc})") from None
+        raise ValueError(
+            f"device {device!r}: expected a device JAX has, got none of platform "
+            f"{platform!r} ({exc})"
+        ) from None
     if index >= len(devices):
         raise ValueError(f"device {device!r}: expected an index below {len(devices)}, got {index}")
     return devices[index]
@@ -70,8 +73,10 @@ def _bind(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> onnx.ModelProt
 
 def _signature(feed: dict[str, np.ndarray]) -> tuple:
     """What decides the bound model: every shape and dtype, and the values of integer inputs."""
-    return tuple((name, a.shape, a.dtype.str, a.tobytes() if a.dtype.kind in "iu" else None)
-                 for name, a in sorted(feed.items()))
+    return tuple(
+        (name, a.shape, a.dtype.str, a.tobytes() if a.dtype.kind in "iu" else None)
+        for name, a in sorted(feed.items())
+    )
 
 
 class XlaBackendRep(onnx.backend.base.BackendRep):
@@ -95,8 +100,10 @@ class XlaBackendRep(onnx.backend.base.BackendRep):
         else:
             items = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
             if len(items) > len(self.input_names):
-                raise ValueError(f"{self.source}: expected at most {len(self.input_names)} inputs "
-                                 f"({self.input_names}), got {len(items)}")
+                raise ValueError(
+                    f"{self.source}: expected at most {len(self.input_names)} inputs "
+                    f"({self.input_names}), got {len(items)}"
+                )
             feed = {name: np.asarray(x) for name, x in zip(self.input_names, items)}
         key = _signature(feed)
         if key not in self._compiled:
@@ -104,26 +111,33 @@ class XlaBackendRep(onnx.backend.base.BackendRep):
         fn, params, names, dtypes = self._compiled[key]
         with jax.default_device(_jax_device(self.device)):
             outs = fn(params, *[feed[name] for name in names])
-        return tuple(np.asarray(y) if dtype is None else np.asarray(y).astype(dtype)
-                     for y, dtype in zip(outs, dtypes))
+        return tuple(
+            np.asarray(y) if dtype is None else np.asarray(y).astype(dtype)
+            for y, dtype in zip(outs, dtypes)
+        )
 
     def _compile(self, feed: dict[str, np.ndarray]) -> tuple:
         import jax
 
-        from .convert import Converter
+        from .onnx_to_jax import Converter
 
         conv = Converter(_bind(self.model, feed), self.source)
         # A fed leading dim of 0 reads as dynamic to the converter: hand it the batch size 0.
-        empty = any(a.ndim and a.shape[0] == 0 for name, a in feed.items() if a.dtype.kind not in "iu")
+        empty = any(
+            a.ndim and a.shape[0] == 0 for name, a in feed.items() if a.dtype.kind not in "iu"
+        )
         fn, _ = conv.function(0 if empty else 1)
-        dtypes = [None if v.type.tensor_type.elem_type == onnx.TensorProto.UNDEFINED
-                  else onnx_to_np_dtype(v.type.tensor_type.elem_type, self.source)
-                  for v in self.model.graph.output]
+        dtypes = [
+            None
+            if v.type.tensor_type.elem_type == onnx.TensorProto.UNDEFINED
+            else onnx_to_np_dtype(v.type.tensor_type.elem_type, self.source)
+            for v in self.model.graph.output
+        ]
         return jax.jit(fn), conv.params, [i.name for i in conv.inputs], dtypes
 
 
 class XlaBackend(onnx.backend.base.Backend):
-    """ONNX backend over :class:`backend_xla.convert.Converter` (ops: ``backend_xla.ops``)."""
+    """ONNX backend over :class:`backend_xla.onnx_to_jax.Converter` (ops: ``backend_xla.ops``)."""
 
     @classmethod
     def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:
@@ -142,15 +156,21 @@ class XlaBackend(onnx.backend.base.Backend):
         return XlaBackendRep(model, device)
 
     @classmethod
-    def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU",
-                  **kwargs: Any) -> tuple[np.ndarray, ...]:
+    def run_model(
+        cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU", **kwargs: Any
+    ) -> tuple[np.ndarray, ...]:
         """``prepare(model, device).run(inputs)``."""
         return cls.prepare(model, device, **kwargs).run(inputs)
 
     @classmethod
-    def run_node(cls, node: onnx.NodeProto, inputs: Any, device: str = "CPU",
-                 outputs_info: Sequence[tuple[Any, Sequence[int]]] | None = None,
-                 **kwargs: Any) -> tuple[np.ndarray, ...]:
+    def run_node(
+        cls,
+        node: onnx.NodeProto,
+        inputs: Any,
+        device: str = "CPU",
+        outputs_info: Sequence[tuple[Any, Sequence[int]]] | None = None,
+        **kwargs: Any,
+    ) -> tuple[np.ndarray, ...]:
         """Run one node on ``inputs`` (a list in ``node.input`` order, or a dict by name).
 
         ``outputs_info``: ``(numpy dtype, shape)`` per output; without it outputs come back in
@@ -162,20 +182,26 @@ class XlaBackend(onnx.backend.base.Backend):
             arrays = {n: np.asarray(inputs[n]) for n in names}
         else:
             arrays = {n: np.asarray(x) for n, x in zip(names, inputs)}
-        graph_inputs = [helper.make_tensor_value_info(
-            n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in arrays.items()]
+        graph_inputs = [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+            for n, a in arrays.items()
+        ]
         graph_outputs = []
         for i, name in enumerate(o for o in node.output if o):
             if outputs_info is not None and i < len(outputs_info):
                 dtype, shape = outputs_info[i]
-                graph_outputs.append(helper.make_tensor_value_info(
-                    name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape))
+                graph_outputs.append(
+                    helper.make_tensor_value_info(
+                        name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape
+                    )
+                )
             else:
                 graph_outputs.append(helper.make_empty_tensor_value_info(name))
         opset = kwargs.pop("opset", onnx.defs.onnx_opset_version())
         model = helper.make_model(
             helper.make_graph([node], f"run_node_{node.op_type}", graph_inputs, graph_outputs),
-            opset_imports=[helper.make_opsetid("", opset)])
+            opset_imports=[helper.make_opsetid("", opset)],
+        )
         rep = XlaBackendRep(model, device, f"<onnx node {node.name or node.op_type}>")
         return rep.run(arrays)
 

@@ -68,13 +68,12 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path, source: str) -> 
             )
 
 
-def tensor_to_numpy(tensor: onnx.TensorProto, base_dir: Path | None = None,
-                    source: str = "") -> np.ndarray:
+def tensor_to_numpy(
+    tensor: onnx.TensorProto, base_dir: Path | None = None, source: str = ""
+) -> np.ndarray:
     """An initializer or Constant tensor as numpy (raw_data, typed fields or external data)."""
     try:
-        return np.asarray(
-            numpy_helper.to_array(tensor, base_dir=str(base_dir) if base_dir else "")
-        )
+        return np.asarray(numpy_helper.to_array(tensor, base_dir=str(base_dir) if base_dir else ""))
     except Exception as exc:
         raise NetworkError(f"{source}: cannot read tensor {tensor.name!r}: {exc}") from exc
 

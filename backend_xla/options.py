@@ -39,60 +39,145 @@ def default_cache_dir() -> str:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("device", "devices", None,
-           "the JAX device(s) to run on: an index (one device, no batch split), several "
-           "';'-separated (0;1: each batch split over them) or all (every local device); "
-           "default: every device in host_devices", min=0),
-    Option("host_devices", "count", "auto",
-           "devices to split each batch over (auto: every local device; XLA's CPU client has "
-           "one per core when backend_xla is imported before jax)", min=1),
-    Option("split_min_rows", "int", SPLIT_MIN_ROWS,
-           "batch sizes with fewer rows per device than this run on one device, unsplit "
-           "(measured: docs/backend.md, Speed)", min=1),
-    Option("layout", "choice", "NHWC",
-           "activation layout: NHWC keeps 4-D activations channels-last between convs "
-           "(docs/performance.md); NCHW converts op by op in ONNX layout", choices=("NHWC", "NCHW")),
-    Option("conv_method", "choice", "lax",
-           "convolution formulation in the NHWC layout (backend_xla.ops.conv_methods; lax measured "
-           "fastest in whole networks)",
-           choices=("lax", "auto", "im2col", "im2row", "shifted", "winograd2", "winograd4")),
-    Option("data_type", "choice", None,
-           "compute type (default: the network's own float type)", choices=DATA_TYPES,
-           aliases=("datatype",)),
-    Option("io_datatype", "choice", "f32", "type of the executables' inputs and outputs",
-           choices=DATA_TYPES),
-    Option("max_batch", "int", 512, "largest compiled batch size; larger batches are split",
-           min=1, max=1 << 16),
-    Option("steps", "int", 16,
-           "number of compiled batch sizes: max_batch*k/steps for k = 1..steps (as lc0's XLA)",
-           min=1, max=1024),
-    Option("batch_buckets", "int_list", None,
-           "explicit batch sizes, ';'-separated (e.g. 1;8;32;256); overrides max_batch/steps",
-           min=1, max=1 << 16),
-    Option("plugin_path", "path", None,
-           "PJRT plugin library to add to JAX (as lc0: a name with a slash is a path, a bare "
-           "name is looked up as dlopen does); given to JAX through PJRT_NAMES_AND_LIBRARY_PATHS, "
-           "so it must come with the first network loaded in the process"),
-    Option("hlo_proto_dump_dir", "path", None,
-           "write each compiled batch size's HLO module proto here (<network>-batch<N>.hlo.pb), "
-           "as lc0's XLA backend"),
-    Option("cache_dir", "str", "default",
-           "JAX persistent compilation cache directory ('none' disables; default: "
-           "$XDG_CACHE_HOME/xlazero/jax)"),
-    Option("input_format", "int", None,
-           "lc0 input format, used when the ONNX file has no lc0_input_format metadata", min=1),
-    Option("policy_head", "str", "vanilla",
-           "policy head of a multi-head lc0 weight file (.pb.gz), as lc0's --policy-head",
-           aliases=("policy-head",)),
-    Option("value_head", "str", "winner",
-           "value head of a multi-head lc0 weight file (.pb.gz), as lc0's --value-head",
-           aliases=("value-head",)),
-    Option("max_inline_constant_size", "int", 1024,
-           "initializers up to this many bytes are inlined in the HLO; larger are parameters",
-           min=0),
-    Option("background_compile", "int", 1,
-           "1: compile the smallest batch size now and the rest in a background thread; "
-           "0: compile all at load", min=0, max=1),
+    Option(
+        "device",
+        "devices",
+        None,
+        "the JAX device(s) to run on: an index (one device, no batch split), several "
+        "';'-separated (0;1: each batch split over them) or all (every local device); "
+        "default: every device in host_devices",
+        min=0,
+    ),
+    Option(
+        "host_devices",
+        "count",
+        "auto",
+        "devices to split each batch over (auto: every local device; XLA's CPU client has "
+        "one per core when backend_xla is imported before jax)",
+        min=1,
+    ),
+    Option(
+        "split_min_rows",
+        "int",
+        SPLIT_MIN_ROWS,
+        "batch sizes with fewer rows per device than this run on one device, unsplit "
+        "(measured: docs/backend.md, Speed)",
+        min=1,
+    ),
+    Option(
+        "layout",
+        "choice",
+        "NHWC",
+        "activation layout: NHWC keeps 4-D activations channels-last between convs "
+        "(docs/performance.md); NCHW converts op by op in ONNX layout",
+        choices=("NHWC", "NCHW"),
+    ),
+    Option(
+        "conv_method",
+        "choice",
+        "lax",
+        "convolution formulation in the NHWC layout (backend_xla.ops.conv_methods; lax measured "
+        "fastest in whole networks)",
+        choices=("lax", "auto", "im2col", "im2row", "shifted", "winograd2", "winograd4"),
+    ),
+    Option(
+        "data_type",
+        "choice",
+        None,
+        "compute type (default: the network's own float type)",
+        choices=DATA_TYPES,
+        aliases=("datatype",),
+    ),
+    Option(
+        "io_datatype",
+        "choice",
+        "f32",
+        "type of the executables' inputs and outputs",
+        choices=DATA_TYPES,
+    ),
+    Option(
+        "max_batch",
+        "int",
+        512,
+        "largest compiled batch size; larger batches are split",
+        min=1,
+        max=1 << 16,
+    ),
+    Option(
+        "steps",
+        "int",
+        16,
+        "number of compiled batch sizes: max_batch*k/steps for k = 1..steps (as lc0's XLA)",
+        min=1,
+        max=1024,
+    ),
+    Option(
+        "batch_buckets",
+        "int_list",
+        None,
+        "explicit batch sizes, ';'-separated (e.g. 1;8;32;256); overrides max_batch/steps",
+        min=1,
+        max=1 << 16,
+    ),
+    Option(
+        "plugin_path",
+        "path",
+        None,
+        "PJRT plugin library to add to JAX (as lc0: a name with a slash is a path, a bare "
+        "name is looked up as dlopen does); given to JAX through PJRT_NAMES_AND_LIBRARY_PATHS, "
+        "so it must come with the first network loaded in the process",
+    ),
+    Option(
+        "hlo_proto_dump_dir",
+        "path",
+        None,
+        "write each compiled batch size's HLO module proto here (<network>-batch<N>.hlo.pb), "
+        "as lc0's XLA backend",
+    ),
+    Option(
+        "cache_dir",
+        "str",
+        "default",
+        "JAX persistent compilation cache directory ('none' disables; default: "
+        "$XDG_CACHE_HOME/xlazero/jax)",
+    ),
+    Option(
+        "input_format",
+        "int",
+        None,
+        "lc0 input format, used when the ONNX file has no lc0_input_format metadata",
+        min=1,
+    ),
+    Option(
+        "policy_head",
+        "str",
+        "vanilla",
+        "policy head of a multi-head lc0 weight file (.pb.gz), as lc0's --policy-head",
+        aliases=("policy-head",),
+    ),
+    Option(
+        "value_head",
+        "str",
+        "winner",
+        "value head of a multi-head lc0 weight file (.pb.gz), as lc0's --value-head",
+        aliases=("value-head",),
+    ),
+    Option(
+        "max_inline_constant_size",
+        "int",
+        1024,
+        "initializers up to this many bytes are inlined in the HLO; larger are parameters",
+        min=0,
+    ),
+    Option(
+        "background_compile",
+        "int",
+        1,
+        "1: compile the smallest batch size now and the rest in a background thread; "
+        "0: compile all at load",
+        min=0,
+        max=1,
+    ),
 )
 
 _BY_NAME = {o.name: o for o in OPTIONS} | {a: o for o in OPTIONS for a in o.aliases}
@@ -106,8 +191,11 @@ def _allowed(opt: Option) -> str:
     if opt.type == "devices":
         return "an index >= 0, ';'-separated indices or all"
     if opt.type in ("int", "int_list"):
-        rng = f" in [{opt.min}, {opt.max}]" if opt.max is not None else (
-            f" >= {opt.min}" if opt.min is not None else "")
+        rng = (
+            f" in [{opt.min}, {opt.max}]"
+            if opt.max is not None
+            else (f" >= {opt.min}" if opt.min is not None else "")
+        )
         return ("';'-separated integers" if opt.type == "int_list" else "an integer") + rng
     return "a path" if opt.type == "path" else "a string"
 
@@ -117,7 +205,8 @@ def _int(opt: Option, text: str) -> int:
         value = int(text)
     except ValueError:
         raise OptionError(
-            f"backend option {opt.name}: expected {_allowed(opt)}, got {text!r}") from None
+            f"backend option {opt.name}: expected {_allowed(opt)}, got {text!r}"
+        ) from None
     if (opt.min is not None and value < opt.min) or (opt.max is not None and value > opt.max):
         raise OptionError(f"backend option {opt.name}: expected {_allowed(opt)}, got {value}")
     return value
@@ -131,11 +220,14 @@ def parse_options(text: str) -> dict[str, Any]:
         item = f"{key}={raw}"
         opt = _BY_NAME.get(key)
         if opt is not None and opt.name in seen:
-            raise OptionError(f"backend option {opt.name} given twice ({seen[opt.name]!r} and "
-                              f"{item!r}): expected each key once")
+            raise OptionError(
+                f"backend option {opt.name} given twice ({seen[opt.name]!r} and "
+                f"{item!r}): expected each key once"
+            )
         if opt is None:
             raise OptionError(
-                f"unknown backend option {key!r}: expected one of {', '.join(o.name for o in OPTIONS)}")
+                f"unknown backend option {key!r}: expected one of {', '.join(o.name for o in OPTIONS)}"
+            )
         if opt.type == "int":
             value: Any = _int(opt, raw)
         elif opt.type == "count":
@@ -149,19 +241,24 @@ def parse_options(text: str) -> dict[str, Any]:
             elif parts:
                 indices = [_int(opt, p) for p in parts]
                 if len(set(indices)) != len(indices):
-                    raise OptionError(f"backend option device: expected distinct indices, got {raw!r}")
+                    raise OptionError(
+                        f"backend option device: expected distinct indices, got {raw!r}"
+                    )
                 value = indices
             else:
                 raise OptionError(f"backend option device: expected {_allowed(opt)}, got {raw!r}")
         elif opt.type == "int_list":
             parts = [p for p in raw.split(LIST_SEPARATOR) if p.strip()]
             if not parts:
-                raise OptionError(f"backend option {opt.name}: expected {_allowed(opt)}, got {raw!r}")
+                raise OptionError(
+                    f"backend option {opt.name}: expected {_allowed(opt)}, got {raw!r}"
+                )
             value = sorted({_int(opt, p.strip()) for p in parts})
         elif opt.type == "choice":
             if raw not in opt.choices:
                 raise OptionError(
-                    f"backend option {opt.name}: expected {_allowed(opt)}, got {raw!r}")
+                    f"backend option {opt.name}: expected {_allowed(opt)}, got {raw!r}"
+                )
             value = raw
         else:
             value = raw
@@ -191,6 +288,8 @@ def options_table_markdown() -> str:
     rows = ["| option | type | default | allowed | help |", "|---|---|---|---|---|"]
     for o in OPTIONS:
         name = f"`{o.name}`" + "".join(f" (alias `{a}`)" for a in o.aliases)
-        rows.append(f"| {name} | {o.type} | {o.default if o.default is not None else '–'} | "
-                    f"{_allowed(o)} | {o.help} |")
+        rows.append(
+            f"| {name} | {o.type} | {o.default if o.default is not None else '–'} | "
+            f"{_allowed(o)} | {o.help} |"
+        )
     return "\n".join(rows)

@@ -4,7 +4,6 @@ device, or split over several as :mod:`backend_xla.devices` decides)."""
 from __future__ import annotations
 
 import os
-
 import threading
 from pathlib import Path
 from typing import Any
@@ -33,16 +32,20 @@ def find_library(name: str) -> str:
     if os.sep in name:
         path = Path(name).expanduser().resolve()
         if not path.is_file():
-            raise OptionError(f"backend option plugin_path: expected an existing shared library, "
-                              f"got {name!r} (no such file)")
+            raise OptionError(
+                f"backend option plugin_path: expected an existing shared library, "
+                f"got {name!r} (no such file)"
+            )
         return str(path)
     import ctypes
 
     try:
         ctypes.CDLL(name)
     except OSError as exc:
-        raise OptionError(f"backend option plugin_path: {name!r} is not found where dlopen looks "
-                          f"(LD_LIBRARY_PATH, the linker cache, the system folders): {exc}") from None
+        raise OptionError(
+            f"backend option plugin_path: {name!r} is not found where dlopen looks "
+            f"(LD_LIBRARY_PATH, the linker cache, the system folders): {exc}"
+        ) from None
     try:
         maps = Path("/proc/self/maps").read_text().splitlines()
     except OSError:
@@ -86,7 +89,8 @@ def _register_plugin(name: str) -> None:
             f"backend option plugin_path: JAX did not start {path} as PJRT plugin {plugin!r}: "
             f"{exc}. JAX reads its plugins once, when it first starts its backends: give "
             f"plugin_path with the first network loaded in the process, or set "
-            f"{PJRT_PLUGINS_VARIABLE}={plugin}:{path} before starting") from None
+            f"{PJRT_PLUGINS_VARIABLE}={plugin}:{path} before starting"
+        ) from None
     _plugins.add(path)
 
 
@@ -133,16 +137,19 @@ class Params:
         import jax
 
         self.devices = devices
+        self.split: dict[str, Any] | None = None
+        self._per_device: list[dict[str, Any] | None]
         self._hwio = converter.params_for(hwio_filters=True)
         self._hwio_names = converter.hwio_weights
         if len(devices) == 1:
             self.single = {k: jax.device_put(v, devices[0]) for k, v in self._hwio.items()}
-            self.split = None
             self._per_device = [self.single]
             return
         replicated = device_split.replicated(devices)
-        self.split = {k: jax.device_put(v, replicated)
-                      for k, v in converter.params_for(hwio_filters=False).items()}
+        self.split = {
+            k: jax.device_put(v, replicated)
+            for k, v in converter.params_for(hwio_filters=False).items()
+        }
         self._per_device = [None] * len(devices)
         self.single = self.on_device(0)
 
@@ -152,10 +159,14 @@ class Params:
         if params is None:
             import jax
 
+            assert self.split is not None  # one device: _per_device holds ``single``
             device = self.devices[i]
-            params = {k: jax.device_put(self._hwio[k], device) if k in self._hwio_names
-                      else next(s.data for s in v.addressable_shards if s.device == device)
-                      for k, v in self.split.items()}
+            params = {
+                k: jax.device_put(self._hwio[k], device)
+                if k in self._hwio_names
+                else next(s.data for s in v.addressable_shards if s.device == device)
+                for k, v in self.split.items()
+            }
             self._per_device[i] = params
         return params
 
@@ -165,8 +176,9 @@ def upload(converter, devices) -> Params:
     return Params(converter, list(devices) if isinstance(devices, (list, tuple)) else [devices])
 
 
-def lower(converter, batch_size: int, params: dict[str, Any], hwio_filters: bool = False,
-          device=None):
+def lower(
+    converter, batch_size: int, params: dict[str, Any], hwio_filters: bool = False, device=None
+):
     """The jitted function lowered for ``batch_size`` (gives HLO text / proto); for ``device``
     when given (its inputs and ``params`` placed there), else for JAX's default device."""
     import jax
@@ -180,8 +192,10 @@ def lower(converter, batch_size: int, params: dict[str, Any], hwio_filters: bool
     except NetworkError:
         raise
     except Exception as exc:
-        raise NetworkError(f"{converter.source}: lowering for batch size {batch_size} failed: "
-                           f"{type(exc).__name__}: {exc}") from exc
+        raise NetworkError(
+            f"{converter.source}: lowering for batch size {batch_size} failed: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _lower_split(converter, rows: int, params: Params):
@@ -199,15 +213,20 @@ def _lower_split(converter, rows: int, params: Params):
     sharded = device_split.shard_batch(fn, params.devices, len(specs), n_replicated=1)
     split = device_split.batch_sharding(params.devices)
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=split) for s in specs]
-    param_shapes = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=v.sharding)
-                    for k, v in params.split.items()}
+    assert params.split is not None  # a split program runs on several devices
+    param_shapes = {
+        k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=v.sharding)
+        for k, v in params.split.items()
+    }
     try:
         return jax.jit(sharded).lower(param_shapes, *shapes), split
     except NetworkError:
         raise
     except Exception as exc:
-        raise NetworkError(f"{converter.source}: lowering for batch size {rows} split over {n} "
-                           f"devices failed: {type(exc).__name__}: {exc}") from exc
+        raise NetworkError(
+            f"{converter.source}: lowering for batch size {rows} split over {n} "
+            f"devices failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 class Executable:
@@ -216,8 +235,14 @@ class Executable:
     An unsplit size has one program per device (``copies``): a call names the device it runs
     on, so that concurrent calls keep every core busy."""
 
-    def __init__(self, compiled: list, params: list[dict[str, Any]], rows: int, devices: int,
-                 input_sharding=None) -> None:
+    def __init__(
+        self,
+        compiled: list,
+        params: list[dict[str, Any]],
+        rows: int,
+        devices: int,
+        input_sharding=None,
+    ) -> None:
         self.programs, self.params, self.rows, self.devices = compiled, params, rows, devices
         self.input_sharding = input_sharding
 
@@ -243,14 +268,21 @@ def dump_hlo(lowered, directory: str, source: str, batch_size: int) -> Path:
         path = folder / f"{stem}-batch{batch_size}.hlo.pb"
         path.write_bytes(lowered.compiler_ir("hlo").as_serialized_hlo_module_proto())
     except OSError as exc:
-        raise OptionError(f"backend option hlo_proto_dump_dir: cannot write to {directory!r}: "
-                          f"{exc.strerror or exc}") from None
+        raise OptionError(
+            f"backend option hlo_proto_dump_dir: cannot write to {directory!r}: "
+            f"{exc.strerror or exc}"
+        ) from None
     return path
 
 
-def compile_function(converter, batch_size: int, params: Params,
-                     min_rows_per_device: int = SPLIT_MIN_ROWS,
-                     hlo_dump_dir: str | None = None, copies: int = 1) -> Executable:
+def compile_function(
+    converter,
+    batch_size: int,
+    params: Params,
+    min_rows_per_device: int = SPLIT_MIN_ROWS,
+    hlo_dump_dir: str | None = None,
+    copies: int = 1,
+) -> Executable:
     """Compile the network for ``batch_size``: split over the devices of ``params`` when
     :func:`backend_xla.devices.split_rows` says so, else one program on each of the first
     ``copies`` devices (a batch runs whole on one of them). With ``hlo_dump_dir``, the HLO is
@@ -260,19 +292,26 @@ def compile_function(converter, batch_size: int, params: Params,
     n = len(params.devices)
     rows = device_split.split_rows(batch_size, n, min_rows_per_device)
     if rows is not None:
+        assert params.split is not None  # rows only for several devices, which have a split copy
         with jax.default_device(params.devices[0]):
             lowered, sharding = _lower_split(converter, rows, params)
             if hlo_dump_dir:
                 dump_hlo(lowered, hlo_dump_dir, converter.source, batch_size)
-            return Executable([_compile(converter, lowered, batch_size)], [params.split], rows,
-                              n, sharding)
+            return Executable(
+                [_compile(converter, lowered, batch_size)], [params.split], rows, n, sharding
+            )
     programs, placed = [], []
-    for i, device in enumerate(params.devices[:max(1, copies)]):
+    for i, device in enumerate(params.devices[: max(1, copies)]):
         on_device = params.on_device(i)
         with jax.default_device(device):
             # One device: placed by the default device alone, as a plain jit would be.
-            lowered = lower(converter, batch_size, on_device, hwio_filters=True,
-                            device=device if n > 1 else None)
+            lowered = lower(
+                converter,
+                batch_size,
+                on_device,
+                hwio_filters=True,
+                device=device if n > 1 else None,
+            )
             if hlo_dump_dir and i == 0:
                 dump_hlo(lowered, hlo_dump_dir, converter.source, batch_size)
             programs.append(_compile(converter, lowered, batch_size))
@@ -284,5 +323,7 @@ def _compile(converter, lowered, batch_size: int):
     try:
         return lowered.compile()
     except Exception as exc:
-        raise NetworkError(f"{converter.source}: compiling batch size {batch_size} failed: "
-                           f"{type(exc).__name__}: {exc}") from exc
+        raise NetworkError(
+            f"{converter.source}: compiling batch size {batch_size} failed: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc

@@ -11,9 +11,9 @@ import numpy as np
 import onnx
 
 from . import ops
-from .convert import ONNX_DOMAINS, Converter
 from .errors import NetworkError, UnsupportedOpError
 from .onnx_io import load_model, onnx_to_np_dtype, parse_dtype
+from .onnx_to_jax import ONNX_DOMAINS, Converter
 
 
 def _load_any(path: str) -> tuple[onnx.ModelProto, Path]:
@@ -28,16 +28,24 @@ def _load_any(path: str) -> tuple[onnx.ModelProto, Path]:
 def truncate_at_unsupported(model: onnx.ModelProto) -> onnx.ModelProto:
     """The graph up to the first node with an unsupported op; its inputs become the outputs."""
     nodes = list(model.graph.node)
-    first = next((i for i, n in enumerate(nodes)
-                  if n.domain not in ONNX_DOMAINS or ops.handler_for(n.op_type) is None), None)
+    first = next(
+        (
+            i
+            for i, n in enumerate(nodes)
+            if n.domain not in ONNX_DOMAINS or ops.handler_for(n.op_type) is None
+        ),
+        None,
+    )
     if first is None:
         return model
     kept = nodes[:first]
     produced = {o for n in kept for o in n.output}
     outputs = [name for name in nodes[first].input if name in produced]
     if not outputs:
-        raise NetworkError(f"node {nodes[first].name!r} ({nodes[first].op_type}) is unsupported "
-                           "and none of its inputs is computed by earlier nodes: nothing to emit")
+        raise NetworkError(
+            f"node {nodes[first].name!r} ({nodes[first].op_type}) is unsupported "
+            "and none of its inputs is computed by earlier nodes: nothing to emit"
+        )
     partial = onnx.ModelProto()
     partial.CopyFrom(model)
     del partial.graph.node[:]
@@ -49,7 +57,8 @@ def truncate_at_unsupported(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def onnx2hlo_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="onnx2hlo", description="Convert an ONNX network (or lc0 .pb.gz) to XLA HLO.")
+        prog="onnx2hlo", description="Convert an ONNX network (or lc0 .pb.gz) to XLA HLO."
+    )
     parser.add_argument("net")
     parser.add_argument("--hlo-text-output", help="FILE or - for stdout")
     parser.add_argument("--hlo-proto-output", help="FILE (serialized HloModuleProto)")
@@ -57,8 +66,11 @@ def onnx2hlo_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-type", choices=("f32", "f16", "bf16"), default=None)
     parser.add_argument("--io-data-type", choices=("f32", "f16", "bf16"), default=None)
     parser.add_argument("--max-inline-constant-size", type=int, default=1024)
-    parser.add_argument("--allow-partial-result", action="store_true",
-                        help="on an unsupported op, emit the graph up to it instead of failing")
+    parser.add_argument(
+        "--allow-partial-result",
+        action="store_true",
+        help="on an unsupported op, emit the graph up to it instead of failing",
+    )
     args = parser.parse_args(argv)
     if not args.hlo_text_output and not args.hlo_proto_output:
         args.hlo_text_output = "-"
@@ -68,14 +80,21 @@ def onnx2hlo_main(argv: list[str] | None = None) -> int:
         model, base_dir = _load_any(args.net)
         if args.allow_partial_result:
             model = truncate_at_unsupported(model)
-        conv = Converter(model, args.net, base_dir=base_dir,
-                         float_override=parse_dtype(args.data_type) if args.data_type else None,
-                         io_dtype=parse_dtype(args.io_data_type) if args.io_data_type else None,
-                         max_inline_constant_size=args.max_inline_constant_size)
+        conv = Converter(
+            model,
+            args.net,
+            base_dir=base_dir,
+            float_override=parse_dtype(args.data_type) if args.data_type else None,
+            io_dtype=parse_dtype(args.io_data_type) if args.io_data_type else None,
+            max_inline_constant_size=args.max_inline_constant_size,
+        )
         fn, specs = conv.function(args.batch_size)
         params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in conv.params.items()}
-        lowered = jax.jit(fn).lower(params, *[jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs])
+        lowered = jax.jit(fn).lower(
+            params, *[jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
+        )
         computation = lowered.compiler_ir("hlo")
+        assert computation is not None  # None only for a dialect jax does not know
     except (NetworkError, UnsupportedOpError) as exc:
         print(f"onnx2hlo: {exc}", file=sys.stderr)
         return 1
@@ -91,8 +110,10 @@ def onnx2hlo_main(argv: list[str] | None = None) -> int:
 
 
 def _shape(value: onnx.ValueInfoProto) -> str:
-    dims = [d.dim_param or str(d.dim_value) if (d.dim_param or d.dim_value) else "?"
-            for d in value.type.tensor_type.shape.dim]
+    dims = [
+        d.dim_param or str(d.dim_value) if (d.dim_param or d.dim_value) else "?"
+        for d in value.type.tensor_type.shape.dim
+    ]
     try:
         dtype = onnx_to_np_dtype(value.type.tensor_type.elem_type).name
     except NetworkError:
@@ -111,7 +132,9 @@ def describe_model(model: onnx.ModelProto) -> list[str]:
     lines = [f"opsets: {opsets}"]
     lines += [f"input  {i.name}: {_shape(i)}" for i in g.input if i.name not in inits]
     lines += [f"output {o.name}: {_shape(o)}" for o in g.output]
-    lines.append(f"nodes: {len(g.node)}; initializers: {len(g.initializer)}; parameters: {params:,}")
+    lines.append(
+        f"nodes: {len(g.node)}; initializers: {len(g.initializer)}; parameters: {params:,}"
+    )
     lines += [f"  {op:<22} {n}" for op, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     for p in model.metadata_props:
         lines.append(f"metadata {p.key} = {p.value}")
@@ -120,8 +143,9 @@ def describe_model(model: onnx.ModelProto) -> list[str]:
 
 
 def describenet_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="describenet",
-                                     description="Describe an ONNX network or lc0 weight file.")
+    parser = argparse.ArgumentParser(
+        prog="describenet", description="Describe an ONNX network or lc0 weight file."
+    )
     parser.add_argument("net")
     args = parser.parse_args(argv)
     try:
@@ -129,7 +153,7 @@ def describenet_main(argv: list[str] | None = None) -> int:
             try:
                 from .lc0 import describe
             except ImportError:
-                describe = None
+                describe = None  # type: ignore[assignment]  # without lc0 support: ONNX only
             if describe is not None:
                 print("\n".join(describe(args.net)))
                 print("-- as ONNX --")

@@ -32,16 +32,30 @@ def _proc_cpu_seconds(pid: int) -> float | None:
 class Lc0:
     """An lc0 (or any UCI engine) subprocess, driven over UCI for fixed-node searches."""
 
-    def __init__(self, binary: str, backend: str, weights: str | None, options: dict[str, str],
-                 timeout: float = LC0_TIMEOUT_S):
+    def __init__(
+        self,
+        binary: str,
+        backend: str,
+        weights: str | None,
+        options: dict[str, str],
+        timeout: float = LC0_TIMEOUT_S,
+    ):
         self.binary, self.timeout = binary, timeout
         argv = [binary, f"--backend={backend}"] + ([f"--weights={weights}"] if weights else [])
         self.argv = argv
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, bufsize=1)
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+            )
         except OSError as exc:
             raise Lc0Error(f"cannot start lc0 {binary!r}: {exc}") from None
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr  # pipes; Popen: Optional
+        self._in, self._out, self._err = self.proc.stdin, self.proc.stdout, self.proc.stderr
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: collections.deque[str] = collections.deque(maxlen=40)
         threading.Thread(target=self._pump_stdout, daemon=True).start()
@@ -57,26 +71,28 @@ class Lc0:
             raise
 
     def _pump_stdout(self) -> None:
-        for line in self.proc.stdout:
+        for line in self._out:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
 
     def _pump_stderr(self) -> None:
-        for line in self.proc.stderr:
+        for line in self._err:
             self.stderr.append(ANSI_ESCAPE.sub("", line.rstrip("\n")))
 
     def _fail(self, why: str) -> Lc0Error:
         time.sleep(0.2)  # let the stderr reader catch up with a dying process
         rc = self.proc.poll()
         err = "\n".join(self.stderr).strip("\n")
-        return Lc0Error(f"lc0 {self.binary!r} ({' '.join(self.argv[1:])}): {why}"
-                        + (f" (exit status {rc})" if rc is not None else "")
-                        + (f"; its stderr:\n{err}" if err else "; nothing on its stderr"))
+        return Lc0Error(
+            f"lc0 {self.binary!r} ({' '.join(self.argv[1:])}): {why}"
+            + (f" (exit status {rc})" if rc is not None else "")
+            + (f"; its stderr:\n{err}" if err else "; nothing on its stderr")
+        )
 
     def send(self, command: str) -> None:
         try:
-            self.proc.stdin.write(command + "\n")
-            self.proc.stdin.flush()
+            self._in.write(command + "\n")
+            self._in.flush()
         except OSError:
             raise self._fail(f"exited before {command.split()[0]!r}") from None
 
@@ -121,13 +137,18 @@ class Lc0:
             if words[:1] == ["info"] and "nodes" in words[:-1]:
                 searched = int(words[words.index("nodes") + 1])
         bestmove = lines[-1].split()[1] if len(lines[-1].split()) > 1 else "(none)"
-        return searched, dt, (cpu_end - cpu if cpu is not None and cpu_end is not None else None), bestmove
+        return (
+            searched,
+            dt,
+            (cpu_end - cpu if cpu is not None and cpu_end is not None else None),
+            bestmove,
+        )
 
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
+                self._in.write("quit\n")
+                self._in.flush()
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()

@@ -10,19 +10,21 @@ instead of silently weak moves.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 import chess
 
 import engine
 from engine import options as opts
-from engine.backend import load_network
-from engine.search import Limits, NNCache, Search, ThinkingInfo, collector_paused, from_options
+from engine.backend import Network, load_network
+from engine.search import Limit, NNCache, Search, ThinkingInfo, collector_paused, from_options
 from engine.tablebase import Tablebase, TablebaseError, open_tablebases
-from engine.timemgr import GoParams, TimeManager, parse_time_manager
+from engine.timemgr import TimeManager, parse_time_manager
 
 NETS_DIR = Path(engine.__file__).resolve().parent.parent / "nets"
 DEFAULT_NETWORK = NETS_DIR / opts.DEFAULT_NETWORK_FILE
@@ -42,12 +44,17 @@ def resolve_weights(value: str) -> Path:
         return DEFAULT_NETWORK
     if value == opts.AUTODISCOVER:
         for folder in (Path.cwd(), NETS_DIR.parent, NETS_DIR):
-            found = [p for p in folder.iterdir()
-                     if p.is_file() and p.name.endswith(NETWORK_SUFFIXES)] if folder.is_dir() else []
+            found = (
+                [p for p in folder.iterdir() if p.is_file() and p.name.endswith(NETWORK_SUFFIXES)]
+                if folder.is_dir()
+                else []
+            )
             if found:
                 return max(found, key=lambda p: (p.stat().st_mtime, p.name))
-        return Path(f"{opts.AUTODISCOVER}: no {'/'.join(NETWORK_SUFFIXES)} file in "
-                    f"{Path.cwd()}, {NETS_DIR.parent} or {NETS_DIR}")
+        return Path(
+            f"{opts.AUTODISCOVER}: no {'/'.join(NETWORK_SUFFIXES)} file in "
+            f"{Path.cwd()}, {NETS_DIR.parent} or {NETS_DIR}"
+        )
     return Path(value).expanduser()
 
 
@@ -76,8 +83,11 @@ class Listener(Protocol):
     def infos(self, board: chess.Board, infos: list[ThinkingInfo]) -> None:
         """Search progress from the position ``board``."""
 
-    def bestmove(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> None:
-        """The answer to a ``go`` (None: no legal move or no network)."""
+    def bestmove(
+        self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None
+    ) -> None:
+        """The answer to a ``go``: a legal move (None: no legal move or no network) and the
+        reply expected to it, if any (the search's; shown only where legal after ``best``)."""
 
 
 class Controller:
@@ -87,7 +97,7 @@ class Controller:
         self.listener = listener
         self.values: dict[str, Any] = opts.defaults()
         self.values.update(values or {})
-        self.network = None
+        self.network: Network | None = None
         self._network_key: tuple | None = None
         self._load_error: str | None = None  # why the last load failed, repeated at each go
         self.search: Search | None = None
@@ -99,8 +109,8 @@ class Controller:
         self._thread: threading.Thread | None = None
         self._infinite_stop = threading.Event()
         self._bestmove_sent = threading.Event()
-        self._go: GoParams | None = None
-        self._go_limits: dict = {}
+        self._limit: Limit | None = None
+        """The running (or last) go's limit, its budget included; ponderhit replaces it."""
 
     # ------------------------------------------------------------------------------ commands
     def set_option(self, name: str, value: Any) -> None:
@@ -132,10 +142,9 @@ class Controller:
     def set_position(self, board: chess.Board) -> None:
         self.board = board
 
-    def go(self, go: GoParams, limits: Mapping[str, int], searchmoves: tuple[chess.Move, ...],
-           arrived_at: float) -> None:
-        """Start a search on its own thread; ``limits`` holds go's nodes, depth and mate, and
-        the clock runs from ``arrived_at`` (when the go line arrived)."""
+    def go(self, limit: Limit) -> None:
+        """Start a search on its own thread; its clock runs from ``limit.started_at`` (when the
+        go line arrived)."""
         if self.searching:
             self.listener.error("go: a search is already running; stopping it first")
             self.stop_and_join()
@@ -147,21 +156,24 @@ class Controller:
         except ValueError as exc:  # set on the command line: reported, the previous one stays
             self.listener.error(str(exc))
         board = self.board.copy()
-        self._go = go
-        self._go_limits = dict(limits)
         ok = self.ensure_network()
         if ok:
             params = from_options(self.values)
             if self.search is None:
+                assert self.network is not None  # ensure_network() loaded it
                 self.search = Search(self.network, params, self.cache)
             self.ensure_tablebase()
             self.search.params = params
             self.search.tablebase = self.tablebase
             self.cache.resize(params.nn_cache_size)
-        search_limits = self._make_limits(go, searchmoves, arrived_at)
-        clock_budget = search_limits.time_ms if go.movetime is None else None
-        self._thread = threading.Thread(target=self._search_thread, name="search", daemon=True,
-                                        args=(board, search_limits, clock_budget if ok else None, ok))
+        limit = self._limit = self._with_budget(limit)
+        clock_budget = limit.budget_ms if limit.movetime is None else None
+        self._thread = threading.Thread(
+            target=self._search_thread,
+            name="search",
+            daemon=True,
+            args=(board, limit, clock_budget if ok else None, ok),
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -170,12 +182,12 @@ class Controller:
             self.search.stop()
 
     def ponderhit(self, arrived_at: float) -> None:
-        if not self.searching or self._go is None or not self._go.ponder:
+        if not self.searching or self._limit is None or not self._limit.ponder:
             return
-        go = GoParams(**{**self._go.__dict__, "ponder": False})
-        limits = self._make_limits(go, (), arrived_at)
-        self._go = go
-        self.search.ponderhit(limits)
+        limit = dataclasses.replace(self._limit, ponder=False, started_at=arrived_at)
+        self._limit = limit = self._with_budget(limit)
+        if self.search is not None:  # None: no network, the thread only waits to answer 0000
+            self.search.ponderhit(limit)
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -195,7 +207,7 @@ class Controller:
             self._thread.join(timeout)
 
     def stop_and_join(self) -> None:
-        if self.searching:
+        if self.searching and self._thread is not None:
             self.stop()
             self._thread.join()
             self._thread = None
@@ -223,17 +235,20 @@ class Controller:
         try:
             self.network = load_network(str(path), self.values["BackendOptions"], backend=backend)
         except Exception as exc:
-            return self._load_failed(f"cannot load network {path} with backend {backend}: "
-                                     f"{type(exc).__name__}: {exc}")
+            return self._load_failed(
+                f"cannot load network {path} with backend {backend}: {type(exc).__name__}: {exc}"
+            )
         self._network_key = key
         self._load_error = None
-        name = getattr(self.network, "name", path.name)
-        self.listener.message(f"loaded network {name} ({path}) with backend {backend}")
-        for line in getattr(self.network, "describe", lambda: [])():
+        attributes = self.network.attributes()
+        self.listener.message(f"loaded network {attributes.name} ({path}) with backend {backend}")
+        for line in attributes.description:
             self.listener.message(line)
         if backend != "random" and is_untrained(path):
-            self.listener.message(f"network {path.name} is untrained (random weights): its moves "
-                                  "are not meaningful; set WeightsFile to a trained network")
+            self.listener.message(
+                f"network {path.name} is untrained (random weights): its moves "
+                "are not meaningful; set WeightsFile to a trained network"
+            )
         return True
 
     def ensure_tablebase(self) -> None:
@@ -252,8 +267,10 @@ class Controller:
             self.listener.error(str(exc))
             return
         if self.tablebase is not None:
-            self.listener.message(f"Syzygy tablebases: {self.tablebase.tables} tables, up to "
-                                  f"{self.tablebase.max_pieces} pieces, from {path}")
+            self.listener.message(
+                f"Syzygy tablebases: {self.tablebase.tables} tables, up to "
+                f"{self.tablebase.max_pieces} pieces, from {path}"
+            )
 
     def _load_failed(self, message: str) -> bool:
         self._load_error = message
@@ -261,36 +278,46 @@ class Controller:
         return False
 
     # ------------------------------------------------------------------------------ search
-    def _make_limits(self, go: GoParams, searchmoves: tuple, arrived_at: float) -> Limits:
-        ints = self._go_limits
-        budget = self.timemgr.budget_ms(go, self.board.turn == chess.BLACK, self.board.ply())
-        return Limits(nodes=ints.get("nodes"), time_ms=budget, depth=ints.get("depth"),
-                      mate=ints.get("mate"), infinite=go.infinite or go.ponder,
-                      searchmoves=searchmoves, started_at=arrived_at)
+    def _with_budget(self, limit: Limit) -> Limit:
+        """``limit`` with the time manager's budget for the position to search."""
+        budget = self.timemgr.budget_ms(limit, self.board.turn == chess.BLACK, self.board.ply())
+        return dataclasses.replace(limit, budget_ms=budget)
 
-    def _search_thread(self, board: chess.Board, limits: Limits, clock_budget: float | None,
-                       ok: bool) -> None:
+    def _search_thread(
+        self, board: chess.Board, limit: Limit, clock_budget: float | None, ok: bool
+    ) -> None:
         # The collector stays paused until bestmove is out: resuming it costs tens of ms.
         with collector_paused():
-            self._search_and_answer(board, limits, clock_budget, ok)
+            self._search_and_answer(board, limit, clock_budget, ok)
 
-    def _search_and_answer(self, board: chess.Board, limits: Limits, clock_budget: float | None,
-                           ok: bool) -> None:
-        start = limits.started_at
+    def _search_and_answer(
+        self, board: chess.Board, limit: Limit, clock_budget: float | None, ok: bool
+    ) -> None:
+        start = limit.started_at if limit.started_at is not None else time.monotonic()
         best = ponder = None
         listener = self.listener
         try:
             if not ok:
-                listener.error(f"no network loaded: {self._load_error}; set WeightsFile (and "
-                               "Backend, BackendOptions) to a network that loads")
+                listener.error(
+                    f"no network loaded: {self._load_error}; set WeightsFile (and "
+                    "Backend, BackendOptions) to a network that loads"
+                )
             elif any(board.legal_moves):
                 search = self.search
+                assert search is not None  # ok: go() made it
+
+                def on_verbose(lines: list[str]) -> None:
+                    for line in lines:
+                        listener.message(line)
+
                 search.set_position(board)
                 result = search.run(
-                    limits, on_info=lambda infos: listener.infos(board, infos),
-                    on_verbose=lambda lines: [listener.message(ln) for ln in lines],
+                    limit,
+                    on_info=lambda infos: listener.infos(board, infos),
+                    on_verbose=on_verbose,
                     verbose=bool(self.values["VerboseMoveStats"]),
-                    live_stats=bool(self.values["LogLiveStats"]))
+                    live_stats=bool(self.values["LogLiveStats"]),
+                )
                 best, ponder = result.bestmove, result.ponder
         except Exception as exc:
             listener.error(f"search failed: {type(exc).__name__}: {exc}")
@@ -298,17 +325,15 @@ class Controller:
             best = ponder = None  # bestmove 0000: a GUI must not take this for play
         elif best is None or best not in board.legal_moves:
             best, ponder = next(iter(board.legal_moves), None), None
-        if limits.infinite and not self._infinite_stop.is_set():
-            # UCI: no bestmove before stop in infinite/ponder mode (ponderhit turns limits finite).
-            while not self._infinite_stop.is_set() and self._go is not None and (
-                    self._go.infinite or self._go.ponder):
+        if limit.until_stop and not self._infinite_stop.is_set():
+            # UCI: no bestmove before stop in infinite/ponder mode (ponderhit turns the limit finite).
+            while (
+                not self._infinite_stop.is_set()
+                and self._limit is not None
+                and self._limit.until_stop
+            ):
                 self._infinite_stop.wait(0.01)
-        if self._go is not None and not (self._go.infinite or self._go.ponder):
+        if self._limit is not None and not self._limit.until_stop:
             self.timemgr.search_done(clock_budget, (time.monotonic() - start) * 1000.0)
-        if ponder is not None and best is not None:
-            after = board.copy(stack=False)
-            after.push(best)
-            if ponder not in after.legal_moves:
-                ponder = None
         self._bestmove_sent.set()  # the thread only sends this answer and exits
         listener.bestmove(board, best, ponder)

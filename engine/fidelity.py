@@ -17,15 +17,15 @@ import gzip
 import json
 import statistics
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
 
 import chess
 
 from engine.backend import Network
-from engine.search import Limits, Search, SearchParams
+from engine.search import Limit, Search, SearchParams, collector_paused
 
 Visits = Mapping[str, int]
 """Root visits by move in UCI notation (absolute coordinates, castling as e1g1)."""
@@ -57,9 +57,11 @@ class Summary:
     median_total_ratio: float
 
     def line(self) -> str:
-        return (f"{self.positions} positions: same best move {100 * self.same_best_share:.1f} %, "
-                f"mean visit-share distance {self.mean_distance:.4f}, "
-                f"median root-visit ratio (ours / reference) {self.median_total_ratio:.3f}")
+        return (
+            f"{self.positions} positions: same best move {100 * self.same_best_share:.1f} %, "
+            f"mean visit-share distance {self.mean_distance:.4f}, "
+            f"median root-visit ratio (ours / reference) {self.median_total_ratio:.3f}"
+        )
 
 
 def visit_distance(a: Visits, b: Visits) -> float:
@@ -98,9 +100,13 @@ def root_visits(search: Search) -> dict[str, int]:
     return {m.uci(): int(n) for m, n in zip(root.moves, root.cn)}
 
 
-def compare(network: Network, params: SearchParams, records: Iterable[dict],
-            on_result: Callable[[Comparison], None] | None = None,
-            workers: int = 1) -> list[Comparison]:
+def compare(
+    network: Network,
+    params: SearchParams,
+    records: Iterable[dict],
+    on_result: Callable[[Comparison], None] | None = None,
+    workers: int = 1,
+) -> list[Comparison]:
     """Search every record's position to its node count and compare with its root visits.
 
     A record without a ``game`` field gets a fresh search (new tree and NN cache, as after
@@ -136,7 +142,10 @@ def compare(network: Network, params: SearchParams, records: Iterable[dict],
         finally:
             search.close()
 
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fidelity") as pool:
+    with (
+        collector_paused(),
+        ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fidelity") as pool,
+    ):
         for future in [pool.submit(run_group, g) for g in groups]:
             future.result()  # re-raises a search's failure
     return [results[i] for i in sorted(results)]
@@ -145,11 +154,18 @@ def compare(network: Network, params: SearchParams, records: Iterable[dict],
 def _compare_one(search: Search, rec: dict) -> Comparison:
     board = board_of(rec)
     search.set_position(board)
-    best = search.run(Limits(nodes=int(rec["nodes"]))).bestmove.uci()
+    move = search.run(Limit(nodes=int(rec["nodes"]))).bestmove
+    best = move.uci() if move is not None else "0000"
     visits = root_visits(search)
     ref = reference_visits(rec, board)
-    return Comparison(rec["index"], rec["bestmove"], best, sum(ref.values()),
-                      sum(visits.values()), visit_distance(ref, visits))
+    return Comparison(
+        rec["index"],
+        rec["bestmove"],
+        best,
+        sum(ref.values()),
+        sum(visits.values()),
+        visit_distance(ref, visits),
+    )
 
 
 def summarize(comparisons: list[Comparison]) -> Summary:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from engine.backend import OptionError  # one class for engine and backend options
 
@@ -58,22 +59,30 @@ class Option:
             except ValueError:
                 what = "an integer" if self.kind == SPIN else "a number"
                 raise OptionError(f"option {self.name}: expected {what}, got {text!r}") from None
-            if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+            if (self.min is not None and value < self.min) or (
+                self.max is not None and value > self.max
+            ):
                 raise OptionError(
-                    f"option {self.name}: expected a value in [{self.min}, {self.max}], got {text}")
+                    f"option {self.name}: expected a value in [{self.min}, {self.max}], got {text}"
+                )
             return value
         if self.kind == COMBO:
             for choice in self.choices:
                 if choice.lower() == text.lower():
                     return choice
-            raise OptionError(f"option {self.name}: expected one of {list(self.choices)}, got {text!r}")
+            raise OptionError(
+                f"option {self.name}: expected one of {list(self.choices)}, got {text!r}"
+            )
         return text
 
     def uci_line(self) -> str:
         """The ``option name … type …`` line of the ``uci`` answer."""
         if self.kind == CHECK:
-            return f"option name {self.name} type check default {'true' if self.default else 'false'}"
+            return (
+                f"option name {self.name} type check default {'true' if self.default else 'false'}"
+            )
         if self.kind == SPIN:
+            assert self.min is not None and self.max is not None  # every spin option has bounds
             return f"option name {self.name} type spin default {self.default} min {int(self.min)} max {int(self.max)}"
         if self.kind == COMBO:
             vars_ = " ".join(f"var {c}" for c in self.choices)
@@ -87,164 +96,570 @@ def _format_float(value: float) -> str:
 
 
 def _o(name, kind, default, flag, help, min=None, max=None, choices=(), param=""):
-    return Option(name=name, kind=kind, default=default, help=help, flag=flag, min=min, max=max,
-                  choices=tuple(choices), param=param)
+    return Option(
+        name=name,
+        kind=kind,
+        default=default,
+        help=help,
+        flag=flag,
+        min=min,
+        max=max,
+        choices=tuple(choices),
+        param=param,
+    )
 
 
 OPTIONS: tuple[Option, ...] = (
     # --- network -------------------------------------------------------------------------------
-    _o("WeightsFile", STRING, DEFAULT_WEIGHTS, "weights",
-       "Network file (.onnx or lc0 .pb.gz). <default> is the project's shipped network, "
-       f"nets/{DEFAULT_NETWORK_FILE} (trained by bin/train-net; see nets/README.md); "
-       "<autodiscover> the newest network file in the working directory, else beside the engine."),
-    _o("Backend", STRING, "xla", "backend",
-       "Network backend: xla (JAX/XLA) or random (lc0's --backend=random: pseudo-random outputs, "
-       "for testing)."),
-    _o("BackendOptions", STRING, "", "backend-opts",
-       "Backend parameters in lc0 syntax, e.g. max_batch=64,data_type=bf16 (README, Backend options)."),
+    _o(
+        "WeightsFile",
+        STRING,
+        DEFAULT_WEIGHTS,
+        "weights",
+        "Network file (.onnx or lc0 .pb.gz). <default> is the project's shipped network, "
+        f"nets/{DEFAULT_NETWORK_FILE} (trained by bin/train-net; see nets/README.md); "
+        "<autodiscover> the newest network file in the working directory, else beside the engine.",
+    ),
+    _o(
+        "Backend",
+        STRING,
+        "xla",
+        "backend",
+        "Network backend: xla (JAX/XLA) or random (lc0's --backend=random: pseudo-random outputs, "
+        "for testing).",
+    ),
+    _o(
+        "BackendOptions",
+        STRING,
+        "",
+        "backend-opts",
+        "Backend parameters in lc0 syntax, e.g. max_batch=64,data_type=bf16 (README, Backend options).",
+    ),
     # --- search ------------------------------------------------------------------------------------
-    _o("MinibatchSize", SPIN, 0, "minibatch-size",
-       "Positions gathered for one network evaluation. 0 uses a backend-suggested size.", 0, 1024,
-       param="minibatch_size"),
-    _o("CPuct", FLOAT, 1.745, "cpuct", "cpuct_init of the PUCT formula.", 0.0, 100.0, param="cpuct"),
-    _o("CPuctBase", FLOAT, 38739.0, "cpuct-base", "cpuct_base: cpuct grows by "
-       "CPuctFactor*ln((N+CPuctBase)/CPuctBase).", 1.0, 1e9, param="cpuct_base"),
-    _o("CPuctFactor", FLOAT, 3.894, "cpuct-factor", "Multiplier of the cpuct growth term.", 0.0, 1000.0,
-       param="cpuct_factor"),
-    _o("CPuctAtRoot", FLOAT, 1.745, "cpuct-at-root", "CPuct at the root (with RootHasOwnCpuctParams).",
-       0.0, 100.0),
-    _o("CPuctBaseAtRoot", FLOAT, 38739.0, "cpuct-base-at-root",
-       "CPuctBase at the root (with RootHasOwnCpuctParams).", 1.0, 1e9),
-    _o("CPuctFactorAtRoot", FLOAT, 3.894, "cpuct-factor-at-root",
-       "CPuctFactor at the root (with RootHasOwnCpuctParams).", 0.0, 1000.0),
-    _o("RootHasOwnCpuctParams", CHECK, False, "root-has-own-cpuct-params",
-       "Use the *AtRoot cpuct parameters at the root."),
-    _o("FpuStrategy", COMBO, "reduction", "fpu-strategy",
-       "First-play urgency of unvisited moves: reduction (parent Q minus FpuValue*sqrt(visited policy)) "
-       "or absolute (FpuValue).", choices=("reduction", "absolute")),
-    _o("FpuValue", FLOAT, 0.330, "fpu-value", "FPU reduction or absolute value.", -100.0, 100.0,
-       param="fpu_value"),
-    _o("FpuStrategyAtRoot", COMBO, "same", "fpu-strategy-at-root",
-       "FpuStrategy at the root; same = as FpuStrategy.", choices=("reduction", "absolute", "same")),
-    _o("FpuValueAtRoot", FLOAT, 1.0, "fpu-value-at-root", "FpuValue at the root (unless strategy is same).",
-       -100.0, 100.0),
-    _o("PolicyTemperature", FLOAT, 1.359, "policy-softmax-temp",
-       "Softmax temperature of the policy head over the legal moves.", 0.1, 10.0,
-       param="policy_softmax_temp"),
-    _o("MaxCollisionEvents", SPIN, 917, "max-collision-events",
-       "Collision events allowed while gathering one minibatch.", 1, 65536,
-       param="max_collision_events"),
-    _o("MaxCollisionVisits", SPIN, 80000, "max-collision-visits",
-       "Collision visits allowed while gathering one minibatch (in a big tree; see the scaling options).",
-       1, 100000000, param="max_collision_visits"),
-    _o("MaxCollisionVisitsScalingStart", SPIN, 28, "max-collision-visits-scaling-start",
-       "Tree size up to which a minibatch allows 1 collision visit.", 1, 100000,
-       param="max_collision_visits_scaling_start"),
-    _o("MaxCollisionVisitsScalingEnd", SPIN, 145000, "max-collision-visits-scaling-end",
-       "Tree size from which a minibatch allows MaxCollisionVisits (0: no scaling).", 0, 100000000,
-       param="max_collision_visits_scaling_end"),
-    _o("MaxCollisionVisitsScalingPower", FLOAT, 1.25, "max-collision-visits-scaling-power",
-       "Power of the growth of the collision limit between the scaling start and end.", 0.01, 100.0,
-       param="max_collision_visits_scaling_power"),
-    _o("MaxPrefetch", SPIN, 32, "max-prefetch",
-       "A minibatch smaller than this is filled up to it with positions the search will likely visit "
-       "next, for the NN cache only.", 0, 1024, param="max_prefetch"),
-    _o("OutOfOrderEval", CHECK, True, "out-of-order-eval",
-       "Back up cache hits and terminal nodes immediately while gathering a minibatch.",
-       param="out_of_order_eval"),
-    _o("MaxOutOfOrderEvalsFactor", FLOAT, 2.4, "max-out-of-order-evals-factor",
-       "Out-of-order evaluations allowed per minibatch, as a multiple of MinibatchSize.", 0.0, 100.0,
-       param="max_out_of_order_evals_factor"),
-    _o("NNCacheSize", SPIN, 200000, "nncache",
-       "Positions kept in the network evaluation cache (lc0 <= 0.30 default; lc0 0.31+ uses 2000000, "
-       "too much memory for Python objects).", 0, 999999999, param="nn_cache_size"),
-    _o("CacheHistoryLength", SPIN, 0, "cache-history-length",
-       "Earlier positions included in the cache key (0: the position, rule50 and repetition only).", 0, 7,
-       param="cache_history_length"),
-    _o("TwoFoldDraws", CHECK, True, "two-fold-draws",
-       "Score a position repeated once inside the search tree as a draw.", param="two_fold_draws"),
-    _o("StickyEndgames", CHECK, True, "sticky-endgames",
-       "Propagate proven wins, losses and draws up the tree.", param="sticky_endgames"),
-    _o("SyzygyPath", STRING, "", "syzygy-paths",
-       "Folders of Syzygy tablebases (*.rtbw, *.rtbz), separated by ':' (';' on Windows); "
-       "empty: none. A root they cover searches only the moves that keep its result; inside "
-       "the tree, positions they cover after a capture or pawn move are scored exactly."),
-    _o("SyzygyFastPlay", CHECK, False, "syzygy-fast-play",
-       "At a root the tablebases cover, keep the moves by WDL alone instead of by DTZ (faster, "
-       "but a won ending may not make progress).", param="syzygy_fast_play"),
-    _o("SmartPruningFactor", FLOAT, 1.33, "smart-pruning-factor",
-       "Stop early when the best move cannot be overtaken in the remaining time (0 disables).", 0.0, 10.0,
-       param="smart_pruning_factor"),
-    _o("SmartPruningMinimumBatches", SPIN, 0, "smart-pruning-minimum-batches",
-       "Smart pruning may stop the search only after this many evaluated batches.", 0, 10000,
-       param="smart_pruning_minimum_batches"),
-    _o("MovesLeftMaxEffect", FLOAT, 0.0345, "moves-left-max-effect",
-       "Maximum bonus of the moves-left utility (networks with a moves-left head).", 0.0, 1.0,
-       param="moves_left_max_effect"),
-    _o("MovesLeftThreshold", FLOAT, 0.8, "moves-left-threshold",
-       "|Q| above which the moves-left utility applies.", 0.0, 1.0, param="moves_left_threshold"),
-    _o("MovesLeftSlope", FLOAT, 0.0027, "moves-left-slope", "Moves-left utility per ply of difference.",
-       0.0, 1.0, param="moves_left_slope"),
-    _o("MovesLeftConstantFactor", FLOAT, 0.0, "moves-left-constant-factor",
-       "Constant term of the moves-left scaling.", -1.0, 1.0, param="moves_left_constant_factor"),
-    _o("MovesLeftScaledFactor", FLOAT, 1.6521, "moves-left-scaled-factor",
-       "|Q| term of the moves-left scaling.", -2.0, 2.0, param="moves_left_scaled_factor"),
-    _o("MovesLeftQuadraticFactor", FLOAT, -0.6521, "moves-left-quadratic-factor",
-       "Q^2 term of the moves-left scaling.", -1.0, 1.0, param="moves_left_quadratic_factor"),
-    _o("DrawScore", FLOAT, 0.0, "draw-score",
-       "Score of a draw for the side to move at the root (-1..1).", -1.0, 1.0, param="draw_score"),
-    _o("Temperature", FLOAT, 0.0, "temperature",
-       "Choose the move at random with probability N^(1/T); 0 plays the most visited move.", 0.0, 100.0,
-       param="temperature"),
-    _o("TempDecayMoves", SPIN, 0, "tempdecay-moves",
-       "Moves over which Temperature decays linearly to 0 (0: no decay).", 0, 640,
-       param="temp_decay_moves"),
-    _o("TempDecayDelayMoves", SPIN, 0, "tempdecay-delay-moves", "Moves before the decay starts.", 0, 100,
-       param="temp_decay_delay_moves"),
-    _o("TempCutoffMove", SPIN, 0, "temp-cutoff-move",
-       "From this move on TempEndgame is used (0: never).", 0, 1000, param="temp_cutoff_move"),
-    _o("TempEndgame", FLOAT, 0.0, "temp-endgame", "Temperature from TempCutoffMove on.", 0.0, 100.0,
-       param="temp_endgame"),
-    _o("TempValueCutoff", FLOAT, 100.0, "temp-value-cutoff",
-       "Moves whose win percentage is more than this below the best are never chosen by temperature.",
-       0.0, 100.0, param="temp_value_cutoff"),
-    _o("TempVisitOffset", FLOAT, 0.0, "temp-visit-offset", "Added to visit counts before temperature.",
-       -1000.0, 1000.0, param="temp_visit_offset"),
-    _o("MultiPV", SPIN, 1, "multipv", "Number of principal variations reported.", 1, 500,
-       param="multipv"),
-    _o("PerPVCounters", CHECK, False, "per-pv-counters", "Report nodes of each PV's move in MultiPV.",
-       param="per_pv_counters"),
-    _o("ScoreType", COMBO, "WDL_mu", "score-type", "How `score cp` is computed from the WDL.",
-       choices=("centipawn", "centipawn_with_drawscore", "centipawn_2019", "centipawn_2018",
-                "win_percentage", "Q", "W-L", "WDL_mu"), param="score_type"),
-    _o("VerboseMoveStats", CHECK, False, "verbose-move-stats",
-       "Print N, P, Q, D, M, U, S, V of every root move before bestmove."),
-    _o("LogLiveStats", CHECK, False, "log-live-stats", "Print the verbose stats with every info update."),
-    _o("RamLimitMb", SPIN, 0, "ramlimit-mb",
-       "Stop growing the tree at about this much memory (0: built-in cap of 1,000,000 nodes).", 0, 100000000),
+    _o(
+        "MinibatchSize",
+        SPIN,
+        0,
+        "minibatch-size",
+        "Positions gathered for one network evaluation. 0 uses a backend-suggested size.",
+        0,
+        1024,
+        param="minibatch_size",
+    ),
+    _o(
+        "CPuct", FLOAT, 1.745, "cpuct", "cpuct_init of the PUCT formula.", 0.0, 100.0, param="cpuct"
+    ),
+    _o(
+        "CPuctBase",
+        FLOAT,
+        38739.0,
+        "cpuct-base",
+        "cpuct_base: cpuct grows by CPuctFactor*ln((N+CPuctBase)/CPuctBase).",
+        1.0,
+        1e9,
+        param="cpuct_base",
+    ),
+    _o(
+        "CPuctFactor",
+        FLOAT,
+        3.894,
+        "cpuct-factor",
+        "Multiplier of the cpuct growth term.",
+        0.0,
+        1000.0,
+        param="cpuct_factor",
+    ),
+    _o(
+        "CPuctAtRoot",
+        FLOAT,
+        1.745,
+        "cpuct-at-root",
+        "CPuct at the root (with RootHasOwnCpuctParams).",
+        0.0,
+        100.0,
+    ),
+    _o(
+        "CPuctBaseAtRoot",
+        FLOAT,
+        38739.0,
+        "cpuct-base-at-root",
+        "CPuctBase at the root (with RootHasOwnCpuctParams).",
+        1.0,
+        1e9,
+    ),
+    _o(
+        "CPuctFactorAtRoot",
+        FLOAT,
+        3.894,
+        "cpuct-factor-at-root",
+        "CPuctFactor at the root (with RootHasOwnCpuctParams).",
+        0.0,
+        1000.0,
+    ),
+    _o(
+        "RootHasOwnCpuctParams",
+        CHECK,
+        False,
+        "root-has-own-cpuct-params",
+        "Use the *AtRoot cpuct parameters at the root.",
+    ),
+    _o(
+        "FpuStrategy",
+        COMBO,
+        "reduction",
+        "fpu-strategy",
+        "First-play urgency of unvisited moves: reduction (parent Q minus FpuValue*sqrt(visited policy)) "
+        "or absolute (FpuValue).",
+        choices=("reduction", "absolute"),
+    ),
+    _o(
+        "FpuValue",
+        FLOAT,
+        0.330,
+        "fpu-value",
+        "FPU reduction or absolute value.",
+        -100.0,
+        100.0,
+        param="fpu_value",
+    ),
+    _o(
+        "FpuStrategyAtRoot",
+        COMBO,
+        "same",
+        "fpu-strategy-at-root",
+        "FpuStrategy at the root; same = as FpuStrategy.",
+        choices=("reduction", "absolute", "same"),
+    ),
+    _o(
+        "FpuValueAtRoot",
+        FLOAT,
+        1.0,
+        "fpu-value-at-root",
+        "FpuValue at the root (unless strategy is same).",
+        -100.0,
+        100.0,
+    ),
+    _o(
+        "PolicyTemperature",
+        FLOAT,
+        1.359,
+        "policy-softmax-temp",
+        "Softmax temperature of the policy head over the legal moves.",
+        0.1,
+        10.0,
+        param="policy_softmax_temp",
+    ),
+    _o(
+        "MaxCollisionEvents",
+        SPIN,
+        917,
+        "max-collision-events",
+        "Collision events allowed while gathering one minibatch.",
+        1,
+        65536,
+        param="max_collision_events",
+    ),
+    _o(
+        "MaxCollisionVisits",
+        SPIN,
+        80000,
+        "max-collision-visits",
+        "Collision visits allowed while gathering one minibatch (in a big tree; see the scaling options).",
+        1,
+        100000000,
+        param="max_collision_visits",
+    ),
+    _o(
+        "MaxCollisionVisitsScalingStart",
+        SPIN,
+        28,
+        "max-collision-visits-scaling-start",
+        "Tree size up to which a minibatch allows 1 collision visit.",
+        1,
+        100000,
+        param="max_collision_visits_scaling_start",
+    ),
+    _o(
+        "MaxCollisionVisitsScalingEnd",
+        SPIN,
+        145000,
+        "max-collision-visits-scaling-end",
+        "Tree size from which a minibatch allows MaxCollisionVisits (0: no scaling).",
+        0,
+        100000000,
+        param="max_collision_visits_scaling_end",
+    ),
+    _o(
+        "MaxCollisionVisitsScalingPower",
+        FLOAT,
+        1.25,
+        "max-collision-visits-scaling-power",
+        "Power of the growth of the collision limit between the scaling start and end.",
+        0.01,
+        100.0,
+        param="max_collision_visits_scaling_power",
+    ),
+    _o(
+        "MaxPrefetch",
+        SPIN,
+        32,
+        "max-prefetch",
+        "A minibatch smaller than this is filled up to it with positions the search will likely visit "
+        "next, for the NN cache only.",
+        0,
+        1024,
+        param="max_prefetch",
+    ),
+    _o(
+        "OutOfOrderEval",
+        CHECK,
+        True,
+        "out-of-order-eval",
+        "Back up cache hits and terminal nodes immediately while gathering a minibatch.",
+        param="out_of_order_eval",
+    ),
+    _o(
+        "MaxOutOfOrderEvalsFactor",
+        FLOAT,
+        2.4,
+        "max-out-of-order-evals-factor",
+        "Out-of-order evaluations allowed per minibatch, as a multiple of MinibatchSize.",
+        0.0,
+        100.0,
+        param="max_out_of_order_evals_factor",
+    ),
+    _o(
+        "NNCacheSize",
+        SPIN,
+        200000,
+        "nncache",
+        "Positions kept in the network evaluation cache (lc0 <= 0.30 default; lc0 0.31+ uses 2000000, "
+        "too much memory for Python objects).",
+        0,
+        999999999,
+        param="nn_cache_size",
+    ),
+    _o(
+        "CacheHistoryLength",
+        SPIN,
+        0,
+        "cache-history-length",
+        "Earlier positions included in the cache key (0: the position, rule50 and repetition only).",
+        0,
+        7,
+        param="cache_history_length",
+    ),
+    _o(
+        "TwoFoldDraws",
+        CHECK,
+        True,
+        "two-fold-draws",
+        "Score a position repeated once inside the search tree as a draw.",
+        param="two_fold_draws",
+    ),
+    _o(
+        "StickyEndgames",
+        CHECK,
+        True,
+        "sticky-endgames",
+        "Propagate proven wins, losses and draws up the tree.",
+        param="sticky_endgames",
+    ),
+    _o(
+        "SyzygyPath",
+        STRING,
+        "",
+        "syzygy-paths",
+        "Folders of Syzygy tablebases (*.rtbw, *.rtbz), separated by ':' (';' on Windows); "
+        "empty: none. A root they cover searches only the moves that keep its result; inside "
+        "the tree, positions they cover after a capture or pawn move are scored exactly.",
+    ),
+    _o(
+        "SyzygyFastPlay",
+        CHECK,
+        False,
+        "syzygy-fast-play",
+        "At a root the tablebases cover, keep the moves by WDL alone instead of by DTZ (faster, "
+        "but a won ending may not make progress).",
+        param="syzygy_fast_play",
+    ),
+    _o(
+        "SmartPruningFactor",
+        FLOAT,
+        1.33,
+        "smart-pruning-factor",
+        "Stop early when the best move cannot be overtaken in the remaining time (0 disables).",
+        0.0,
+        10.0,
+        param="smart_pruning_factor",
+    ),
+    _o(
+        "SmartPruningMinimumBatches",
+        SPIN,
+        0,
+        "smart-pruning-minimum-batches",
+        "Smart pruning may stop the search only after this many evaluated batches.",
+        0,
+        10000,
+        param="smart_pruning_minimum_batches",
+    ),
+    _o(
+        "MovesLeftMaxEffect",
+        FLOAT,
+        0.0345,
+        "moves-left-max-effect",
+        "Maximum bonus of the moves-left utility (networks with a moves-left head).",
+        0.0,
+        1.0,
+        param="moves_left_max_effect",
+    ),
+    _o(
+        "MovesLeftThreshold",
+        FLOAT,
+        0.8,
+        "moves-left-threshold",
+        "|Q| above which the moves-left utility applies.",
+        0.0,
+        1.0,
+        param="moves_left_threshold",
+    ),
+    _o(
+        "MovesLeftSlope",
+        FLOAT,
+        0.0027,
+        "moves-left-slope",
+        "Moves-left utility per ply of difference.",
+        0.0,
+        1.0,
+        param="moves_left_slope",
+    ),
+    _o(
+        "MovesLeftConstantFactor",
+        FLOAT,
+        0.0,
+        "moves-left-constant-factor",
+        "Constant term of the moves-left scaling.",
+        -1.0,
+        1.0,
+        param="moves_left_constant_factor",
+    ),
+    _o(
+        "MovesLeftScaledFactor",
+        FLOAT,
+        1.6521,
+        "moves-left-scaled-factor",
+        "|Q| term of the moves-left scaling.",
+        -2.0,
+        2.0,
+        param="moves_left_scaled_factor",
+    ),
+    _o(
+        "MovesLeftQuadraticFactor",
+        FLOAT,
+        -0.6521,
+        "moves-left-quadratic-factor",
+        "Q^2 term of the moves-left scaling.",
+        -1.0,
+        1.0,
+        param="moves_left_quadratic_factor",
+    ),
+    _o(
+        "DrawScore",
+        FLOAT,
+        0.0,
+        "draw-score",
+        "Score of a draw for the side to move at the root (-1..1).",
+        -1.0,
+        1.0,
+        param="draw_score",
+    ),
+    _o(
+        "Temperature",
+        FLOAT,
+        0.0,
+        "temperature",
+        "Choose the move at random with probability N^(1/T); 0 plays the most visited move.",
+        0.0,
+        100.0,
+        param="temperature",
+    ),
+    _o(
+        "TempDecayMoves",
+        SPIN,
+        0,
+        "tempdecay-moves",
+        "Moves over which Temperature decays linearly to 0 (0: no decay).",
+        0,
+        640,
+        param="temp_decay_moves",
+    ),
+    _o(
+        "TempDecayDelayMoves",
+        SPIN,
+        0,
+        "tempdecay-delay-moves",
+        "Moves before the decay starts.",
+        0,
+        100,
+        param="temp_decay_delay_moves",
+    ),
+    _o(
+        "TempCutoffMove",
+        SPIN,
+        0,
+        "temp-cutoff-move",
+        "From this move on TempEndgame is used (0: never).",
+        0,
+        1000,
+        param="temp_cutoff_move",
+    ),
+    _o(
+        "TempEndgame",
+        FLOAT,
+        0.0,
+        "temp-endgame",
+        "Temperature from TempCutoffMove on.",
+        0.0,
+        100.0,
+        param="temp_endgame",
+    ),
+    _o(
+        "TempValueCutoff",
+        FLOAT,
+        100.0,
+        "temp-value-cutoff",
+        "Moves whose win percentage is more than this below the best are never chosen by temperature.",
+        0.0,
+        100.0,
+        param="temp_value_cutoff",
+    ),
+    _o(
+        "TempVisitOffset",
+        FLOAT,
+        0.0,
+        "temp-visit-offset",
+        "Added to visit counts before temperature.",
+        -1000.0,
+        1000.0,
+        param="temp_visit_offset",
+    ),
+    _o(
+        "MultiPV",
+        SPIN,
+        1,
+        "multipv",
+        "Number of principal variations reported.",
+        1,
+        500,
+        param="multipv",
+    ),
+    _o(
+        "PerPVCounters",
+        CHECK,
+        False,
+        "per-pv-counters",
+        "Report nodes of each PV's move in MultiPV.",
+        param="per_pv_counters",
+    ),
+    _o(
+        "ScoreType",
+        COMBO,
+        "WDL_mu",
+        "score-type",
+        "How `score cp` is computed from the WDL.",
+        choices=(
+            "centipawn",
+            "centipawn_with_drawscore",
+            "centipawn_2019",
+            "centipawn_2018",
+            "win_percentage",
+            "Q",
+            "W-L",
+            "WDL_mu",
+        ),
+        param="score_type",
+    ),
+    _o(
+        "VerboseMoveStats",
+        CHECK,
+        False,
+        "verbose-move-stats",
+        "Print N, P, Q, D, M, U, S, V of every root move before bestmove.",
+    ),
+    _o(
+        "LogLiveStats",
+        CHECK,
+        False,
+        "log-live-stats",
+        "Print the verbose stats with every info update.",
+    ),
+    _o(
+        "RamLimitMb",
+        SPIN,
+        0,
+        "ramlimit-mb",
+        "Stop growing the tree at about this much memory (0: built-in cap of 1,000,000 nodes).",
+        0,
+        100000000,
+    ),
     # --- time --------------------------------------------------------------------------------------
-    _o("MoveOverheadMs", SPIN, 200, "move-overhead",
-       "Time kept in reserve for each move (GUI and network lag).", 0, 100000000),
-    _o("TimeManager", STRING, "legacy", "time-manager",
-       "lc0's legacy time manager, optionally with parameters: "
-       "legacy(slowmover=1.0,midpoint-move=51.5,steepness=7.0,immediate-use=1.0,"
-       "first-move-bonus=1.8,book-ply-bonus=0.25)."),
-    _o("Ponder", CHECK, True, "ponder",
-       "Declared for GUIs, which tell the engine whether pondering is allowed; as in lc0 it "
-       "changes nothing: go ponder and ponderhit work either way."),
+    _o(
+        "MoveOverheadMs",
+        SPIN,
+        200,
+        "move-overhead",
+        "Time kept in reserve for each move (GUI and network lag).",
+        0,
+        100000000,
+    ),
+    _o(
+        "TimeManager",
+        STRING,
+        "legacy",
+        "time-manager",
+        "lc0's legacy time manager, optionally with parameters: "
+        "legacy(slowmover=1.0,midpoint-move=51.5,steepness=7.0,immediate-use=1.0,"
+        "first-move-bonus=1.8,book-ply-bonus=0.25).",
+    ),
+    _o(
+        "Ponder",
+        CHECK,
+        True,
+        "ponder",
+        "Declared for GUIs, which tell the engine whether pondering is allowed; as in lc0 it "
+        "changes nothing: go ponder and ponderhit work either way.",
+    ),
     # --- UCI ---------------------------------------------------------------------------------------
     _o("UCI_ShowWDL", CHECK, False, "show-wdl", "Add `wdl W D L` (per mille) to info lines."),
-    _o("UCI_ShowMovesLeft", CHECK, False, "show-movesleft",
-       "Add `movesleft N` (plies, networks with a moves-left head) to info lines, as lc0."),
-    _o("Threads", SPIN, 2, "threads",
-       "Minibatches in flight, as lc0's search threads (each of which gathers one minibatch and "
-       "waits for its evaluation): 1 gathers, evaluates and backs up one at a time; 2 (lc0's "
-       "default on two cores) gathers the next while one is evaluated, or while two are on a "
-       "backend that runs two at once. Here one search thread gathers them all and the "
-       "backend's calls run beside it.", 1, 128, param="threads"),
+    _o(
+        "UCI_ShowMovesLeft",
+        CHECK,
+        False,
+        "show-movesleft",
+        "Add `movesleft N` (plies, networks with a moves-left head) to info lines, as lc0.",
+    ),
+    _o(
+        "Threads",
+        SPIN,
+        2,
+        "threads",
+        "Minibatches in flight, as lc0's search threads (each of which gathers one minibatch and "
+        "waits for its evaluation): 1 gathers, evaluates and backs up one at a time; 2 (lc0's "
+        "default on two cores) gathers the next while one is evaluated, or while two are on a "
+        "backend that runs two at once. Here one search thread gathers them all and the "
+        "backend's calls run beside it.",
+        1,
+        128,
+        param="threads",
+    ),
     _o("UCI_Chess960", CHECK, False, "chess960", "Chess960 castling (king takes rook) in moves."),
-    _o("LogFile", STRING, "", "logfile",
-       "Append the UCI dialogue to this file (empty: no log; <stderr>: standard error, as lc0)."),
+    _o(
+        "LogFile",
+        STRING,
+        "",
+        "logfile",
+        "Append the UCI dialogue to this file (empty: no log; <stderr>: standard error, as lc0).",
+    ),
 )
 
 BY_NAME: dict[str, Option] = {o.name.lower(): o for o in OPTIONS}
@@ -295,8 +710,10 @@ def parse_command_line(argv: Iterable[str]) -> dict[str, Any]:
         if arg in SHORT_FLAGS or arg[:2] in SHORT_FLAGS and arg[2:3] == "=":
             arg = "--" + SHORT_FLAGS[arg[:2]] + arg[2:]
         if not arg.startswith("--"):
-            raise OptionError(f"unexpected argument {arg!r}: expected --option=value "
-                              f"(or one of lc0's short flags {', '.join(SHORT_FLAGS)})")
+            raise OptionError(
+                f"unexpected argument {arg!r}: expected --option=value "
+                f"(or one of lc0's short flags {', '.join(SHORT_FLAGS)})"
+            )
         body = arg[2:]
         name, eq, text = body.partition("=")
         option = BY_FLAG.get(name)
@@ -321,8 +738,10 @@ def parse_command_line(argv: Iterable[str]) -> dict[str, Any]:
 
 def markdown_table() -> str:
     """The options as a markdown table for the README."""
-    lines = ["| UCI option | flag | type | default | range / choices | meaning |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| UCI option | flag | type | default | range / choices | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
     for o in OPTIONS:
         if o.kind == CHECK:
             default = "true" if o.default else "false"
@@ -344,7 +763,9 @@ def markdown_table() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="xlazero options")
-    parser.add_argument("--markdown", action="store_true", help="print the options as a markdown table")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the options as a markdown table"
+    )
     args = parser.parse_args(argv)
     if args.markdown:
         print(markdown_table())

@@ -66,8 +66,7 @@ class Tablebase:
 
     def covers(self, board: chess.Board) -> bool:
         """Whether the tables can answer for ``board``: few enough pieces, no castling right."""
-        return (chess.popcount(board.occupied) <= self.max_pieces
-                and not board.castling_rights)
+        return chess.popcount(board.occupied) <= self.max_pieces and not board.castling_rights
 
     def probe_wdl(self, board: chess.Board) -> int | None:
         """WDL of ``board`` for the side to move, or None when no table answers."""

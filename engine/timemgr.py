@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.search.limit import Limit
 from engine.search.stoppers import SMART_PRUNING_TOLERANCE_MS  # lc0: slowmover only above it
 
 MIN_BUDGET_MS = 1.0
@@ -31,20 +32,6 @@ MAX_CLOCK_SHARE = 0.5
 manager may spend all banked time at once, up to time - MoveOverheadMs; a Python engine's latency
 outside the search (thread wake-ups and stop latency when the CPU is busy) needs more slack than
 that, or one long move after several pruned ones can lose on time."""
-
-
-@dataclass(frozen=True)
-class GoParams:
-    """The time-related arguments of a ``go`` command (milliseconds)."""
-
-    wtime: int | None = None
-    btime: int | None = None
-    winc: int | None = None
-    binc: int | None = None
-    movestogo: int | None = None
-    movetime: int | None = None
-    infinite: bool = False
-    ponder: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,7 +58,9 @@ def parse_time_manager(spec: str) -> LegacyParams:
         key, eq, text = part.partition("=")
         key = key.strip()
         if key not in names or not eq:
-            raise ValueError(f"TimeManager: expected key=value with key in {sorted(names)}, got {part!r}")
+            raise ValueError(
+                f"TimeManager: expected key=value with key in {sorted(names)}, got {part!r}"
+            )
         try:
             values[names[key]] = float(text)
         except ValueError:
@@ -98,7 +87,7 @@ class TimeManager:
         self.first_move_of_game = True
         self.time_spared_ms = 0.0
 
-    def budget_ms(self, go: GoParams, black_to_move: bool, game_ply: int) -> float | None:
+    def budget_ms(self, go: Limit, black_to_move: bool, game_ply: int) -> float | None:
         """Time for this move in ms from the start of the search; None when not time-limited.
 
         ``movetime`` gives movetime - MoveOverheadMs (as lc0); clock times use the legacy formula.
@@ -111,9 +100,9 @@ class TimeManager:
             limits.append(clock)
         return min(limits) if limits else None
 
-    def _clock_budget(self, go: GoParams, black: bool, ply: int) -> float | None:
+    def _clock_budget(self, go: Limit, black: bool, ply: int) -> float | None:
         time_left = go.btime if black else go.wtime
-        if go.infinite or go.ponder or time_left is None:
+        if go.until_stop or time_left is None:
             return None
         p = self.params
         inc = max(0, (go.binc if black else go.winc) or 0)

@@ -20,12 +20,11 @@ import chess
 import engine
 from engine import options as opts
 from engine.controller import Controller
-from engine.search import ThinkingInfo
-from engine.timemgr import GoParams
+from engine.search import Limit, ThinkingInfo
 
 GO_INT_ARGS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth", "mate")
-GO_LIMIT_ARGS = ("nodes", "depth", "mate")
-"""go arguments that are search limits rather than clock readings."""
+GO_NONNEGATIVE_ARGS = ("wtime", "btime", "movetime")
+"""go arguments read as at least 0 (a clock gone negative means no time left)."""
 
 
 class UciEngine:
@@ -35,7 +34,7 @@ class UciEngine:
         self.out = out
         self._out_lock = threading.Lock()
         self._line_time = time.monotonic()  # arrival of the line being handled (see handle)
-        self._log: TextIO | None = None
+        self._log: TextIO | _StderrLog | None = None
         self.controller = Controller(self, values)
         self._open_log()
 
@@ -64,7 +63,9 @@ class UciEngine:
         for info in infos:
             self.send(self.format_info(board, info))
 
-    def bestmove(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> None:
+    def bestmove(
+        self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None
+    ) -> None:
         self.send(self._bestmove_line(board, best, ponder))
 
     def _open_log(self) -> None:
@@ -95,8 +96,10 @@ class UciEngine:
         cmd, args = tokens[0], tokens[1:]
         handler = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
         if handler is None:
-            self.error(f"unknown command {cmd[:80]!r}: expected one of uci, isready, setoption, "
-                       "ucinewgame, position, go, stop, ponderhit, quit")
+            self.error(
+                f"unknown command {cmd[:80]!r}: expected one of uci, isready, setoption, "
+                "ucinewgame, position, go, stop, ponderhit, quit"
+            )
             return True
         try:
             return handler(args) is not False
@@ -124,12 +127,14 @@ class UciEngine:
         rest = args[1:]
         if "value" in rest:
             at = rest.index("value")
-            name, text = " ".join(rest[:at]), " ".join(rest[at + 1:])
+            name, text = " ".join(rest[:at]), " ".join(rest[at + 1 :])
         else:
             name, text = " ".join(rest), ""
         try:
             option = opts.find(name)
-            value = option.parse(text) if (text or option.kind == opts.STRING) else option.parse("true")
+            value = (
+                option.parse(text) if (text or option.kind == opts.STRING) else option.parse("true")
+            )
         except opts.OptionError as exc:
             self.error(str(exc))
             return
@@ -153,7 +158,7 @@ class UciEngine:
         chess960 = bool(self.values["UCI_Chess960"])
         if "moves" in args:
             at = args.index("moves")
-            head, moves = args[:at], args[at + 1:]
+            head, moves = args[:at], args[at + 1 :]
         else:
             head, moves = args, []
         if head[0] == "startpos" and len(head) == 1:
@@ -173,8 +178,9 @@ class UciEngine:
             try:
                 move = board.parse_uci(text)
             except ValueError:
-                raise ValueError(f"illegal move {text[:20]!r} (move {i + 1} of position); "
-                                 "position unchanged") from None
+                raise ValueError(
+                    f"illegal move {text[:20]!r} (move {i + 1} of position); position unchanged"
+                ) from None
             board.push(move)
         return board
 
@@ -191,13 +197,21 @@ class UciEngine:
             if tok in GO_INT_ARGS:
                 value = args[i + 1] if i + 1 < len(args) else None
                 try:
+                    if value is None:
+                        raise ValueError(f"go {tok} without a value")
                     ints[tok] = int(float(value))
                     i += 2
                 except (TypeError, ValueError, OverflowError):
-                    self.error(f"go {tok}: expected a number, got "
-                               f"{'nothing' if value is None else repr(value[:20])}; ignored")
+                    self.error(
+                        f"go {tok}: expected a number, got "
+                        f"{'nothing' if value is None else repr(value[:20])}; ignored"
+                    )
                     # A following keyword starts the next argument; anything else was the value.
-                    keyword = value is None or value in GO_INT_ARGS + ("infinite", "ponder", "searchmoves")
+                    keyword = value is None or value in GO_INT_ARGS + (
+                        "infinite",
+                        "ponder",
+                        "searchmoves",
+                    )
                     i += 1 if keyword else 2
             elif tok in ("infinite", "ponder"):
                 flags.add(tok)
@@ -213,12 +227,18 @@ class UciEngine:
             else:
                 self.error(f"go: unknown argument {tok[:40]!r}; ignored")
                 i += 1
-        go = GoParams(wtime=_nonneg(ints.get("wtime")), btime=_nonneg(ints.get("btime")),
-                      winc=ints.get("winc"), binc=ints.get("binc"), movestogo=ints.get("movestogo"),
-                      movetime=_nonneg(ints.get("movetime")), infinite="infinite" in flags,
-                      ponder="ponder" in flags)
-        limits = {k: v for k, v in ints.items() if k in GO_LIMIT_ARGS}
-        self.controller.go(go, limits, tuple(searchmoves), self._line_time)
+        for key in GO_NONNEGATIVE_ARGS:
+            if key in ints:
+                ints[key] = max(0, ints[key])
+        self.controller.go(
+            Limit(
+                **ints,
+                infinite="infinite" in flags,
+                ponder="ponder" in flags,
+                searchmoves=tuple(searchmoves),
+                started_at=self._line_time,
+            )
+        )
 
     def cmd_stop(self, args: list[str]) -> None:
         self.controller.stop()
@@ -231,19 +251,34 @@ class UciEngine:
         return False
 
     # ------------------------------------------------------------------------------------- answers
-    def _bestmove_line(self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None) -> str:
-        if best is None:
+    def _bestmove_line(
+        self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None
+    ) -> str:
+        # best is legal (the controller's promise); ponder only where it is legal after it.
+        moves = (
+            [] if best is None else self._uci_moves(board, (best, ponder) if ponder else (best,))
+        )
+        if not moves:
             return "bestmove 0000"
+        return f"bestmove {moves[0]}" + (f" ponder {moves[1]}" if len(moves) > 1 else "")
+
+    def _uci_moves(self, board: chess.Board, moves: tuple[chess.Move, ...]) -> list[str]:
+        """``moves`` played one after the other from ``board``, in UCI notation (Chess960's
+        when UCI_Chess960 is set), up to the first that is not legal where it is played."""
         chess960 = bool(self.values["UCI_Chess960"])
-        line = f"bestmove {board.uci(best, chess960=chess960)}"
-        if ponder is not None:  # the controller checked it is legal after best
-            after = board.copy(stack=False)
-            after.push(best)
-            line += f" ponder {after.uci(ponder, chess960=chess960)}"
-        return line
+        b = board.copy(stack=False)
+        out = []
+        for move in moves:
+            if move not in b.legal_moves:
+                break
+            out.append(b.uci(move, chess960=chess960))
+            b.push(move)
+        return out
 
     def format_info(self, board: chess.Board, info: ThinkingInfo) -> str:
-        parts = [f"info depth {info.depth} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"]
+        parts = [
+            f"info depth {info.depth} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"
+        ]
         if info.multipv is not None:
             parts.append(f"multipv {info.multipv}")
         if info.mate is not None:
@@ -256,15 +291,7 @@ class UciEngine:
             parts.append(f"movesleft {info.moves_left}")
         parts.append(f"hashfull {info.hashfull} nps {info.nps} tbhits {info.tbhits}")
         if info.pv:
-            chess960 = bool(self.values["UCI_Chess960"])
-            b = board.copy(stack=False)
-            moves = []
-            for move in info.pv:
-                if move not in b.legal_moves:
-                    break
-                moves.append(b.uci(move, chess960=chess960))
-                b.push(move)
-            parts.append("pv " + " ".join(moves))
+            parts.append("pv " + " ".join(self._uci_moves(board, info.pv)))
         return " ".join(parts)
 
 
@@ -279,10 +306,6 @@ class _StderrLog:
 
     def close(self) -> None:
         pass
-
-
-def _nonneg(value: int | None) -> int | None:
-    return None if value is None else max(0, value)
 
 
 def expand_config(argv: list[str]) -> list[str]:
@@ -313,7 +336,7 @@ def register_backends() -> None:
     knows no implementation, so the program's entry point brings them in. Importing
     backend_xla, before anything imports jax, also asks XLA for one CPU device per core, so
     that batches can be split over the cores."""
-    import backend_xla  # noqa: F401
+    import backend_xla  # noqa: F401  (registers "xla"; before jax: a CPU device per core)
     import engine.backends  # noqa: F401  (random)
 
 

@@ -7,8 +7,8 @@ LayerNormalization), so graphs built here line up name for name with lc0's ``lee
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import onnx
@@ -35,6 +35,7 @@ class Vec:
 def _np_dtype(data_type: str):
     if data_type == "bf16":
         import ml_dtypes
+
         return ml_dtypes.bfloat16
     return {"f32": np.float32, "f16": np.float16}[data_type]
 
@@ -44,8 +45,10 @@ class GraphBuilder:
 
     def __init__(self, data_type: str = "f32", opset: int = 17, file: str = "<weights>"):
         if data_type not in DATA_TYPES:
-            raise WeightsError(f"{file}: unsupported ONNX data type {data_type!r}: expected one of "
-                               f"{sorted(DATA_TYPES)}")
+            raise WeightsError(
+                f"{file}: unsupported ONNX data type {data_type!r}: expected one of "
+                f"{sorted(DATA_TYPES)}"
+            )
         self.data_type = data_type
         self.elem_type = DATA_TYPES[data_type]
         self.opset = opset
@@ -56,14 +59,21 @@ class GraphBuilder:
         self.outputs: list[onnx.ValueInfoProto] = []
 
     # ------------------------------------------------------------------ constants
-    def weights(self, vec: Vec, dims: Sequence[int], order: Sequence[int] | None = None,
-                dtype: str | None = None) -> np.ndarray:
+    def weights(
+        self,
+        vec: Vec,
+        dims: Sequence[int],
+        order: Sequence[int] | None = None,
+        dtype: str | None = None,
+    ) -> np.ndarray:
         """``vec`` as a tensor of shape ``dims``; ``order`` as lc0's adapters: the source is laid out
         in ``[dims[o] for o in order]`` and is transposed into ``dims``."""
         expected = int(np.prod(dims))
         if vec.size != expected:
-            raise WeightsError(f"{self.file}: {vec.where}: expected {expected} values for shape "
-                               f"{list(dims)}, got {vec.size}")
+            raise WeightsError(
+                f"{self.file}: {vec.where}: expected {expected} values for shape "
+                f"{list(dims)}, got {vec.size}"
+            )
         arr = vec.values
         if order:
             src = arr.reshape([dims[o] for o in order])
@@ -84,8 +94,14 @@ class GraphBuilder:
         return self.initializer(name, np.asarray(values, np.int64))
 
     # ------------------------------------------------------------------ nodes
-    def node(self, op: str, name: str, inputs: Sequence[str], outputs: Sequence[str] | None = None,
-             **attrs) -> str:
+    def node(
+        self,
+        op: str,
+        name: str,
+        inputs: Sequence[str],
+        outputs: Sequence[str] | None = None,
+        **attrs,
+    ) -> str:
         outs = list(outputs) if outputs is not None else [name]
         self.nodes.append(helper.make_node(op, list(inputs), outs, name=name, **attrs))
         return outs[0]
@@ -113,11 +129,21 @@ class GraphBuilder:
     def conv(self, name: str, x: str, kernel: np.ndarray, bias: np.ndarray) -> str:
         k = kernel.shape[-1]
         pad = (k - 1) // 2
-        return self.node("Conv", name, [x, self.const_input(name, kernel, "/w/kernel"),
-                                        self.const_input(name, bias, "/w/bias")],
-                         pads=[pad] * 4, kernel_shape=[k, k])
+        return self.node(
+            "Conv",
+            name,
+            [
+                x,
+                self.const_input(name, kernel, "/w/kernel"),
+                self.const_input(name, bias, "/w/bias"),
+            ],
+            pads=[pad] * 4,
+            kernel_shape=[k, k],
+        )
 
-    def reshape(self, name: str, x: str, shape_name: str, shape: Sequence[int] | None = None) -> str:
+    def reshape(
+        self, name: str, x: str, shape_name: str, shape: Sequence[int] | None = None
+    ) -> str:
         if shape is not None:
             self.int64(shape_name, shape)
         return self.node("Reshape", name, [x, shape_name])
@@ -129,9 +155,13 @@ class GraphBuilder:
         return self.node("Softmax", name, [x], axis=axis)
 
     def layer_norm(self, name: str, x: str, scale: np.ndarray, bias: np.ndarray, eps: float) -> str:
-        return self.node("LayerNormalization", name,
-                         [x, self.const_input(name, scale, "/w/scale"),
-                          self.const_input(name, bias, "/w/bias")], axis=1, epsilon=float(eps))
+        return self.node(
+            "LayerNormalization",
+            name,
+            [x, self.const_input(name, scale, "/w/scale"), self.const_input(name, bias, "/w/bias")],
+            axis=1,
+            epsilon=float(eps),
+        )
 
     def slice(self, name: str, x: str, starts: Sequence[int], ends: Sequence[int]) -> str:
         s = self.initializer(name + "/starts", np.asarray(starts, np.int32))
@@ -173,10 +203,15 @@ class GraphBuilder:
         self.outputs.append(helper.make_tensor_value_info(name, self.elem_type, list(dims)))
 
     def model(self, graph_name: str, metadata: dict[str, str]) -> onnx.ModelProto:
-        graph = helper.make_graph(self.nodes, graph_name, self.inputs, self.outputs,
-                                  list(self.initializers.values()))
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
-                                  producer_name="xlazero", ir_version=8)
+        graph = helper.make_graph(
+            self.nodes, graph_name, self.inputs, self.outputs, list(self.initializers.values())
+        )
+        model = helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid("", self.opset)],
+            producer_name="xlazero",
+            ir_version=8,
+        )
         for key, value in metadata.items():
             model.metadata_props.add(key=key, value=value)
         return model

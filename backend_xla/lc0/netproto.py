@@ -23,19 +23,29 @@ from .schema import SCHEMA
 
 PACKAGE = "pblczero"
 _FD = descriptor_pb2.FieldDescriptorProto
-_SCALARS = {"uint32": _FD.TYPE_UINT32, "int32": _FD.TYPE_INT32, "enum": _FD.TYPE_INT32,
-            "float": _FD.TYPE_FLOAT, "fixed32": _FD.TYPE_FIXED32, "bytes": _FD.TYPE_BYTES,
-            "string": _FD.TYPE_STRING}
+_SCALARS = {
+    "uint32": _FD.TYPE_UINT32,
+    "int32": _FD.TYPE_INT32,
+    "enum": _FD.TYPE_INT32,
+    "float": _FD.TYPE_FLOAT,
+    "fixed32": _FD.TYPE_FIXED32,
+    "bytes": _FD.TYPE_BYTES,
+    "string": _FD.TYPE_STRING,
+}
 
 
 def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
-    fdp = descriptor_pb2.FileDescriptorProto(name="xlazero/lc0_net.proto", package=PACKAGE,
-                                             syntax="proto2")
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="xlazero/lc0_net.proto", package=PACKAGE, syntax="proto2"
+    )
     for spec in SCHEMA.values():
         msg = fdp.message_type.add(name=spec.name)
         for f in spec.fields:
-            field = msg.field.add(name=f.name, number=f.number,
-                                  label=_FD.LABEL_REPEATED if f.repeated else _FD.LABEL_OPTIONAL)
+            field = msg.field.add(
+                name=f.name,
+                number=f.number,
+                label=_FD.LABEL_REPEATED if f.repeated else _FD.LABEL_OPTIONAL,
+            )
             if f.kind in _SCALARS:
                 field.type = _SCALARS[f.kind]
             else:
@@ -47,8 +57,10 @@ def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
 def _message_classes() -> dict[str, type[Message]]:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(_file_descriptor())
-    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{PACKAGE}.{name}"))
-            for name in SCHEMA}
+    return {
+        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{PACKAGE}.{name}"))
+        for name in SCHEMA
+    }
 
 
 CLASSES: dict[str, type[Message]] = _message_classes()

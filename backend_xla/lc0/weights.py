@@ -94,7 +94,8 @@ def read_bytes(path: str | os.PathLike, max_bytes: int = MAX_DECOMPRESSED_BYTES)
                 return data
             if not head.startswith(_GZIP_MAGIC):
                 raise WeightsError(
-                    f"{path}: not a gzip file (expected magic 1f8b, got {head[:2].hex() or 'empty file'})")
+                    f"{path}: not a gzip file (expected magic 1f8b, got {head[:2].hex() or 'empty file'})"
+                )
             f.seek(0)
             return _gunzip(f, path, max_bytes)
     except OSError as e:
@@ -141,7 +142,9 @@ def parse_weights(data: bytes, path: str = "<bytes>") -> Lc0Weights:
     if len(data) < 2:
         raise WeightsError(f"{path}: too small to be an lc0 weight file ({len(data)} bytes)")
     if data[:2] in (b"1\n", b"2\n"):
-        raise WeightsError(f"{path}: old text weight format (version {data[:1].decode()}) is not supported")
+        raise WeightsError(
+            f"{path}: old text weight format (version {data[:1].decode()}) is not supported"
+        )
     net = parse(data, "Net", where=path)
     if net.magic != WEIGHT_MAGIC:
         got = hex(net.magic) if net.HasField("magic") else "none"
@@ -152,8 +155,13 @@ def parse_weights(data: bytes, path: str = "<bytes>") -> Lc0Weights:
     if isinstance(license, bytes):
         license = license.decode("utf-8", errors="replace")
     return Lc0Weights(
-        path=path, net=net, format=_fixed_format(net, fmt_msg), had_network_format=fmt_msg is not None,
-        min_version=(version.major, version.minor, version.patch), license=license)
+        path=path,
+        net=net,
+        format=_fixed_format(net, fmt_msg),
+        had_network_format=fmt_msg is not None,
+        min_version=(version.major, version.minor, version.patch),
+        license=license,
+    )
 
 
 def _fixed_format(net: Message, fmt: Message | None) -> NetworkFormat:
@@ -174,7 +182,11 @@ def _fixed_format(net: Message, fmt: Message | None) -> NetworkFormat:
     elif v["network"] == 134:  # NETWORK_AB_LEGACY_WITH_MULTIHEADFORMAT
         v["network"] = 7
     if v["network"] == 6:
-        if weights is not None and weights.HasField("policy_heads") and weights.HasField("value_heads"):
+        if (
+            weights is not None
+            and weights.HasField("policy_heads")
+            and weights.HasField("value_heads")
+        ):
             v.update(network=7, input_embedding=2)
         if fmt is None or not fmt.HasField("input_embedding"):
             if v["input_embedding"] == 0:
@@ -200,7 +212,8 @@ def layer_values(layer: Message | None, where: str) -> np.ndarray:
     if len(params) % width:
         raise WeightsError(
             f"{where}: {schema.LAYER_ENCODINGS[encoding]} params of {len(params)} bytes "
-            f"is not a multiple of {width}")
+            f"is not a multiple of {width}"
+        )
     if encoding == ENC_LINEAR16:
         theta = np.frombuffer(params, "<u2").astype(np.float32) / _LINEAR16_SCALE
         lo = np.float32(layer.min_val)
@@ -215,8 +228,10 @@ def layer_values(layer: Message | None, where: str) -> np.ndarray:
     if layer.dims:
         expected = int(np.prod(list(layer.dims)))
         if expected != values.size:
-            raise WeightsError(f"{where}: dims {list(layer.dims)} declare {expected} values, "
-                               f"params hold {values.size}")
+            raise WeightsError(
+                f"{where}: dims {list(layer.dims)} declare {expected} values, "
+                f"params hold {values.size}"
+            )
     return values
 
 
@@ -242,7 +257,10 @@ def conv_block(block: Message | None, where: str) -> ConvWeights:
     if block is None:
         empty = np.zeros(0, np.float32)
         return ConvWeights(empty, empty, where)
-    get = lambda name: layer_values(getattr(block, name), f"{where}.{name}")  # noqa: E731
+
+    def get(name: str) -> np.ndarray:
+        return layer_values(getattr(block, name), f"{where}.{name}")
+
     weights, biases = get("weights"), get("biases")
     means, variances = get("bn_means"), get("bn_stddivs")
     gammas, betas = get("bn_gammas"), get("bn_betas")
@@ -256,12 +274,20 @@ def conv_block(block: Message | None, where: str) -> ConvWeights:
         biases = np.zeros(means.size, np.float32)
     if means.size == 0:
         return ConvWeights(weights, biases, where)
-    for name, arr in (("bn_stddivs", variances), ("bn_gammas", gammas), ("bn_betas", betas),
-                      ("biases", biases)):
+    for name, arr in (
+        ("bn_stddivs", variances),
+        ("bn_gammas", gammas),
+        ("bn_betas", betas),
+        ("biases", biases),
+    ):
         if arr.size != means.size:
-            raise WeightsError(f"{where}.{name}: expected {means.size} values (as bn_means), got {arr.size}")
+            raise WeightsError(
+                f"{where}.{name}: expected {means.size} values (as bn_means), got {arr.size}"
+            )
     if weights.size % outputs:
-        raise WeightsError(f"{where}.weights: {weights.size} values do not split into {outputs} outputs")
+        raise WeightsError(
+            f"{where}.weights: {weights.size} values do not split into {outputs} outputs"
+        )
     scale = gammas * (np.float32(1) / np.sqrt(variances + _BN_EPSILON))
     folded_w = (weights.reshape(outputs, -1) * scale[:, None]).reshape(-1)
     folded_b = -scale * (means - biases) + betas

@@ -6,5 +6,12 @@ from . import conv, elementwise, linear, normalization, reduce, shape  # noqa: F
 from .nhwc import Nhwc, as_nchw
 from .registry import NodeContext, handler_for, is_static, register, supported_ops
 
-__all__ = ["NodeContext", "Nhwc", "as_nchw", "handler_for", "is_static", "register",
-           "supported_ops"]
+__all__ = [
+    "NodeContext",
+    "Nhwc",
+    "as_nchw",
+    "handler_for",
+    "is_static",
+    "register",
+    "supported_ops",
+]

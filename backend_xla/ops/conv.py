@@ -39,8 +39,13 @@ def _conv_padding(ctx: NodeContext, spatial, kernel, strides, dilations):
 def _keeps_nhwc(ctx: NodeContext, x, w, b) -> bool:
     """Whether this conv computes channels-last: a 2-D conv under ``layout=NHWC`` of a traced
     input (or of a constant one when its filter is stored HWIO, which only this path reads)."""
-    return (ctx.layout == "NHWC" and len(x.shape) == 4 and not isinstance(w, Nhwc)
-            and not isinstance(b, Nhwc) and (ctx.hwio_filter or not is_static(x)))
+    return (
+        ctx.layout == "NHWC"
+        and len(x.shape) == 4
+        and not isinstance(w, Nhwc)
+        and not isinstance(b, Nhwc)
+        and (ctx.hwio_filter or not is_static(x))
+    )
 
 
 @register("Conv", nhwc=True)
@@ -70,15 +75,31 @@ def conv(ctx: NodeContext, x, w, b=None):
         from .conv_methods import conv2d
 
         pads = [padding[0][0], padding[1][0], padding[0][1], padding[1][1]]
-        return Nhwc(conv2d(x, w.astype(x.dtype), b, strides=strides, pads=pads,
-                           dilations=dilations, group=group, layout="NHWC",
-                           method=ctx.conv_method))
+        return Nhwc(
+            conv2d(
+                x,
+                w.astype(x.dtype),
+                b,
+                strides=strides,
+                pads=pads,
+                dilations=dilations,
+                group=group,
+                layout="NHWC",
+                method=ctx.conv_method,
+            )
+        )
     activations = "N" + spatial + "C" if nhwc else "NC" + spatial
     filters = spatial + "IO" if hwio else "OI" + spatial
     y = lax.conv_general_dilated(
-        x, w.astype(x.dtype), window_strides=strides, padding=padding, rhs_dilation=dilations,
-        dimension_numbers=(activations, filters, activations), feature_group_count=group,
-        precision=precision(x.dtype))
+        x,
+        w.astype(x.dtype),
+        window_strides=strides,
+        padding=padding,
+        rhs_dilation=dilations,
+        dimension_numbers=(activations, filters, activations),
+        feature_group_count=group,
+        precision=precision(x.dtype),
+    )
     if b is not None:
         channels = (1,) * (n + 1) + (-1,) if nhwc else (1, -1) + (1,) * n
         y = y + b.astype(y.dtype).reshape(channels)

@@ -1,7 +1,7 @@
 """2-D convolution in ONNX semantics, in several XLA formulations tuned for CPU.
 
 The ``Conv`` handler (:mod:`backend_xla.ops.conv`) uses :func:`conv2d` for ``conv_method`` other
-than ``lax``; the benchmarks (:mod:`backend_xla.perf`) and the hand-built Maia forward pass call
+than ``lax``; the benchmarks (``bin/xlazero_perf``) and the hand-built Maia forward pass call
 it directly.
 
 XLA's CPU convolution (``lax.conv_general_dilated``) runs on one thread and reaches well under
@@ -35,7 +35,8 @@ All functions accept numpy or JAX arrays and are meant to be called inside ``jax
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -46,34 +47,37 @@ LAYOUTS = ("NCHW", "NHWC")
 
 # Winograd transform matrices (Lavin & Gray 2015), F(m×m, 3×3) with tile size m + 2.
 # F(2×2, 3×3): 4×4 input tiles, 2×2 outputs per tile.
-_BT2 = np.array([[1, 0, -1, 0],
-                 [0, 1, 1, 0],
-                 [0, -1, 1, 0],
-                 [0, 1, 0, -1]], dtype=np.float64)
-_G2 = np.array([[1, 0, 0],
-                [0.5, 0.5, 0.5],
-                [0.5, -0.5, 0.5],
-                [0, 0, 1]], dtype=np.float64)
-_AT2 = np.array([[1, 1, 1, 0],
-                 [0, 1, -1, -1]], dtype=np.float64)
+_BT2 = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=np.float64)
+_G2 = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], dtype=np.float64)
+_AT2 = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.float64)
 # F(4×4, 3×3): 6×6 input tiles, 4×4 outputs per tile (interpolation points 0, ±1, ±2, ∞; the
 # matrices lc0's CPU backend uses).
-_BT4 = np.array([[4, 0, -5, 0, 1, 0],
-                 [0, -4, -4, 1, 1, 0],
-                 [0, 4, -4, -1, 1, 0],
-                 [0, -2, -1, 2, 1, 0],
-                 [0, 2, -1, -2, 1, 0],
-                 [0, 4, 0, -5, 0, 1]], dtype=np.float64)
-_G4 = np.array([[1 / 4, 0, 0],
-                [-1 / 6, -1 / 6, -1 / 6],
-                [-1 / 6, 1 / 6, -1 / 6],
-                [1 / 24, 1 / 12, 1 / 6],
-                [1 / 24, -1 / 12, 1 / 6],
-                [0, 0, 1]], dtype=np.float64)
-_AT4 = np.array([[1, 1, 1, 1, 1, 0],
-                 [0, 1, -1, 2, -2, 0],
-                 [0, 1, 1, 4, 4, 0],
-                 [0, 1, -1, 8, -8, 1]], dtype=np.float64)
+_BT4 = np.array(
+    [
+        [4, 0, -5, 0, 1, 0],
+        [0, -4, -4, 1, 1, 0],
+        [0, 4, -4, -1, 1, 0],
+        [0, -2, -1, 2, 1, 0],
+        [0, 2, -1, -2, 1, 0],
+        [0, 4, 0, -5, 0, 1],
+    ],
+    dtype=np.float64,
+)
+_G4 = np.array(
+    [
+        [1 / 4, 0, 0],
+        [-1 / 6, -1 / 6, -1 / 6],
+        [-1 / 6, 1 / 6, -1 / 6],
+        [1 / 24, 1 / 12, 1 / 6],
+        [1 / 24, -1 / 12, 1 / 6],
+        [0, 0, 1],
+    ],
+    dtype=np.float64,
+)
+_AT4 = np.array(
+    [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+    dtype=np.float64,
+)
 WINOGRAD = {"winograd2": (2, _BT2, _G2, _AT2), "winograd4": (4, _BT4, _G4, _AT4)}
 
 
@@ -93,7 +97,7 @@ def _pads4(pads: Sequence[int] | None) -> tuple[int, int, int, int]:
     p = tuple(int(i) for i in pads)
     if len(p) != 4:
         raise ValueError(f"2-D Conv needs 4 pads, got {p}")
-    return p  # type: ignore[return-value]
+    return p[0], p[1], p[2], p[3]
 
 
 def _xp(a: Any) -> Any:
@@ -103,12 +107,23 @@ def _xp(a: Any) -> Any:
 
 def is_fast_3x3(w_shape: Sequence[int], strides, pads, dilations, group: int) -> bool:
     """True for the 3×3, stride 1, 'same' padding 1, dilation 1, group 1 conv of lc0 towers."""
-    return (tuple(w_shape[2:]) == (3, 3) and _pair(strides, 1) == (1, 1)
-            and _pads4(pads) == (1, 1, 1, 1) and _pair(dilations, 1) == (1, 1) and group == 1)
+    return (
+        tuple(w_shape[2:]) == (3, 3)
+        and _pair(strides, 1) == (1, 1)
+        and _pads4(pads) == (1, 1, 1, 1)
+        and _pair(dilations, 1) == (1, 1)
+        and group == 1
+    )
 
 
-def choose_method(w_shape: Sequence[int], strides=None, pads=None, dilations=None,
-                  group: int = 1, batch: int | None = None) -> str:
+def choose_method(
+    w_shape: Sequence[int],
+    strides=None,
+    pads=None,
+    dilations=None,
+    group: int = 1,
+    batch: int | None = None,
+) -> str:
     """The formulation ``method="auto"`` picks (measurements in docs/performance.md).
 
     ``"lax"`` (XLA's own convolution, best in NHWC) for every case but one: a 3×3 lc0 tower conv
@@ -117,8 +132,11 @@ def choose_method(w_shape: Sequence[int], strides=None, pads=None, dilations=Non
     run; the matmul formulations lose at large batch because their 9× / 2.25× temporaries
     (37 MB at batch 256) cost more memory traffic and page faults than the FLOPs they save.
     """
-    if batch is not None and WINOGRAD_BATCH[0] <= batch <= WINOGRAD_BATCH[1] and is_fast_3x3(
-            w_shape, strides, pads, dilations, group):
+    if (
+        batch is not None
+        and WINOGRAD_BATCH[0] <= batch <= WINOGRAD_BATCH[1]
+        and is_fast_3x3(w_shape, strides, pads, dilations, group)
+    ):
         return "winograd2"
     return "lax"
 
@@ -166,7 +184,7 @@ def _pad_nhwc(x: Any, pads4: tuple[int, int, int, int]) -> Any:
 
 def _windows(xp_: Any, kh: int, kw: int, oh: int, ow: int) -> list[Any]:
     """The KH·KW shifted ``[N, OH, OW, C]`` windows of a padded NHWC tensor, order (ky, kx)."""
-    return [xp_[:, ky:ky + oh, kx:kx + ow, :] for ky in range(kh) for kx in range(kw)]
+    return [xp_[:, ky : ky + oh, kx : kx + ow, :] for ky in range(kh) for kx in range(kw)]
 
 
 def _im2col_nhwc(x: Any, w: Any, pads4) -> Any:
@@ -180,8 +198,7 @@ def _im2col_nhwc(x: Any, w: Any, pads4) -> Any:
         cols = _pad_nhwc(x, pads4)
     else:
         cols = jnp.concatenate(_windows(_pad_nhwc(x, pads4), kh, kw, oh, ow), axis=-1)
-    y = jnp.dot(cols.reshape(n * oh * ow, kh * kw * cin), wm,
-                preferred_element_type=x.dtype)
+    y = jnp.dot(cols.reshape(n * oh * ow, kh * kw * cin), wm, preferred_element_type=x.dtype)
     return y.reshape(n, oh, ow, cout)
 
 
@@ -196,7 +213,7 @@ def _im2row_nhwc(x: Any, w: Any, pads4) -> Any:
     hp = h + pt + pb
     oh, ow = hp - kh + 1, wd + pl + pr - kw + 1
     xp_ = _pad_nhwc(x, pads4)
-    rows = jnp.concatenate([xp_[:, :, kx:kx + ow, :] for kx in range(kw)], axis=-1)
+    rows = jnp.concatenate([xp_[:, :, kx : kx + ow, :] for kx in range(kw)], axis=-1)
     xpw = _xp(w)
     # [kx, ci] rows × [ky, co] columns
     wm = xpw.transpose(w, (3, 1, 2, 0)).reshape(kw * cin, kh * cout).astype(x.dtype)
@@ -204,7 +221,7 @@ def _im2row_nhwc(x: Any, w: Any, pads4) -> Any:
     z = z.reshape(n, hp, ow, kh, cout)
     acc = None
     for ky in range(kh):
-        term = z[:, ky:ky + oh, :, ky, :]
+        term = z[:, ky : ky + oh, :, ky, :]
         acc = term if acc is None else acc + term
     return acc
 
@@ -217,10 +234,13 @@ def _shifted_nhwc(x: Any, w: Any, pads4) -> Any:
     oh, ow = h + pt + pb - kh + 1, wd + pl + pr - kw + 1
     xp = _xp(w)
     w4 = xp.transpose(w, (2, 3, 1, 0))  # [KH, KW, Cin, Cout]
-    acc = None
+    acc: Any = None
     for i, win in enumerate(_windows(_pad_nhwc(x, pads4), kh, kw, oh, ow)):
-        term = jnp.dot(win.reshape(n * oh * ow, cin), w4[i // kw, i % kw].astype(x.dtype),
-                       preferred_element_type=x.dtype)
+        term = jnp.dot(
+            win.reshape(n * oh * ow, cin),
+            w4[i // kw, i % kw].astype(x.dtype),
+            preferred_element_type=x.dtype,
+        )
         acc = term if acc is None else acc + term
     return acc.reshape(n, oh, ow, cout)
 
@@ -259,22 +279,26 @@ def _winograd_nhwc(x: Any, w: Any, method: str) -> Any:
     # Pad 1 on top/left (the conv's own), and enough on bottom/right to cover th·m + 2 rows.
     xp_ = jnp.pad(x, ((0, 0), (1, th * m + 1 - h), (1, tw * m + 1 - wd), (0, 0)))
     # d[i][j]: element (i, j) of every tile, [N, th, tw, Cin] (stride-m slices).
-    d = [[xp_[:, i:i + (th - 1) * m + 1:m, j:j + (tw - 1) * m + 1:m, :] for j in range(a)]
-         for i in range(a)]
+    d = [
+        [xp_[:, i : i + (th - 1) * m + 1 : m, j : j + (tw - 1) * m + 1 : m, :] for j in range(a)]
+        for i in range(a)
+    ]
     # V = Bᵀ d B, separably: rows first, then columns.
     rows = [[_lincomb(bt[r], [d[i][j] for i in range(a)]) for j in range(a)] for r in range(a)]
-    v = [_lincomb(bt[c], rows[r]) for r in range(a) for c in range(a)]
-    v = jnp.stack(v, axis=0).reshape(a * a, n * th * tw, cin)
+    tiles = [_lincomb(bt[c], rows[r]) for r in range(a) for c in range(a)]
+    v = jnp.stack(tiles, axis=0).reshape(a * a, n * th * tw, cin)
     u = winograd_weights(w, method)
     u = u.astype(x.dtype) if hasattr(u, "astype") else u
-    mm = lax.dot_general(v, jnp.asarray(u, x.dtype), (((2,), (1,)), ((0,), (0,))),
-                         preferred_element_type=x.dtype)  # [T, N·tiles, Cout]
+    mm = lax.dot_general(
+        v, jnp.asarray(u, x.dtype), (((2,), (1,)), ((0,), (0,))), preferred_element_type=x.dtype
+    )  # [T, N·tiles, Cout]
     mm = mm.reshape(a, a, n, th, tw, cout)
     # Y = Aᵀ M A.
-    rows_o = [[_lincomb(at[u_], [mm[i, j] for i in range(a)]) for j in range(a)]
-              for u_ in range(m)]
-    y = jnp.stack([jnp.stack([_lincomb(at[v_], rows_o[u_]) for v_ in range(m)], axis=3)
-                   for u_ in range(m)], axis=2)  # [N, th, m, tw, m, Cout]
+    rows_o = [[_lincomb(at[u_], [mm[i, j] for i in range(a)]) for j in range(a)] for u_ in range(m)]
+    y = jnp.stack(
+        [jnp.stack([_lincomb(at[v_], rows_o[u_]) for v_ in range(m)], axis=3) for u_ in range(m)],
+        axis=2,
+    )  # [N, th, m, tw, m, Cout]
     y = y.reshape(n, th * m, tw * m, cout)
     return y[:, :h, :wd, :]
 
@@ -283,18 +307,33 @@ def _lax_conv(x, w, strides, pads4, dilations, group, layout):
     pt, pl, pb, pr = pads4
     dn = ("NCHW", "OIHW", "NCHW") if layout == "NCHW" else ("NHWC", "OIHW", "NHWC")
     return lax.conv_general_dilated(
-        x, jnp.asarray(w, x.dtype), window_strides=strides, padding=((pt, pb), (pl, pr)),
-        rhs_dilation=dilations, dimension_numbers=dn, feature_group_count=group,
-        preferred_element_type=x.dtype)
+        x,
+        jnp.asarray(w, x.dtype),
+        window_strides=strides,
+        padding=((pt, pb), (pl, pr)),
+        rhs_dilation=dilations,
+        dimension_numbers=dn,
+        feature_group_count=group,
+        preferred_element_type=x.dtype,
+    )
 
 
 # ---------------------------------------------------------------- public entry point
 
 
-def conv2d(x: Any, w: Any, b: Any = None, *, strides: Sequence[int] | None = None,
-           pads: Sequence[int] | None = None, dilations: Sequence[int] | None = None,
-           group: int = 1, layout: str = "NCHW", method: str = "auto",
-           activation: str | None = None) -> Any:
+def conv2d(
+    x: Any,
+    w: Any,
+    b: Any = None,
+    *,
+    strides: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    dilations: Sequence[int] | None = None,
+    group: int = 1,
+    layout: str = "NCHW",
+    method: str = "auto",
+    activation: str | None = None,
+) -> Any:
     """ONNX ``Conv`` (2-D), optionally followed by ``Relu``.
 
     x: ``[N, Cin, H, W]`` (layout "NCHW") or ``[N, H, W, Cin]`` (layout "NHWC").
@@ -346,4 +385,3 @@ def conv2d(x: Any, w: Any, b: Any = None, *, strides: Sequence[int] | None = Non
     if method != "lax" and layout == "NCHW":
         y = jnp.transpose(y, (0, 3, 1, 2))
     return y
-

@@ -44,6 +44,7 @@ def _broadcasting_op(*op_types: str):
 
     return wrap
 
+
 SELU_ALPHA = 1.67326319217681884765625
 SELU_GAMMA = 1.05070102214813232421875
 

@@ -15,7 +15,8 @@ keeps the layout where it can (helpers below); every other handler receives them
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,8 @@ def permute(xp: Any, x: Any, perm: tuple[int, ...]) -> Any:
     shape = tuple(x.shape)
     moved = tuple(shape[p] for p in perm)
     if [d for d in shape if d != 1] == [d for d in moved if d != 1] and [
-            p for p in perm if shape[p] != 1] == sorted(p for p in perm if shape[p] != 1):
+        p for p in perm if shape[p] != 1
+    ] == sorted(p for p in perm if shape[p] != 1):
         return xp.reshape(x, moved)
     return xp.transpose(x, perm)
 
@@ -96,6 +98,7 @@ def broadcasting(args: tuple, fn: Callable[..., Any]) -> Any:
     (:func:`_nhwc_operand`) and the result stays NHWC; otherwise ``fn`` runs in ONNX layout.
     """
     if any(isinstance(a, Nhwc) for a in args) and all(
-            a is not None and len(a.shape) <= 4 for a in args):
+        a is not None and len(a.shape) <= 4 for a in args
+    ):
         return Nhwc(fn(*[_nhwc_operand(a) for a in args]))
     return fn(*[as_nchw(a) for a in args])

@@ -28,9 +28,11 @@ def batch_normalization(ctx: NodeContext, x, scale, bias, mean, var, *_):
         return xp.reshape(v.astype(x.dtype), shape)
 
     # Fold the per-channel affine transform into one multiply-add.
-    inv = (scale.astype(np.float32) / np.sqrt(var.astype(np.float32) + np.float32(eps))
-           if isinstance(var, np.ndarray) and isinstance(scale, np.ndarray)
-           else scale / xp.sqrt(var + np.asarray(eps, var.dtype)))
+    inv = (
+        scale.astype(np.float32) / np.sqrt(var.astype(np.float32) + np.float32(eps))
+        if isinstance(var, np.ndarray) and isinstance(scale, np.ndarray)
+        else scale / xp.sqrt(var + np.asarray(eps, var.dtype))
+    )
     return (x - b(mean)) * b(inv) + b(bias)
 
 

@@ -44,14 +44,19 @@ def _reduce(kind):
             return xp.sum(xp.abs(x), axis=axes, keepdims=keepdims)
         if kind in ("max", "min") and any(x.shape[a] == 0 for a in axes):
             # Empty reduction: ONNX gives the identity (-inf for max, +inf for min).
-            shape = [1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes]
+            shape = [
+                1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes
+            ]
             info = np.finfo if is_float(x.dtype) else np.iinfo
             if np.dtype(x.dtype) == np.bool_:
                 fill = kind == "min"
             else:
                 fill = info(x.dtype).min if kind == "max" else info(x.dtype).max
-                fill = -np.inf if kind == "max" and is_float(x.dtype) else (
-                    np.inf if is_float(x.dtype) else fill)
+                fill = (
+                    -np.inf
+                    if kind == "max" and is_float(x.dtype)
+                    else (np.inf if is_float(x.dtype) else fill)
+                )
             return xp.full(shape, fill, x.dtype)
         out = getattr(xp, kind)(x, axis=axes, keepdims=keepdims)
         return out.astype(x.dtype) if isinstance(out, np.ndarray) or hasattr(out, "astype") else out

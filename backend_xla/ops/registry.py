@@ -15,8 +15,9 @@ handles both layouts itself; every other handler gets its inputs in ONNX layout.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import onnx

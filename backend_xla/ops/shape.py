@@ -66,8 +66,10 @@ def reshape(ctx: NodeContext, x, shape_):
         known = int(np.prod([d for d in dims if d != -1]))
         dims[dims.index(-1)] = int(np.prod(x.shape)) // known if known else 0
     if int(np.prod(dims)) != int(np.prod(x.shape)):
-        raise ctx.error(f"expected a shape with {int(np.prod(x.shape))} elements, got {target} "
-                        f"for input shape {list(x.shape)}")
+        raise ctx.error(
+            f"expected a shape with {int(np.prod(x.shape))} elements, got {target} "
+            f"for input shape {list(x.shape)}"
+        )
     return ctx.xp.reshape(x, dims)
 
 
@@ -182,8 +184,12 @@ def gather(ctx: NodeContext, data, indices):
     if is_static(indices):
         idx = np.where(indices < 0, indices + dim, indices)
         if idx.size and (idx.min() < 0 or idx.max() >= dim):
-            raise ctx.error(f"expected indices in [{-dim}, {dim - 1}], got {indices.min()}..{indices.max()}")
-        return ctx.xp.take(data, idx.astype(np.int64) if is_static(data) else idx.astype(np.int32), axis=axis)
+            raise ctx.error(
+                f"expected indices in [{-dim}, {dim - 1}], got {indices.min()}..{indices.max()}"
+            )
+        return ctx.xp.take(
+            data, idx.astype(np.int64) if is_static(data) else idx.astype(np.int32), axis=axis
+        )
     idx = ctx.xp.where(indices < 0, indices + dim, indices)
     return ctx.xp.take(data, idx, axis=axis)
 
@@ -232,8 +238,10 @@ def pad(ctx: NodeContext, x, pads=None, value=None, axes=None):
         widths[a] = (pads[i], pads[i + n])
     if any(lo < 0 or hi < 0 for lo, hi in widths):
         # Negative pads crop.
-        index = tuple(slice(-lo if lo < 0 else 0, d + hi if hi < 0 else d)
-                      for (lo, hi), d in zip(widths, x.shape))
+        index = tuple(
+            slice(-lo if lo < 0 else 0, d + hi if hi < 0 else d)
+            for (lo, hi), d in zip(widths, x.shape)
+        )
         x = x[index]
         widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
     xp = ctx.xp

@@ -9,8 +9,9 @@ register themselves on import.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -39,6 +40,45 @@ class NetworkOutput:
         return int(self.q.shape[0])
 
 
+@dataclass(frozen=True)
+class BackendAttributes:
+    """What a loaded network tells the engine about itself (lc0's ``BackendAttributes``), as
+    one record: every field is required, so a backend that leaves one out fails when its
+    network is loaded, not by silently turning a feature off.
+
+    name: the network's name in the load message (e.g. its file name).
+    description: lines for the load message's ``info string`` (what runs where); may be empty.
+    max_batch: the largest batch evaluated in one call (larger ones are split).
+    preferred_batch: the minibatch the backend suggests to the search when MinibatchSize is 0
+      (lc0's ``GetMiniBatchSize``): small on a CPU, where a batch costs in proportion to its
+      size and a small tree gains most from each evaluation, large on a GPU, which needs width.
+    padded_size: ``padded_size(n)``, the rows a batch of n costs (n rounded up to a compiled
+      size): the search then prefetches into the padding only. None: a batch costs its rows,
+      and the search prefetches up to MaxPrefetch.
+    concurrency: how many ``evaluate`` calls the backend runs at once to advantage (e.g. one
+      per device); the search evaluates that many of its batches in flight at once.
+    """
+
+    name: str
+    description: tuple[str, ...]
+    max_batch: int
+    preferred_batch: int
+    padded_size: Callable[[int], int] | None
+    concurrency: int
+
+    def __post_init__(self) -> None:
+        if self.max_batch < 1 or not 1 <= self.preferred_batch <= self.max_batch:
+            raise ValueError(
+                f"backend attributes of {self.name}: expected 1 <= preferred_batch "
+                f"({self.preferred_batch}) <= max_batch ({self.max_batch})"
+            )
+        if self.concurrency < 1:
+            raise ValueError(
+                f"backend attributes of {self.name}: expected concurrency >= 1, "
+                f"got {self.concurrency}"
+            )
+
+
 @runtime_checkable
 class Network(Protocol):
     """A loaded network that evaluates batches of encoded positions."""
@@ -47,27 +87,64 @@ class Network(Protocol):
     """lc0 input format the network expects (1 = classical 112 planes)."""
     has_wdl: bool
     has_mlh: bool
-    max_batch: int
-    """Largest batch evaluated in one call (larger ones are split)."""
-    preferred_batch: int
-    """Minibatch size the backend suggests to the search when MinibatchSize is 0 (lc0's
-    ``GetMiniBatchSize``): small on a CPU, where a batch costs in proportion to its size and a
-    small tree gains most from each evaluation, large on a GPU, which needs width to be busy."""
 
-    # Optional: ``padded_size(n) -> int``, the rows a batch of n costs (n rounded up to a compiled
-    # size). The search then prefetches only into the padding; without it, up to MaxPrefetch.
-    # Optional: ``concurrency: int``, how many ``evaluate`` calls the backend runs at once to
-    # advantage (e.g. one per device); the search then evaluates its batches in flight
-    # concurrently instead of one after the other. Default 1.
+    def attributes(self) -> BackendAttributes:
+        """The network's :class:`BackendAttributes` (read once per load and per search)."""
+        ...
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         """Evaluate float32 planes [N, 112, 8, 8]; any N >= 1 (backends split large batches)."""
         ...
 
 
-__all__ = ["INPUT_PLANES", "POLICY_MOVES", "POLICY_SIZE", "Network", "NetworkLoader",
-           "NetworkOutput", "OptionError", "backend_names", "load_network", "register_backend",
-           "split_options"]
+NETWORK_MEMBERS = ("input_format", "has_wdl", "has_mlh", "attributes", "evaluate")
+"""What every network provides (the :class:`Network` protocol), checked when one is loaded."""
+
+
+class BackendError(TypeError):
+    """A backend whose network does not keep the protocol; the message names the backend and
+    what is missing."""
+
+
+def checked_attributes(network: object, backend: str) -> BackendAttributes:
+    """The attributes of a network loaded by ``backend``, after checking that it keeps the
+    protocol: the :data:`NETWORK_MEMBERS` and an ``attributes()`` that returns a complete
+    :class:`BackendAttributes`. Raises BackendError naming the backend and the missing field."""
+    kind = type(network).__name__
+    for member in NETWORK_MEMBERS:
+        if not hasattr(network, member):
+            raise BackendError(
+                f"backend {backend!r}: its network ({kind}) lacks {member!r}, "
+                f"which the protocol requires ({', '.join(NETWORK_MEMBERS)})"
+            )
+    try:
+        attributes = cast(Network, network).attributes()  # its members are checked above
+    except TypeError as exc:  # e.g. BackendAttributes(...) without a required field
+        raise BackendError(f"backend {backend!r}: {kind}.attributes() failed: {exc}") from exc
+    if not isinstance(attributes, BackendAttributes):
+        raise BackendError(
+            f"backend {backend!r}: {kind}.attributes() returned "
+            f"{type(attributes).__name__}, expected BackendAttributes"
+        )
+    return attributes
+
+
+__all__ = [
+    "INPUT_PLANES",
+    "POLICY_MOVES",
+    "POLICY_SIZE",
+    "BackendAttributes",
+    "BackendError",
+    "Network",
+    "NetworkLoader",
+    "NetworkOutput",
+    "OptionError",
+    "backend_names",
+    "checked_attributes",
+    "load_network",
+    "register_backend",
+    "split_options",
+]
 
 NetworkLoader = Callable[[str, str], Network]
 """loader(weights_path, backend_options) -> Network; ``backend_options`` is lc0's
@@ -96,6 +173,7 @@ def split_options(text: str, what: str = "backend option") -> list[tuple[str, st
         pairs.append((key.strip(), value.strip()))
     return pairs
 
+
 _BACKENDS: dict[str, NetworkLoader] = {}
 
 
@@ -109,7 +187,10 @@ def backend_names() -> list[str]:
 
 
 def load_network(path: str, options: str = "", backend: str = "xla") -> Network:
-    """Load ``path`` with the named backend; raises ValueError naming the registered backends."""
+    """Load ``path`` with the named backend; raises ValueError naming the registered backends,
+    and BackendError when the backend's network does not keep the protocol."""
     if backend not in _BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: expected one of {backend_names()}")
-    return _BACKENDS[backend](path, options)
+    network = _BACKENDS[backend](path, options)
+    checked_attributes(network, backend)
+    return network

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.backend import INPUT_PLANES, POLICY_SIZE, NetworkOutput, register_backend
+from engine.backend import (
+    INPUT_PLANES,
+    POLICY_SIZE,
+    BackendAttributes,
+    NetworkOutput,
+    register_backend,
+)
 
 RANDOM_POLICY_SCALE = 2.0
 """Standard deviation of the random policy logits (lc0's random backend uses a similar spread)."""
@@ -51,9 +57,20 @@ class RandomNetwork:
     has_mlh = False
     max_batch = 1024
     preferred_batch = 7  # as lc0's CPU backends: the search then behaves as with a real CPU network
+    concurrency = 1
 
     def __init__(self, name: str = "random") -> None:
         self.name = name
+
+    def attributes(self) -> BackendAttributes:
+        return BackendAttributes(
+            name=self.name,
+            description=(),
+            max_batch=self.max_batch,
+            preferred_batch=self.preferred_batch,
+            padded_size=self.padded_size,
+            concurrency=self.concurrency,
+        )
 
     def padded_size(self, n: int) -> int:
         """Rows a batch of ``n`` costs, as the XLA backend on a CPU (sizes that are multiples

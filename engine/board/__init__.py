@@ -6,10 +6,21 @@ python-chess stays at the edges (UCI parsing, the final move's legality, Syzygy,
 """
 
 from .make import game_rows, make_move, move_from_chess
-from .moves import MAX_MOVES, describe, to_chess_move
 from .movegen import in_check, legal_moves
+from .moves import MAX_MOVES, describe, to_chess_move
 from .position import FIELDS, compute_hash, from_chess_position, to_board
 
-__all__ = ["FIELDS", "MAX_MOVES", "compute_hash", "describe", "from_chess_position",
-           "game_rows", "in_check", "legal_moves", "make_move", "move_from_chess",
-           "to_board", "to_chess_move"]
+__all__ = [
+    "FIELDS",
+    "MAX_MOVES",
+    "compute_hash",
+    "describe",
+    "from_chess_position",
+    "game_rows",
+    "in_check",
+    "legal_moves",
+    "make_move",
+    "move_from_chess",
+    "to_board",
+    "to_chess_move",
+]

@@ -49,12 +49,14 @@ def _walk(square: int, dr: int, df: int, repeat: bool) -> int:
 
 
 def _table(steps, repeat: bool) -> np.ndarray:
-    return np.array([sum(_walk(s, dr, df, repeat) for dr, df in steps) for s in range(64)],
-                    dtype=np.uint64)
+    return np.array(
+        [sum(_walk(s, dr, df, repeat) for dr, df in steps) for s in range(64)], dtype=np.uint64
+    )
 
 
-RAYS = np.array([[_walk(s, dr, df, True) for s in range(64)] for dr, df in _DIRECTIONS],
-                dtype=np.uint64)
+RAYS = np.array(
+    [[_walk(s, dr, df, True) for s in range(64)] for dr, df in _DIRECTIONS], dtype=np.uint64
+)
 """RAYS[d, s]: squares seen from s in direction d on an empty board (d < 4: increasing)."""
 KNIGHT_ATTACKS = _table(_KNIGHT, False)
 KING_ATTACKS = _table(_KING, False)
@@ -66,7 +68,7 @@ def _between_and_line() -> tuple[np.ndarray, np.ndarray]:
     between = np.zeros((64, 64), np.uint64)
     line = np.zeros((64, 64), np.uint64)
     for a in range(64):
-        for d, (dr, df) in enumerate(_DIRECTIONS):
+        for d in range(len(_DIRECTIONS)):
             ray = int(RAYS[d, a])
             back = int(RAYS[(d + 4) % 8, a])
             b = ray
@@ -96,19 +98,19 @@ def _ctpop(typingctx, x):
 
 @njit(cache=True)
 def popcount(bb):
-    return np.int64(_ctpop(np.uint64(bb)))
+    return np.int64(_ctpop(np.uint64(bb)))  # type: ignore[call-arg]  # numba intrinsic: numba passes its typing context
 
 
 @njit(cache=True)
 def lsb(bb):
     """Lowest set square of a non-empty bitboard."""
-    return np.int64(trailing_zeros(np.uint64(bb)))
+    return np.int64(trailing_zeros(np.uint64(bb)))  # type: ignore[call-arg]  # numba intrinsic: numba passes its typing context
 
 
 @njit(cache=True)
 def msb(bb):
     """Highest set square of a non-empty bitboard."""
-    return np.int64(63 - leading_zeros(np.uint64(bb)))
+    return np.int64(63 - leading_zeros(np.uint64(bb)))  # type: ignore[call-arg]  # numba intrinsic: numba passes its typing context
 
 
 @njit(cache=True)
@@ -128,14 +130,22 @@ def _ray(d, square, occupied):
 
 @njit(cache=True)
 def rook_attacks(square, occupied):
-    return (_ray(0, square, occupied) | _ray(1, square, occupied)
-            | _ray(4, square, occupied) | _ray(5, square, occupied))
+    return (
+        _ray(0, square, occupied)
+        | _ray(1, square, occupied)
+        | _ray(4, square, occupied)
+        | _ray(5, square, occupied)
+    )
 
 
 @njit(cache=True)
 def bishop_attacks(square, occupied):
-    return (_ray(2, square, occupied) | _ray(3, square, occupied)
-            | _ray(6, square, occupied) | _ray(7, square, occupied))
+    return (
+        _ray(2, square, occupied)
+        | _ray(3, square, occupied)
+        | _ray(6, square, occupied)
+        | _ray(7, square, occupied)
+    )
 
 
 @njit(cache=True)

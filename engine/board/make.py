@@ -8,8 +8,8 @@ import numpy as np
 from numba import njit
 
 from .bitboards import NO_SQUARE, ONE, PAWN_ATTACKS, RANK_1, RANK_8, ZERO, bit
-from .moves import CASTLE, EN_PASSANT, MAX_MOVES
 from .movegen import legal_moves
+from .moves import CASTLE, EN_PASSANT, MAX_MOVES
 from .position import (
     CASTLING,
     EP,
@@ -122,8 +122,11 @@ def move_from_chess(pos: np.ndarray, board: chess.Board, move: chess.Move) -> in
     if board.is_castling(move) and not board.rooks & ours & chess.BB_SQUARES[to]:
         # e1g1 / e1c1: lc0 writes the king taking the rook that keeps the right on that side.
         king = move.from_square
-        side = [s for s in chess.scan_forward(int(pos[CASTLING]) & ours & board.rooks)
-                if (s > king) == (to > king)]
+        side = [
+            s
+            for s in chess.scan_forward(int(pos[CASTLING]) & ours & board.rooks)
+            if (s > king) == (to > king)
+        ]
         if side:
             to = side[0]
     found = find_move(pos, move.from_square, to, move.promotion or 0)

@@ -65,9 +65,19 @@ def in_check(pos):
     theirs = pos[them]
     occ = pos[0] | pos[1]
     ksq = lsb(pos[KINGS] & pos[us])
-    return attackers_to(ksq, occ, pos[PAWNS] & theirs, pos[KNIGHTS] & theirs,
-                        (pos[BISHOPS] | pos[QUEENS]) & theirs, (pos[ROOKS] | pos[QUEENS]) & theirs,
-                        pos[KINGS] & theirs, them) != ZERO
+    return (
+        attackers_to(
+            ksq,
+            occ,
+            pos[PAWNS] & theirs,
+            pos[KNIGHTS] & theirs,
+            (pos[BISHOPS] | pos[QUEENS]) & theirs,
+            (pos[ROOKS] | pos[QUEENS]) & theirs,
+            pos[KINGS] & theirs,
+            them,
+        )
+        != ZERO
+    )
 
 
 @njit(cache=True)
@@ -173,19 +183,51 @@ def legal_moves(pos, transform, moves, indices):
             frm = lsb(capturers)
             capturers &= capturers - ONE
             after = (occ ^ bit(frm) ^ bit(captured)) | bit(ep)
-            if attackers_to(ksq, after, t_pawns & ~bit(captured), t_knights, t_diag, t_orth,
-                            t_king, them) == ZERO:
+            if (
+                attackers_to(
+                    ksq, after, t_pawns & ~bit(captured), t_knights, t_diag, t_orth, t_king, them
+                )
+                == ZERO
+            ):
                 n = _add(moves, indices, n, encode(frm, ep, 0, EN_PASSANT), frame_row)
 
     if n_checkers == 0:
-        n = _castling(pos, us, them, ksq, occ, t_pawns, t_knights, t_diag, t_orth, t_king,
-                      moves, indices, n, frame_row)
+        n = _castling(
+            pos,
+            us,
+            them,
+            ksq,
+            occ,
+            t_pawns,
+            t_knights,
+            t_diag,
+            t_orth,
+            t_king,
+            moves,
+            indices,
+            n,
+            frame_row,
+        )
     return n
 
 
 @njit(cache=True)
-def _castling(pos, us, them, ksq, occ, t_pawns, t_knights, t_diag, t_orth, t_king,
-              moves, indices, n, frame_row):
+def _castling(
+    pos,
+    us,
+    them,
+    ksq,
+    occ,
+    t_pawns,
+    t_knights,
+    t_diag,
+    t_orth,
+    t_king,
+    moves,
+    indices,
+    n,
+    frame_row,
+):
     backrank = RANK_1 if us == 0 else RANK_8
     king_bb = bit(ksq)
     if king_bb & backrank == ZERO:
@@ -207,13 +249,17 @@ def _castling(pos, us, them, ksq, occ, t_pawns, t_knights, t_diag, t_orth, t_kin
         while path != ZERO and safe:
             sq = lsb(path)
             path &= path - ONE
-            safe = attackers_to(sq, occ ^ king_bb, t_pawns, t_knights, t_diag, t_orth, t_king,
-                                them) == ZERO
+            safe = (
+                attackers_to(sq, occ ^ king_bb, t_pawns, t_knights, t_diag, t_orth, t_king, them)
+                == ZERO
+            )
         if safe:
             # The rook's own square counts as empty, as the king will stand where it may be.
             after = occ ^ king_bb ^ bit(rook) ^ bit(rook_to)
-            safe = attackers_to(king_to, after, t_pawns, t_knights, t_diag, t_orth, t_king,
-                                them) == ZERO
+            safe = (
+                attackers_to(king_to, after, t_pawns, t_knights, t_diag, t_orth, t_king, them)
+                == ZERO
+            )
         if safe:
             n = _add(moves, indices, n, encode(ksq, rook, 0, CASTLE), frame_row)
     return n

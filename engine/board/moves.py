@@ -54,8 +54,14 @@ def _policy_tables() -> tuple[np.ndarray, np.ndarray]:
 
 
 PLAIN_INDEX, PROMO_INDEX = _policy_tables()
-FRAME = np.array([[transform_square(s ^ (56 * turn), t) for s in range(64)]
-                  for turn in range(2) for t in range(8)], dtype=np.int64)
+FRAME = np.array(
+    [
+        [transform_square(s ^ (56 * turn), t) for s in range(64)]
+        for turn in range(2)
+        for t in range(8)
+    ],
+    dtype=np.int64,
+)
 """FRAME[turn * 8 + transform, square]: the square in the policy's frame."""
 
 

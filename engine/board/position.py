@@ -77,7 +77,8 @@ def from_chess_position(board: chess.Board) -> np.ndarray:
     pos[BLACK] = board.occupied_co[chess.BLACK]
     for piece_type in chess.PIECE_TYPES:
         pos[piece_type + 1] = board.pieces_mask(piece_type, chess.WHITE) | board.pieces_mask(
-            piece_type, chess.BLACK)
+            piece_type, chess.BLACK
+        )
     pos[CASTLING] = board.clean_castling_rights()
     pos[EP] = NO_SQUARE if board.ep_square is None else board.ep_square
     pos[TURN] = 0 if board.turn == chess.WHITE else 1

@@ -3,19 +3,19 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import chess
 
 from engine.backend import INPUT_PLANES, POLICY_SIZE
 
 from .formats import SUPPORTED_INPUT_FORMATS, HistoryFill, format_rules
-from .movegen import legal_moves_and_indices as _legal_moves_and_indices
+from .legal_moves import legal_moves_and_indices as _legal_moves_and_indices
 from .planes import encode_batch, encode_planes, transform_of
-from .policy import POLICY_INDEX, POLICY_MOVES, move_index, policy_indices_for
+from .policy import POLICY_INDEX, POLICY_MOVES, move_index
 
 
-def legal_moves_and_indices(board: chess.Board, input_format: int = 1) -> tuple[list[chess.Move], list[int]]:
+def legal_moves_and_indices(
+    board: chess.Board, input_format: int = 1
+) -> tuple[list[chess.Move], list[int]]:
     """The legal moves of ``board`` (python-chess's order) and their indices in 0..1857 under
     the same canonical transform as the board's planes in ``input_format``; one pass."""
     return _legal_moves_and_indices(board, transform_of(board, input_format))

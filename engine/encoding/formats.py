@@ -37,7 +37,7 @@ SUPPORTED_INPUT_FORMATS: frozenset[int] = frozenset(
 )
 
 
-class HistoryFill(str, Enum):
+class HistoryFill(str, Enum):  # noqa: UP042  (StrEnum's str() is the value, not HistoryFill.X)
     """lc0's ``FillEmptyHistory``: what to show in history slots older than the root position."""
 
     NO = "no"
@@ -68,8 +68,10 @@ class FormatRules:
 
 def format_rules(input_format: int) -> FormatRules:
     """Rules for ``input_format``; ValueError naming the supported formats otherwise."""
-    if isinstance(input_format, bool) or not isinstance(input_format, int) or (
-        input_format not in SUPPORTED_INPUT_FORMATS
+    if (
+        isinstance(input_format, bool)
+        or not isinstance(input_format, int)
+        or (input_format not in SUPPORTED_INPUT_FORMATS)
     ):
         raise ValueError(
             f"unsupported input format {input_format!r}: expected one of "

@@ -13,12 +13,21 @@ from typing import Any
 import chess
 
 
-
 def _board_key(state: Any) -> tuple:
     """What lc0's ChessBoard equality compares, but for the en-passant marker (see same_board):
     pieces, side to move and castling rights of a python-chess ``_BoardState``."""
-    return (state.occupied_w, state.occupied_b, state.pawns, state.knights, state.bishops,
-            state.rooks, state.queens, state.kings, state.turn, state.castling_rights)
+    return (
+        state.occupied_w,
+        state.occupied_b,
+        state.pawns,
+        state.knights,
+        state.bishops,
+        state.rooks,
+        state.queens,
+        state.kings,
+        state.turn,
+        state.castling_rights,
+    )
 
 
 _STARTPOS_KEY = _board_key(chess._BoardState(chess.Board()))
@@ -74,8 +83,9 @@ class GameHistory:
 
     def same_board(self, i: int, j: int) -> bool:
         """lc0's ChessBoard equality: pieces, castling rights and en-passant marker."""
-        return (_board_key(self.at(i)) == _board_key(self.at(j))
-                and self.ep_marker(i) == self.ep_marker(j))
+        return _board_key(self.at(i)) == _board_key(self.at(j)) and self.ep_marker(
+            i
+        ) == self.ep_marker(j)
 
     def is_repetition(self, index: int) -> bool:
         """Whether lc0 counts position ``index`` as a repetition (its repetitions >= 1).

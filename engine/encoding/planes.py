@@ -17,8 +17,8 @@ Canonical formats (>= 3) then transform planes 0..108 (see :mod:`.transforms`).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import chess
 import numpy as np
@@ -85,9 +85,7 @@ def _check_ep_rank(board: chess.Board, history: GameHistory) -> None:
         )
 
 
-def position_masks(
-    board: chess.Board, rules: FormatRules, fill: HistoryFill
-) -> EncodedMasks:
+def position_masks(board: chess.Board, rules: FormatRules, fill: HistoryFill) -> EncodedMasks:
     """Masks of ``board`` following lc0's EncodePositionNoTransform + ChooseTransform."""
     history = GameHistory(board)
     _check_ep_rank(board, history)
@@ -177,8 +175,18 @@ def _step_masks(pos, us: bool, repeated: bool) -> list[int]:
     p, n, b, r, q, k = pos.pawns, pos.knights, pos.bishops, pos.rooks, pos.queens, pos.kings
     # Spelled out: this runs 8 times per encoded position.
     return [
-        p & ours, n & ours, b & ours, r & ours, q & ours, k & ours,
-        p & theirs, n & theirs, b & theirs, r & theirs, q & theirs, k & theirs,
+        p & ours,
+        n & ours,
+        b & ours,
+        r & ours,
+        q & ours,
+        k & ours,
+        p & theirs,
+        n & theirs,
+        b & theirs,
+        r & theirs,
+        q & theirs,
+        k & theirs,
         ALL_ONES if repeated else 0,
     ]
 
@@ -207,8 +215,9 @@ def masks_to_planes(encoded: Sequence[EncodedMasks]) -> np.ndarray:
     n = len(encoded)
     # Little-endian uint64: byte r of a mask is rank r, bit f of that byte is file f.
     # fromiter over a chain: no intermediate list of n * 112 Python ints (2x faster).
-    flat = np.fromiter(itertools.chain.from_iterable(e.masks for e in encoded), dtype="<u8",
-                       count=n * INPUT_PLANES).reshape(n, INPUT_PLANES)
+    flat = np.fromiter(
+        itertools.chain.from_iterable(e.masks for e in encoded), dtype="<u8", count=n * INPUT_PLANES
+    ).reshape(n, INPUT_PLANES)
     black = [k for k, e in enumerate(encoded) if e.black_to_move]
     if black:
         flat[black] = flat[black].byteswap()  # rank r <-> rank 7 - r: one byte per rank
@@ -216,9 +225,7 @@ def masks_to_planes(encoded: Sequence[EncodedMasks]) -> np.ndarray:
     # (unpackbits then one cast: ~7x faster than a table lookup per byte.)
     bits = np.unpackbits(flat.view(np.uint8), bitorder="little")
     planes = bits.reshape(n, INPUT_PLANES, 8, 8).astype(np.float32)
-    planes[:, RULE50_PLANE] = np.array([e.rule50_value for e in encoded], np.float32)[
-        :, None, None
-    ]
+    planes[:, RULE50_PLANE] = np.array([e.rule50_value for e in encoded], np.float32)[:, None, None]
     for t in {e.transform for e in encoded} - {NO_TRANSFORM}:
         rows = [k for k, e in enumerate(encoded) if e.transform == t]
         planes[rows] = transform_planes(planes[rows], t)

@@ -21,7 +21,7 @@ tests and tools) raises the same errors as :func:`.planes.encode_batch`.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import chess
 import numpy as np
@@ -51,8 +51,11 @@ from .planes import _castling_rooks as _planes_castling_rooks
 from .planes import _check_ep_rank
 
 FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = 0, 1, 2
-FILL_CODES = {HistoryFill.NO: FILL_NO, HistoryFill.FEN_ONLY: FILL_FEN_ONLY,
-              HistoryFill.ALWAYS: FILL_ALWAYS}
+FILL_CODES = {
+    HistoryFill.NO: FILL_NO,
+    HistoryFill.FEN_ONLY: FILL_FEN_ONLY,
+    HistoryFill.ALWAYS: FILL_ALWAYS,
+}
 """HistoryFill -> the integer the compiled functions take."""
 
 HISTORY_STEPS = 8
@@ -345,8 +348,7 @@ def encode_into(rows, last, fmt, fill, out):
         marker = cur[EP]
         if marker != NO_SQUARE:  # lc0 keeps the marker on the back rank of the side that pushed
             rank_base = ZERO if (marker >> np.uint64(3)) == np.uint64(2) else np.uint64(56)
-            _put(out, AUX_BASE + 4, bit((marker & np.uint64(7)) | rank_base), black,
-                 transform, one)
+            _put(out, AUX_BASE + 4, bit((marker & np.uint64(7)) | rank_base), black, transform, one)
     elif black:
         out[AUX_BASE + 4] = one
     rule50 = np.float64(cur[RULE50])
@@ -417,6 +419,5 @@ def encode_boards_with_transforms(
     transforms = np.zeros(n, np.int32)
     lengths = np.array([len(g) for g in games], np.int64)
     roots = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    encode_batch_into(np.concatenate(games), roots, roots + lengths - 1, fmt, fill, out,
-                      transforms)
+    encode_batch_into(np.concatenate(games), roots, roots + lengths - 1, fmt, fill, out, transforms)
     return out, transforms

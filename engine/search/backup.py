@@ -6,24 +6,24 @@ from __future__ import annotations
 import itertools
 from array import array
 
-import chess
 import numpy as np
 
 from engine.search.cache import CachedEval
 from engine.search.node import Node, Terminal
-from engine.search.state import STOP_CHECK_EVERY, Batch, SearchState
+from engine.search.state import STOP_CHECK_EVERY, Batch, Request, SearchState
 
 
-
-def make_entries(state: SearchState, moves_list: list[list[chess.Move]], idx_list: list[list[int]],
-                  out) -> list[CachedEval]:
-    """Softmax of each position's legal-move logits with PolicyTemperature, moves sorted by
-    prior (stable: equal priors keep the generation order), for a whole batch at once.
+def make_entries(state: SearchState, requests: list[Request], out) -> list[CachedEval]:
+    """The NN cache entries of evaluated requests: softmax of each position's legal-move
+    logits with PolicyTemperature, moves sorted by prior (stable: equal priors keep the
+    generation order), for a whole batch at once.
 
     Every step is one numpy call over the batch except the normalising sum, which stays
     one ``np.sum`` per position: its pairwise rounding then equals the per-position
     softmax's exactly (``np.add.reduceat`` sums sequentially and differs in the last bit).
     """
+    moves_list = [r.moves for r in requests]
+    idx_list = [r.indices for r in requests]
     n = len(idx_list)
     lens = [len(i) for i in idx_list]
     rows = np.repeat(np.arange(n), lens)
@@ -41,15 +41,22 @@ def make_entries(state: SearchState, moves_list: list[list[chess.Move]], idx_lis
     entries = []
     for k, (b, e) in enumerate(bounds):
         moves = moves_list[k]
-        entries.append(CachedEval(tuple([moves[j] for j in local[b:e]]),
-                                  array("f", priors[b:e].tobytes()),
-                                  qs[k], ds[k], ms[k]))
+        entries.append(
+            CachedEval(
+                tuple([moves[j] for j in local[b:e]]),
+                array("f", priors[b:e].tobytes()),
+                qs[k],
+                ds[k],
+                ms[k],
+            )
+        )
     return entries
+
 
 def process(state: SearchState, batch: Batch, out) -> None:
     """Expand and back up the nodes of an evaluated batch."""
     requests = batch.requests
-    entries = make_entries(state, [r.moves for r in requests], [r.indices for r in requests], out)
+    entries = make_entries(state, requests, out)
     for j, (req, entry) in enumerate(zip(requests, entries)):
         state.cache.put(req.key, entry)
         if j % STOP_CHECK_EVERY == 0 and state.stop.is_set():
@@ -67,6 +74,7 @@ def process(state: SearchState, batch: Batch, out) -> None:
         backup(state, node, 1, -entry.q, entry.d, entry.m, req.depth)
     state.batches += 1
 
+
 def abandon(state: SearchState, batch: Batch) -> None:
     """Drop an unfinished batch: take its visits out of flight."""
     for req in batch.requests:
@@ -74,7 +82,10 @@ def abandon(state: SearchState, batch: Batch) -> None:
             req.node.pending = False
             cancel(state, req.node, 1)
 
-def backup(state: SearchState, node: Node, k: int, v: float, d: float, m: float, depth: int) -> None:
+
+def backup(
+    state: SearchState, node: Node, k: int, v: float, d: float, m: float, depth: int
+) -> None:
     """Add k visits of value v (node's view), d, m to node and its ancestors; m grows by one per
     ply upwards and v changes sign.
 
@@ -117,13 +128,15 @@ def backup(state: SearchState, node: Node, k: int, v: float, d: float, m: float,
                 became_terminal = prove(state, parent)
                 if became_terminal:
                     pt = parent.terminal
+                    assert pt is not None  # prove() made the parent terminal
                     fix_n = parent.n
                     dv, dd, dm = pt.wl - parent.wl, pt.d - parent.d, pt.m - parent.m
                     parent.wl, parent.d, parent.m = pt.wl, pt.d, pt.m
         v = -v
         dv = -dv
         m += 1.0
-        node = parent
+        node = parent  # type: ignore[assignment]  # None (above the root) ends the walk
+
 
 def prove(state: SearchState, node: Node) -> bool:
     """Certainty propagation: mark ``node`` terminal when a child wins for its side to move or
@@ -145,16 +158,20 @@ def prove(state: SearchState, node: Node) -> bool:
         return False
     # A result resting on a table is a tablebase result, not a mate distance (lc0 reports no
     # mate score for it).
-    from_tb = any(c is not None and c.terminal is not None and c.terminal.kind == "tablebase"
-                  for c in node.children)
+    from_tb = any(
+        c is not None and c.terminal is not None and c.terminal.kind == "tablebase"
+        for c in node.children
+    )
     node.terminal = Terminal(-best_wl, best_d, best_m + 1.0, "tablebase" if from_tb else "proven")
     return True
+
 
 def cancel(state: SearchState, node: Node, k: int) -> None:
     """Take k visits out of flight along the path to the root (collisions, abandoned batches)."""
     while node.parent is not None:
         node.parent.cnif[node.index] -= k
         node = node.parent
+
 
 def check_in_flight(state: SearchState) -> None:
     root = state.root

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import chess
 import numpy as np
 
 from engine import encoding, tablebase
@@ -13,10 +14,11 @@ from engine.encoding.planes import masks_to_planes, position_masks
 from engine.search import backup, tree
 from engine.search.cache import CachedEval
 from engine.search.node import Node, Terminal
-from engine.search.report import best_children
-from engine.search.select import assign_visits, child_scores, selection_width
+from engine.search.puct import assign_visits, child_scores, selection_width
+from engine.search.ranking import best_children
 from engine.search.state import STOP_CHECK_EVERY, Batch, Request, SearchState
 from engine.search.stoppers import time_up
+
 
 def ensure_root_expanded(state: SearchState) -> None:
     """Expand the root synchronously (needed for the searchmoves mask)."""
@@ -34,13 +36,41 @@ def ensure_root_expanded(state: SearchState) -> None:
         if not state.mask.any():
             state.mask = None
 
+
 def evaluate_now(state: SearchState, key: object) -> CachedEval:
-    moves, idx = encoding.legal_moves_and_indices(state.board, state.network.input_format)
-    planes = masks_to_planes([position_masks(state.board, state.rules, state.fill)])
-    out = state.network.evaluate(planes)
-    entry = backup.make_entries(state, [moves], [idx], out)[0]
+    """Evaluate the synced position at once (not in a minibatch) and cache its entry under
+    ``key``: the root, when the search needs its moves before it can start."""
+    batch = Batch()
+    add_request(state, batch, None, key, 0, *legal_moves(state))
+    entry = backup.make_entries(state, batch.requests, state.network.evaluate(encode(batch)))[0]
     state.cache.put(key, entry)
     return entry
+
+
+def legal_moves(state: SearchState) -> tuple[list[chess.Move], list[int]]:
+    """The synced position's legal moves and their policy indices in the network's format."""
+    return encoding.legal_moves_and_indices(state.board, state.network.input_format)
+
+
+def add_request(
+    state: SearchState,
+    batch: Batch,
+    node: Node | None,
+    key: object,
+    depth: int,
+    moves: list[chess.Move],
+    indices: list[int],
+) -> None:
+    """Queue the synced position for evaluation in ``batch``: its request and its planes'
+    masks (``node`` None: a prefetch, for the NN cache only)."""
+    batch.requests.append(Request(node, key, moves, indices, depth))
+    batch.masks.append(position_masks(state.board, state.rules, state.fill))
+
+
+def encode(batch: Batch) -> np.ndarray:
+    """The batch's input planes: its positions' masks, decoded once for the whole batch."""
+    return masks_to_planes(batch.masks)
+
 
 def gather(state: SearchState, batch_size: int) -> Batch:
     """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch.
@@ -59,10 +89,9 @@ def gather(state: SearchState, batch_size: int) -> Batch:
     collisions_left = p.collision_visit_limit(min(state.root.n, state.remaining_hint))
     state.root_filter = catchable_root_moves(state)
     while len(batch.requests) < batch_size and batch.out_of_order < max_ooo:
-        want = min(collisions_left, batch_size - len(batch.requests),
-                   max_ooo - batch.out_of_order)
-        if state.limits.nodes is not None:
-            want = min(want, state.limits.nodes - state.root.n - visits_in_flight(state, batch))
+        want = min(collisions_left, batch_size - len(batch.requests), max_ooo - batch.out_of_order)
+        if state.limit.nodes is not None:
+            want = min(want, state.limit.nodes - state.root.n - visits_in_flight(state, batch))
         if want <= 0:
             break
         before = (len(batch.requests), batch.out_of_order)
@@ -77,26 +106,37 @@ def gather(state: SearchState, batch_size: int) -> Batch:
             del batch.collisions[first_collision:]
         else:
             collisions_left -= sum(k for _, k in new)
-        if (collisions_left <= 0 or batch.collision_events >= p.max_collision_events
-                or state.stop.is_set()):
+        if (
+            collisions_left <= 0
+            or batch.collision_events >= p.max_collision_events
+            or state.stop.is_set()
+        ):
             break
     for node, k in batch.collisions:
         backup.cancel(state, node, k)
     target = prefetch_target(state, len(batch.requests))
     if 0 < len(batch.requests) < target and not state.stop.is_set():
-        prefetch(state, state.root, target - len(batch.requests), 0, batch,
-                       {r.key for r in batch.requests})
+        prefetch(
+            state,
+            state.root,
+            target - len(batch.requests),
+            0,
+            batch,
+            {r.key for r in batch.requests},
+        )
     return batch
+
 
 def prefetch_target(state: SearchState, requests: int) -> int:
     """Batch size to fill with prefetched positions: MaxPrefetch (lc0), but no further than
     the rows the backend computes anyway (its padded size), so prefetching never costs
     network time: on a CPU, a minibatch cut to 5 requests by collisions and padded to the
     compiled 7 takes two prefetches, not 27."""
-    padded = getattr(state.network, "padded_size", None)
+    padded = state.attributes.padded_size
     if padded is None or requests == 0:
         return state.params.max_prefetch
     return min(state.params.max_prefetch, padded(requests))
+
 
 def probe_tablebase(state: SearchState, node: Node, k: int, depth: int, batch: Batch) -> bool:
     """lc0: below a root the tables do not cover, a position just after a capture or pawn
@@ -117,6 +157,7 @@ def probe_tablebase(state: SearchState, node: Node, k: int, depth: int, batch: B
     batch.out_of_order += 1
     return True
 
+
 def catchable_root_moves(state: SearchState) -> list[bool] | None:
     """Root moves worth visits (searchmoves, and lc0's pruning in selection): a move whose
     visits cannot reach the current best move's in the playouts expected to remain gets
@@ -133,7 +174,10 @@ def catchable_root_moves(state: SearchState) -> list[bool] | None:
     catchable = [i == best[0] or remaining >= best_n - n for i, n in enumerate(root.cn)]
     return catchable if mask is None else [a and b for a, b in zip(mask, catchable)]
 
-def prefetch(state: SearchState, node: Node, budget: int, depth: int, batch: Batch, keys: set) -> int:
+
+def prefetch(
+    state: SearchState, node: Node, budget: int, depth: int, batch: Batch, keys: set
+) -> int:
     """lc0's PrefetchIntoCache: fill a small batch with positions the search is likely to
     visit next, for the NN cache only (the tree is not touched). From ``node`` down, children
     in PUCT order each get the budget they would take before the next child overtakes them.
@@ -145,12 +189,11 @@ def prefetch(state: SearchState, node: Node, budget: int, depth: int, batch: Bat
         key = tree.cache_key(state, depth)
         if key in keys or state.cache.get(key) is not None:
             return 0
-        moves, idx = encoding.legal_moves_and_indices(state.board, state.network.input_format)
+        moves, idx = legal_moves(state)
         if not moves:
             return 0
         keys.add(key)
-        batch.requests.append(Request(None, key, moves, idx, depth))
-        batch.masks.append(position_masks(state.board, state.rules, state.fill))
+        add_request(state, batch, None, key, depth, moves, idx)
         return 1
     if node.n == 0:
         return 0
@@ -174,12 +217,14 @@ def prefetch(state: SearchState, node: Node, budget: int, depth: int, batch: Bat
         spent += got
     return spent
 
+
 def visits_in_flight(state: SearchState, batch: Batch) -> int:
     """Evaluations not yet backed up: the root's children visits in flight (+1 for a pending root)."""
     root = state.root
     if root.expanded:
         return sum(root.cnif)
     return 1 if root.pending else 0
+
 
 def select(state: SearchState, visits: int, batch: Batch) -> None:
     """Distribute ``visits`` from the root down the tree by PUCT (multi-visit picking)."""
@@ -218,6 +263,7 @@ def select(state: SearchState, visits: int, batch: Batch) -> None:
             stack.append((node.child(i), cnt, depth + 1))
         node.touched = touched
 
+
 def leaf(state: SearchState, node: Node, k: int, depth: int, batch: Batch) -> None:
     """An unexpanded node received k visits: collision, terminal, cache hit or a new request."""
     if node.pending:
@@ -228,9 +274,9 @@ def leaf(state: SearchState, node: Node, k: int, depth: int, batch: Batch) -> No
     board = state.board
     key = tree.cache_key(state, depth)
     hit = state.cache.get(key)
-    moves = None
+    moves = idx = None
     if hit is None:
-        moves, idx = encoding.legal_moves_and_indices(board, state.network.input_format)
+        moves, idx = legal_moves(state)
         if not moves:
             wl = 1.0 if board.is_check() else 0.0
             node.terminal = Terminal(wl, 1.0 - abs(wl), 0.0, "mate" if wl else "stalemate")
@@ -256,10 +302,9 @@ def leaf(state: SearchState, node: Node, k: int, depth: int, batch: Batch) -> No
         backup.backup(state, node, 1, -hit.q, hit.d, hit.m, depth)
         batch.out_of_order += 1
     else:
-        if moves is None:
-            moves, idx = encoding.legal_moves_and_indices(board, state.network.input_format)
-        batch.requests.append(Request(node, key, moves, idx, depth))
-        batch.masks.append(position_masks(board, state.rules, state.fill))
+        if moves is None or idx is None:
+            moves, idx = legal_moves(state)
+        add_request(state, batch, node, key, depth, moves, idx)
         node.pending = True
     if k > 1:
         batch.collisions.append((node, k - 1))

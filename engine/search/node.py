@@ -33,6 +33,12 @@ class Terminal:
         self.kind = kind
 
 
+_NO_PRIORS: array = array("f")
+_NO_INTS: list[int] = []
+_NO_FLOATS: list[float] = []
+_NO_CHILDREN: list[Node | None] = []
+
+
 class Node:
     """A position in the tree.
 
@@ -43,16 +49,34 @@ class Node:
       cn[i]     child completed visits cnif[i] child visits in flight   (lists of int)
       cq[i]     child wl               cd[i]   child d          cm[i]  child m   (lists of float)
       children[i] Node or None (not yet visited)
+    (all empty before expansion)
     ``touched``: one past the highest edge that has ever had a visit or a visit in flight. The
     edges from there on have none, so (sorted by prior) the first of them scores best among
     them: selection scores only the edges before ``touched`` and the few after it.
     """
 
-    __slots__ = ("parent", "index", "n", "wl", "d", "m", "terminal", "pending",
-                 "moves", "p", "cn", "cnif", "cq", "cd", "cm", "children", "visited_policy",
-                 "touched")
+    __slots__ = (
+        "parent",
+        "index",
+        "n",
+        "wl",
+        "d",
+        "m",
+        "terminal",
+        "pending",
+        "moves",
+        "p",
+        "cn",
+        "cnif",
+        "cq",
+        "cd",
+        "cm",
+        "children",
+        "visited_policy",
+        "touched",
+    )
 
-    def __init__(self, parent: "Node | None" = None, index: int = 0) -> None:
+    def __init__(self, parent: Node | None = None, index: int = 0) -> None:
         self.parent = parent
         self.index = index
         self.n = 0
@@ -61,20 +85,22 @@ class Node:
         self.m = 0.0
         self.terminal: Terminal | None = None
         self.pending = False  # queued for a network evaluation not yet backed up
-        self.moves: tuple[chess.Move, ...] | None = None
-        self.p: array | None = None
-        self.cn: list[int] | None = None
-        self.cnif: list[int] | None = None
-        self.cq: list[float] | None = None
-        self.cd: list[float] | None = None
-        self.cm: list[float] | None = None
-        self.children: list[Node | None] | None = None
+        # Before expansion the edge fields hold shared empty sequences (as cheap as None):
+        # writing an edge of an unexpanded node fails as it would on None (IndexError).
+        self.moves: tuple[chess.Move, ...] = ()
+        self.p: array = _NO_PRIORS
+        self.cn: list[int] = _NO_INTS
+        self.cnif: list[int] = _NO_INTS
+        self.cq: list[float] = _NO_FLOATS
+        self.cd: list[float] = _NO_FLOATS
+        self.cm: list[float] = _NO_FLOATS
+        self.children: list[Node | None] = _NO_CHILDREN
         self.visited_policy = 0.0
         self.touched = 0
 
     @property
     def expanded(self) -> bool:
-        return self.moves is not None
+        return bool(self.moves)  # expand() always gets moves: no legal move makes a terminal
 
     def expand(self, moves: tuple[chess.Move, ...], priors: array) -> None:
         """Create the edges; ``moves`` sorted by decreasing prior (lc0's SortEdges)."""
@@ -88,7 +114,7 @@ class Node:
         self.cm = [0.0] * k
         self.children = [None] * k
 
-    def child(self, i: int) -> "Node":
+    def child(self, i: int) -> Node:
         """The child behind edge i, created on first use."""
         node = self.children[i]
         if node is None:

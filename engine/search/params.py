@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from engine import options as opts
-
-DEFAULT_MINIBATCH = 256
-"""Minibatch size when MinibatchSize is 0 and the network suggests none (lc0's generic default)."""
 
 DEFAULT_MAX_TREE_NODES = 1_000_000
 """Tree growth stops at this many visits when RamLimitMb is 0 (Python nodes cost ~1.5 KB each)."""
@@ -38,7 +36,8 @@ def _derived(v: Mapping[str, Any]) -> dict[str, Any]:
         cpuct_base_at_root=float(v["CPuctBaseAtRoot"] if own_root else v["CPuctBase"]),
         cpuct_factor_at_root=float(v["CPuctFactorAtRoot"] if own_root else v["CPuctFactor"]),
         fpu_absolute=fpu_absolute,
-        fpu_absolute_at_root=(root_strategy == "same" and fpu_absolute) or root_strategy == "absolute",
+        fpu_absolute_at_root=(root_strategy == "same" and fpu_absolute)
+        or root_strategy == "absolute",
         fpu_value_at_root=float(v["FpuValue"] if root_strategy == "same" else v["FpuValueAtRoot"]),
         max_tree_nodes=(ram * 1_000_000 // BYTES_PER_NODE) if ram > 0 else DEFAULT_MAX_TREE_NODES,
     )
@@ -123,14 +122,14 @@ class SearchParams:
             return self.cpuct_at_root, self.cpuct_base_at_root, self.cpuct_factor_at_root
         return self.cpuct, self.cpuct_base, self.cpuct_factor
 
-    def batch_size(self, max_batch: int, preferred: int | None = None) -> int:
-        """Minibatch size: the option; when it is 0, the backend's suggestion (``preferred``,
-        else DEFAULT_MINIBATCH) within the backend's maximum."""
+    def batch_size(self, max_batch: int, preferred: int) -> int:
+        """Minibatch size: the option; when it is 0, the backend's suggestion (``preferred``)
+        within the backend's maximum."""
         if self.minibatch_size > 0:
             return self.minibatch_size
-        return max(1, min(max_batch, preferred or DEFAULT_MINIBATCH))
+        return max(1, min(max_batch, preferred))
 
-    def collision_visit_limit(self, tree_size: int) -> int:
+    def collision_visit_limit(self, tree_size: float) -> int:
         """Collision visits a minibatch may collect in a tree of ``tree_size`` visits (lc0's
         CalculateCollisionsLeft): 1 in a small tree, MaxCollisionVisits from the scaling end,
         growing as ((size - start) / (end - start)) ** power in between. A small tree gains more
@@ -144,4 +143,4 @@ class SearchParams:
         return max(1, int(share * self.max_collision_visits))
 
 
-PARAM_NAMES = tuple(f.name for f in fields(SearchParams))
+PARAM_NAMES = tuple(f.name for f in fields(SearchParams))  # type: ignore[arg-type]  # a dataclass made by _defaults_from_options

@@ -1,5 +1,5 @@
-"""What the search reports: best-move ranking, info lines (as lc0's SendUciInfo) and the
-VerboseMoveStats lines (as lc0's GetVerboseStats). Plain values; the UCI layer formats them."""
+"""What the search reports: info lines (as lc0's SendUciInfo) and the VerboseMoveStats lines
+(as lc0's GetVerboseStats). Plain values; the UCI layer formats them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import chess
 import numpy as np
 
 from engine.search.node import Node
-from engine.search.select import compute_cpuct, compute_fpu, moves_left_utility
+from engine.search.puct import compute_cpuct, compute_fpu, moves_left_utility
+from engine.search.ranking import best_children
 
 if TYPE_CHECKING:
     from engine.search.state import SearchState
@@ -42,32 +43,6 @@ class ThinkingInfo:
     tbhits: int = 0
 
 
-def best_children(state: "SearchState", node: Node, count: int, depth: int = 0) -> list[int]:
-    """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature: terminal wins first (shortest),
-    then most visits, then higher Q, then higher prior; terminal losses last (longest first)."""
-    if node.n == 0 or not node.expanded:
-        return []
-    ds = state.draw_score(depth)
-    mask = state.mask if node is state.root else None
-    keys = []
-    for i in range(len(node.moves)):
-        if mask is not None and not mask[i]:
-            continue
-        n = node.cn[i]
-        child = node.children[i]
-        t = child.terminal if (child is not None and n > 0) else None
-        if t is not None and t.wl > 0:
-            key = (4, -t.m, 0.0, 0.0)
-        elif t is not None and t.wl < 0:
-            key = (0, t.m, 0.0, 0.0)
-        else:
-            q = node.cq[i] + ds * node.cd[i] if n > 0 else 0.0
-            key = (2, n, q, node.p[i])
-        keys.append((key, i))
-    keys.sort(key=lambda kv: kv[0], reverse=True)
-    return [i for _, i in keys[:count]]
-
-
 def wdl_mu(wl: float, d: float) -> float:
     """lc0's WDLRescale (no contempt): the logistic model's mu of a WDL, 0 when too extreme."""
     w = (1.0 + wl - d) / 2.0
@@ -87,7 +62,7 @@ def score_cp(score_type: str, wl: float, d: float, q: float, has_wdl: bool) -> i
     elif score_type == "centipawn":
         s = 90 * math.tan(1.5637541897 * wl)
     elif score_type == "centipawn_2019":
-        s = 295 * wl / (1 - 0.976953126 * wl ** 14)
+        s = 295 * wl / (1 - 0.976953126 * wl**14)
     elif score_type == "centipawn_2018":
         s = 290.680623072 * math.tan(1.548090806 * wl)
     elif score_type == "win_percentage":
@@ -99,8 +74,12 @@ def score_cp(score_type: str, wl: float, d: float, q: float, has_wdl: bool) -> i
     else:  # WDL_mu
         mu = wdl_mu(wl, d)
         cp = 45 * math.tan(1.56728071628 * wl)
-        use_mu = (has_wdl and mu != 0.0 and abs(wl) + d < WDL_MU_FALLBACK
-                  and (abs(mu) < 1.0 or abs(cp) < abs(100 * mu)))
+        use_mu = (
+            has_wdl
+            and mu != 0.0
+            and abs(wl) + d < WDL_MU_FALLBACK
+            and (abs(mu) < 1.0 or abs(cp) < abs(100 * mu))
+        )
         s = 100 * mu if use_mu else cp
     return int(round(s))
 
@@ -117,22 +96,36 @@ def wdl_permille(wl: float, d: float) -> tuple[int, int, int]:
     return w, dd, l
 
 
-def make_infos(state: "SearchState") -> list[ThinkingInfo]:
+def make_infos(state: SearchState) -> list[ThinkingInfo]:
     """One ThinkingInfo per principal variation (MultiPV)."""
     root = state.root
     p = state.params
     st = state.stats()
-    common = dict(depth=st.average_depth, seldepth=st.max_depth, time_ms=int(st.elapsed_ms),
-                  nodes=st.nodes, nps=st.nps, hashfull=st.hashfull, tbhits=st.tb_hits)
+    common = dict(
+        depth=st.average_depth,
+        seldepth=st.max_depth,
+        time_ms=int(st.elapsed_ms),
+        nodes=st.nodes,
+        nps=st.nps,
+        hashfull=st.hashfull,
+        tbhits=st.tb_hits,
+    )
     draw_score = state.draw_score(0)
     default_wl, default_d = -root.wl, root.d
     infos = []
     edges = best_children(state, root, p.multipv)
     if not edges and root.n > 0:
         wl, d = default_wl, default_d
-        infos.append(ThinkingInfo(**common, score_cp=score_cp(p.score_type, wl, d, wl + draw_score * d,
-                                                             state.network.has_wdl),
-                                  mate=None, wdl=wdl_permille(wl, d), multipv=None, pv=()))
+        infos.append(
+            ThinkingInfo(
+                **common,
+                score_cp=score_cp(p.score_type, wl, d, wl + draw_score * d, state.network.has_wdl),
+                mate=None,
+                wdl=wdl_permille(wl, d),
+                multipv=None,
+                pv=(),
+            )
+        )
     for rank, i in enumerate(edges, 1):
         visited = root.cn[i] > 0
         wl = float(root.cq[i]) if visited else default_wl
@@ -140,8 +133,13 @@ def make_infos(state: "SearchState") -> list[ThinkingInfo]:
         q = wl + draw_score * d
         child = root.children[i]
         mate = None
-        if (visited and child is not None and child.terminal is not None and wl != 0.0
-                and child.terminal.kind != "tablebase"):
+        if (
+            visited
+            and child is not None
+            and child.terminal is not None
+            and wl != 0.0
+            and child.terminal.kind != "tablebase"
+        ):
             mate = int(math.copysign(round(child.terminal.m) // 2 + 1, wl))
         moves_left = None
         if state.network.has_mlh:
@@ -150,15 +148,23 @@ def make_infos(state: "SearchState") -> list[ThinkingInfo]:
         info = dict(common)
         if p.per_pv_counters:
             info["nodes"] = int(root.cn[i])
-        infos.append(ThinkingInfo(
-            **info, score_cp=None if mate is not None else score_cp(p.score_type, wl, d, q,
-                                                                     state.network.has_wdl),
-            mate=mate, wdl=wdl_permille(wl, d), multipv=rank if p.multipv > 1 else None,
-            pv=tuple(principal_variation(state, i)), moves_left=moves_left))
+        infos.append(
+            ThinkingInfo(
+                **info,
+                score_cp=None
+                if mate is not None
+                else score_cp(p.score_type, wl, d, q, state.network.has_wdl),
+                mate=mate,
+                wdl=wdl_permille(wl, d),
+                multipv=rank if p.multipv > 1 else None,
+                pv=tuple(principal_variation(state, i)),
+                moves_left=moves_left,
+            )
+        )
     return infos
 
 
-def principal_variation(state: "SearchState", first: int) -> list[chess.Move]:
+def principal_variation(state: SearchState, first: int) -> list[chess.Move]:
     """Root move ``first`` followed by the best child at each level."""
     node = state.root
     pv = [node.moves[first]]
@@ -174,7 +180,7 @@ def principal_variation(state: "SearchState", first: int) -> list[chess.Move]:
     return pv
 
 
-def verbose_stats(state: "SearchState") -> list[str]:
+def verbose_stats(state: SearchState) -> list[str]:
     """lc0's VerboseMoveStats lines for the root: worst move first, best last, then the node line."""
     from engine import encoding
 
@@ -197,8 +203,9 @@ def verbose_stats(state: "SearchState") -> list[str]:
     lines = []
     for i in order:
         move = root.moves[i]
-        head = _head(board.uci(move), indices.get(move, -1), int(root.cn[i]), int(root.cnif[i]),
-                     root.p[i])
+        head = _head(
+            board.uci(move), indices.get(move, -1), int(root.cn[i]), int(root.cnif[i]), root.p[i]
+        )
         child = root.children[i]
         if child is not None and child.n > 0:
             stats = _stats(child.wl, child.d, child.m, child.wl + draw_score * child.d)
@@ -207,8 +214,11 @@ def verbose_stats(state: "SearchState") -> list[str]:
         tail = f"(U: {u[i]:6.5f}) (S: {q[i] + u[i] + mu[i]:8.5f}) "
         lines.append(head + stats + tail + _value(state, board, child, move, 1.0, draw_score))
     head = _head("node ", len(root.moves), root.n, sum(root.cnif), root.visited_policy)
-    lines.append(head + _stats(-root.wl, root.d, root.m, -root.wl + draw_score * root.d)
-                 + _value(state, board, root, None, -1.0, draw_score))
+    lines.append(
+        head
+        + _stats(-root.wl, root.d, root.m, -root.wl + draw_score * root.d)
+        + _value(state, board, root, None, -1.0, draw_score)
+    )
     return lines
 
 
@@ -221,8 +231,14 @@ def _stats(wl: float, d: float, m: float, q: float) -> str:
     return f"(WL: {wl:8.5f}) (D: {d:5.3f}) (M: {m:4.1f}) (Q: {q:8.5f}) "
 
 
-def _value(state: "SearchState", board: chess.Board, node: Node | None, move: chess.Move | None,
-           sign: float, draw_score: float) -> str:
+def _value(
+    state: SearchState,
+    board: chess.Board,
+    node: Node | None,
+    move: chess.Move | None,
+    sign: float,
+    draw_score: float,
+) -> str:
     """(V: …): the network's own value of the position (from the cache), terminal value, or -.----."""
     v = None
     if node is not None and node.terminal is not None:

@@ -9,10 +9,12 @@ through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
 The phases are plain functions over one explicit :class:`SearchState` (state.py):
 
 - tree.py      the board along the tree, tree reuse, draw rules, cache keys
+- puct.py      the selection formulas (cpuct, FPU, moves-left utility, multi-visit assignment)
 - gather.py    selection (PUCT, multi-visit, collisions) and new leaves  (select, encode)
 - backup.py    policy softmax, expansion, backup, certainty propagation (expand, backup)
 - stoppers.py  limits and smart pruning
-- report.py    best-move ranking, info lines, verbose move statistics
+- ranking.py   best-child order and the Temperature draw
+- report.py    info lines, verbose move statistics
 
 ``Search`` (this file) owns a state, the evaluation worker and the stop signals; its
 ``_iteration`` names the phases of one step in one place, as lc0's ExecuteOneIteration does.
@@ -22,26 +24,24 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import random
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import chess
-import numpy as np
 
 from engine.backend import Network
-from engine.encoding.planes import masks_to_planes
 from engine.search import backup, gather, stoppers, tree
 from engine.search.cache import NNCache
+from engine.search.limit import Limit
 from engine.search.node import Node
 from engine.search.params import SearchParams
-from engine.search.report import ThinkingInfo, best_children, make_infos, verbose_stats
-from engine.search.state import Batch, Limits, SearchState, SearchStats
+from engine.search.ranking import best_children, temperature_choice
+from engine.search.report import ThinkingInfo, make_infos, verbose_stats
+from engine.search.state import Batch, SearchState, SearchStats
 from engine.tablebase import Tablebase
-
 
 INFO_INTERVAL_S = 1.0
 """An info line at least this often."""
@@ -58,7 +58,9 @@ def collector_paused() -> Iterator[None]:
     again while it grows (~10% of the search thread's time at 4,000 nodes, more for bigger
     trees). A search creates no cyclic garbage of its own, so the pause loses nothing; but
     resuming makes the next allocation traverse everything allocated meanwhile (20-30 ms for a
-    second's tree), so the UCI layer holds the pause until its ``bestmove`` has been sent.
+    second's tree), so the pause belongs to whoever runs a search through to its answer, not
+    to :meth:`Search.run`: the controller holds it from ``go`` until its ``bestmove`` has been
+    sent; ``engine.fidelity`` and ``bin/bench`` around their searches.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -85,21 +87,29 @@ class Search:
     """Owns the search state (tree, NN cache), the evaluation worker and the stop signals; one
     ``run`` at a time."""
 
-    def __init__(self, network: Network, params: SearchParams, cache: NNCache | None = None,
-                 tablebase: Tablebase | None = None) -> None:
+    def __init__(
+        self,
+        network: Network,
+        params: SearchParams,
+        cache: NNCache | None = None,
+        tablebase: Tablebase | None = None,
+    ) -> None:
         self.network = network
-        self.state = SearchState(network, params,
-                                 cache if cache is not None else NNCache(params.nn_cache_size),
-                                 tablebase)
+        self.state = SearchState(
+            network,
+            params,
+            cache if cache is not None else NNCache(params.nn_cache_size),
+            tablebase,
+        )
         tree.reset_board(self.state)
         # The batches in flight are evaluated at once where the backend runs calls concurrently
         # (one per device: both cores of a CPU busy), else one after the other.
-        workers = max(1, getattr(network, "concurrency", 1))
+        workers = self.state.attributes.concurrency
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nn-eval")
         # Set by stop() and by each finished evaluation: the search thread sleeps on it, so a
         # stop wakes it at once instead of at the next polling slice.
         self._wake = threading.Event()
-        self._ponderhit_limits: Limits | None = None
+        self._ponderhit_limit: Limit | None = None
         self._lock = threading.Lock()
 
     # The parts of the state its owner sets or reads between searches.
@@ -142,10 +152,11 @@ class Search:
         self.state.stop.set()
         self._wake.set()
 
-    def ponderhit(self, limits: Limits) -> None:
-        """Turn a ponder search into a normal one with ``limits`` counted from now."""
+    def ponderhit(self, limit: Limit) -> None:
+        """Turn a ponder search into a normal one with ``limit`` (its clock from its
+        ``started_at``, the ponderhit's arrival)."""
         with self._lock:
-            self._ponderhit_limits = limits
+            self._ponderhit_limit = limit
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -155,16 +166,22 @@ class Search:
         return self.state.stats()
 
     # ----------------------------------------------------------------------------- main loop
-    def run(self, limits: Limits, on_info: Callable[[list[ThinkingInfo]], None] | None = None,
-            on_verbose: Callable[[list[str]], None] | None = None,
-            verbose: bool = False, live_stats: bool = False) -> SearchResult:
+    def run(
+        self,
+        limit: Limit,
+        on_info: Callable[[list[ThinkingInfo]], None] | None = None,
+        on_verbose: Callable[[list[str]], None] | None = None,
+        verbose: bool = False,
+        live_stats: bool = False,
+    ) -> SearchResult:
         """Search until a limit is reached or stop(); in infinite mode (go infinite / ponder) keep
-        going (or idle) until stop() or ponderhit. Returns the best move by lc0's rules."""
+        going (or idle) until stop() or ponderhit. Returns the best move by lc0's rules. The
+        caller pauses the garbage collector around it (:func:`collector_paused`)."""
         state = self.state
         state.stop.clear()
         with self._lock:
-            self._ponderhit_limits = None
-        state.new_search(limits)
+            self._ponderhit_limit = None
+        state.new_search(limit)
         start = state.start
         root_moves = list(state.board.legal_moves)
         if not root_moves:
@@ -172,33 +189,46 @@ class Search:
         self._filter_root_by_tablebase()
         if state.searchmoves:
             gather.ensure_root_expanded(state)
-        with collector_paused():
-            self._loop(on_info, on_verbose, live_stats)
-            infos = make_infos(state) if state.root.n > 0 else []
-            if on_info is not None and infos:
-                on_info(infos)
-            if verbose and on_verbose is not None and state.root.expanded:
-                on_verbose(verbose_stats(state))
-            best, ponder = self._choose_move(root_moves)
-        return SearchResult(best, ponder, state.root.n, state.total_playouts,
-                            (time.monotonic() - start) * 1000.0, tuple(infos))
+        self._loop(on_info, on_verbose, live_stats)
+        infos = make_infos(state) if state.root.n > 0 else []
+        if on_info is not None and infos:
+            on_info(infos)
+        if verbose and on_verbose is not None and state.root.expanded:
+            on_verbose(verbose_stats(state))
+        best, ponder = self._choose_move(root_moves)
+        return SearchResult(
+            best,
+            ponder,
+            state.root.n,
+            state.total_playouts,
+            (time.monotonic() - start) * 1000.0,
+            tuple(infos),
+        )
 
-    def _loop(self, on_info: Callable[[list[ThinkingInfo]], None] | None,
-              on_verbose: Callable[[list[str]], None] | None, live_stats: bool) -> None:
+    def _loop(
+        self,
+        on_info: Callable[[list[ThinkingInfo]], None] | None,
+        on_verbose: Callable[[list[str]], None] | None,
+        live_stats: bool,
+    ) -> None:
         """Run iterations until a limit (or, in infinite mode, until stop), with info lines."""
         state = self.state
         pending: list[tuple[Future, Batch]] = []
         last_info = 0.0
         last_best = None
-        batch_size = state.params.batch_size(self.network.max_batch,
-                                             getattr(self.network, "preferred_batch", None))
+        attributes = state.attributes
+        batch_size = state.params.batch_size(attributes.max_batch, attributes.preferred_batch)
         try:
             while not state.stop.is_set():
                 self._maybe_ponderhit()
                 if not self._iteration(pending, batch_size):
                     break
                 now = time.monotonic()
-                if on_info is not None and state.root.n > 0 and now - last_info >= INFO_INTERVAL_S / 4:
+                if (
+                    on_info is not None
+                    and state.root.n > 0
+                    and now - last_info >= INFO_INTERVAL_S / 4
+                ):
                     best = self._current_best()
                     if now - last_info >= INFO_INTERVAL_S or best != last_best:
                         on_info(make_infos(state))
@@ -206,7 +236,7 @@ class Search:
                             on_verbose(verbose_stats(state))
                         last_info, last_best = now, best
         finally:
-            for future, batch in pending:
+            for _future, batch in pending:
                 backup.abandon(state, batch)
             backup.check_in_flight(state)
 
@@ -217,7 +247,7 @@ class Search:
         to gather, expand and back up the oldest one. Returns False when the search is over."""
         state = self.state
         reached = stoppers.limit_reached(state)
-        if reached and not state.limits.infinite:
+        if reached and not state.limit.until_stop:
             return False
         progressed = False
         in_flight = state.params.threads  # lc0: one minibatch per search thread
@@ -231,7 +261,7 @@ class Search:
                 future, batch = pending.pop(0)
                 backup.process(state, batch, future.result())
         elif not pending and not progressed:
-            if not state.limits.infinite:
+            if not state.limit.until_stop:
                 return False  # nothing left to search (every line proven)
             state.stop.wait(WAIT_SLICE_S)
         return True
@@ -253,8 +283,7 @@ class Search:
     def _encode_and_evaluate(self, batch: Batch) -> Future:
         """Encode a gathered batch (its leaves' plane masks, decoded once for the batch) and
         start its evaluation on the worker thread; the result wakes the search thread."""
-        planes = masks_to_planes(batch.masks)
-        future = self._executor.submit(self.network.evaluate, planes)
+        future = self._executor.submit(self.network.evaluate, gather.encode(batch))
         future.add_done_callback(lambda _: self._wake.set())
         return future
 
@@ -269,11 +298,11 @@ class Search:
 
     def _maybe_ponderhit(self) -> None:
         with self._lock:
-            limits, self._ponderhit_limits = self._ponderhit_limits, None
-        if limits is not None:
+            limit, self._ponderhit_limit = self._ponderhit_limit, None
+        if limit is not None:
             state = self.state
-            state.limits = limits
-            state.start = limits.started_at if limits.started_at is not None else time.monotonic()
+            state.limit = limit
+            state.start = limit.started_at if limit.started_at is not None else time.monotonic()
             state.first_eval_time = None
 
     # ----------------------------------------------------------------------------- results
@@ -293,10 +322,13 @@ class Search:
             # cache has the root (moves sorted by prior), else the first legal move.
             tree.sync(state, root, 0)
             hit = state.cache.get(tree.cache_key(state, 0))
-            legal = [m for m in (hit.moves if hit is not None else root_moves)
-                     if not state.searchmoves or m in state.searchmoves]
+            legal = [
+                m
+                for m in (hit.moves if hit is not None else root_moves)
+                if not state.searchmoves or m in state.searchmoves
+            ]
             return (legal or root_moves)[0], None
-        i = self._temperature_choice()
+        i = temperature_choice(state)
         if i is None:
             i = best_children(state, root, 1)[0]
         move = root.moves[i]
@@ -307,38 +339,3 @@ class Search:
             if pb:
                 ponder = child.moves[pb[0]]
         return move, ponder
-
-    def _temperature_choice(self) -> int | None:
-        state = self.state
-        p = state.params
-        temperature = p.temperature
-        moves_played = state.root_ply // 2
-        if p.temp_cutoff_move and moves_played + 1 >= p.temp_cutoff_move:
-            temperature = p.temp_endgame
-        elif temperature and p.temp_decay_moves:
-            if moves_played >= p.temp_decay_delay_moves + p.temp_decay_moves:
-                temperature = 0.0
-            elif moves_played >= p.temp_decay_delay_moves:
-                temperature *= (p.temp_decay_delay_moves + p.temp_decay_moves - moves_played) / p.temp_decay_moves
-            temperature = max(temperature, p.temp_endgame)
-        if temperature <= 0.0:
-            return None
-        root = state.root
-        n = np.array(root.cn, dtype=np.float64)
-        cq = np.array(root.cq)
-        allowed = n > 0
-        if state.mask is not None:
-            allowed &= state.mask
-        if not allowed.any():
-            return None
-        q = np.where(allowed, cq, -np.inf)
-        max_eval = q.max()
-        # TempValueCutoff is in win percentage: drop moves much worse than the best.
-        allowed &= cq >= max_eval - p.temp_value_cutoff / 50.0
-        n = n + p.temp_visit_offset
-        allowed &= n > 0
-        if not allowed.any():
-            return None
-        max_n = n[allowed].max()
-        w = np.where(allowed, np.power(np.maximum(n, 0) / max_n, 1.0 / temperature), 0.0)
-        return int(random.choices(range(len(w)), weights=w)[0])

@@ -18,29 +18,17 @@ import chess
 import numpy as np
 
 from engine import encoding
-from engine.backend import Network
+from engine.backend import BackendAttributes, Network
+from engine.encoding.formats import FormatRules
 from engine.encoding.planes import EncodedMasks
 from engine.search.cache import NNCache
+from engine.search.limit import Limit
 from engine.search.node import Node
 from engine.search.params import SearchParams
 from engine.tablebase import Tablebase
 
 STOP_CHECK_EVERY = 8
 """Nodes handled between checks of stop / the deadline while gathering or expanding."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """When to stop: any limit reached. time_ms counts from ``started_at`` (time.monotonic() of the
-    `go` command's arrival, as lc0 counts; None: the search start) or from ponderhit."""
-
-    nodes: int | None = None
-    time_ms: float | None = None
-    started_at: float | None = None
-    depth: int | None = None
-    mate: int | None = None
-    infinite: bool = False
-    searchmoves: tuple[chess.Move, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,7 +86,7 @@ class SearchState:
     The tree: ``root`` and ``root_board`` (the game up to the root). The walker: ``board`` shows
     the position of the last node synced (``tree.sync``), reached by pushing the nodes in
     ``pushed``; ``keys`` are the position keys of the game and then of that path.
-    The current search: its ``limits``, counters and the root filters; ``stop`` is set to
+    The current search: its ``limit``, counters and the root filters; ``stop`` is set to
     end it (by the UCI thread or a deadline).
     """
 
@@ -119,7 +107,7 @@ class SearchState:
     twofold_first: int = 0
     """Ply of the first occurrence of the two-fold draw ``tree.draw_kind`` found last."""
 
-    limits: Limits = field(default_factory=Limits)
+    limit: Limit = field(default_factory=Limit)
     start: float = 0.0
     total_playouts: int = 0
     cum_depth: int = 0
@@ -138,26 +126,29 @@ class SearchState:
     root_filter: list[bool] | None = None
     """Root moves that get visits in the minibatch being gathered (None: every move)."""
 
-    rules: object = field(init=False)
+    attributes: BackendAttributes = field(init=False)
+    """The network's attributes (batch sizes, padding, concurrency), read once."""
+    rules: FormatRules = field(init=False)
     """The encoding rules of the network's input format (engine.encoding.format_rules)."""
-    fill: object = field(init=False)
+    fill: encoding.HistoryFill = field(init=False)
     """How history before the game start is filled: encode_planes' default, as lc0."""
 
     def __post_init__(self) -> None:
+        self.attributes = self.network.attributes()
         self.rules = encoding.format_rules(self.network.input_format)
         self.fill = encoding.HistoryFill.FEN_ONLY
 
-    def new_search(self, limits: Limits) -> None:
+    def new_search(self, limit: Limit) -> None:
         """Reset the counters of one search (the tree stays)."""
-        self.start = limits.started_at if limits.started_at is not None else time.monotonic()
-        self.limits = limits
+        self.start = limit.started_at if limit.started_at is not None else time.monotonic()
+        self.limit = limit
         self.total_playouts = 0
         self.cum_depth = 0
         self.max_depth = 0
         self.batches = 0
         self.first_eval_time = None
         self.initial_visits = self.root.n
-        self.searchmoves = set(limits.searchmoves)
+        self.searchmoves = set(limit.searchmoves)
         self.root_in_tablebase = False
         self.tb_hits = 0
         self.mask = None
@@ -177,8 +168,12 @@ class SearchState:
 
     def stats(self) -> SearchStats:
         """The running search's counters as one record (what reports and stoppers read)."""
-        return SearchStats(elapsed_ms=self.elapsed_ms(),
-                           nodes=self.total_playouts + self.initial_visits,
-                           playouts=self.total_playouts, depth_sum=self.cum_depth,
-                           max_depth=self.max_depth, tb_hits=self.tb_hits,
-                           hashfull=self.cache.hashfull())
+        return SearchStats(
+            elapsed_ms=self.elapsed_ms(),
+            nodes=self.total_playouts + self.initial_visits,
+            playouts=self.total_playouts,
+            depth_sum=self.cum_depth,
+            max_depth=self.max_depth,
+            tb_hits=self.tb_hits,
+            hashfull=self.cache.hashfull(),
+        )

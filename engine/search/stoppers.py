@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from engine.search.report import best_children
+from engine.search.ranking import best_children
 from engine.search.state import SearchState
 
 SMART_PRUNING_TOLERANCE_MS = 200
@@ -16,35 +16,38 @@ SMART_PRUNING_TOLERANCE_NODES = 300
 
 
 def time_up(state: SearchState) -> bool:
-    t = state.limits.time_ms
-    return t is not None and not state.limits.infinite and state.elapsed_ms() >= t
+    t = state.limit.budget_ms
+    return t is not None and not state.limit.until_stop and state.elapsed_ms() >= t
+
 
 def limit_reached(state: SearchState) -> bool:
     lim = state.params
-    limits = state.limits
+    limit = state.limit
     # Playouts the stoppers expect to remain (lc0's StoppersHints), for the collision budget:
     # the nodes left when smart pruning is on, divided by its factor once it is measuring.
     state.remaining_hint = math.inf
-    if limits.nodes is not None and lim.smart_pruning_factor > 0.0:
-        state.remaining_hint = max(limits.nodes - state.root.n, 0)
-    if limits.nodes is not None and state.root.n >= limits.nodes:
+    if limit.nodes is not None and lim.smart_pruning_factor > 0.0:
+        state.remaining_hint = max(limit.nodes - state.root.n, 0)
+    if limit.nodes is not None and state.root.n >= limit.nodes:
         return True
     if state.root.n >= lim.max_tree_nodes:
         return True
     if time_up(state):
         return True
-    if limits.depth is not None and state.root.n > 1 and avg_depth(state) >= limits.depth:
+    if limit.depth is not None and state.root.n > 1 and avg_depth(state) >= limit.depth:
         return True
-    if limits.mate is not None:
+    if limit.mate is not None:
         mate = mate_found(state)
-        if mate is not None and 0 < mate <= limits.mate:
+        if mate is not None and 0 < mate <= limit.mate:
             return True
-    if not limits.infinite and smart_prune(state):
+    if not limit.until_stop and smart_prune(state):
         return True
     return False
 
+
 def avg_depth(state: SearchState) -> float:
     return state.cum_depth / max(state.total_playouts, 1)
+
 
 def mate_found(state: SearchState) -> int | None:
     if not state.root.expanded:
@@ -56,6 +59,7 @@ def mate_found(state: SearchState) -> int | None:
     if child is None or child.terminal is None or child.terminal.wl <= 0:
         return None
     return int(round(child.terminal.m)) // 2 + 1
+
 
 def root_outcomes(state: SearchState) -> tuple[int, int, bool]:
     """(moves searched, root moves proven lost, a root move proven won), over the searchmoves."""
@@ -71,6 +75,7 @@ def root_outcomes(state: SearchState) -> tuple[int, int, bool]:
             lost += t.wl < 0.0
             won = won or t.wl > 0.0
     return moves, lost, won
+
 
 def smart_prune(state: SearchState) -> bool:
     """lc0's SmartPruningStopper, in its order: one legal move, at most one move that does not
@@ -93,13 +98,14 @@ def smart_prune(state: SearchState) -> bool:
     if elapsed < state.first_eval_time + SMART_PRUNING_TOLERANCE_MS:
         return False
     remaining = math.inf
-    if state.limits.nodes is not None:
-        remaining = (state.limits.nodes - root.n) / p.smart_pruning_factor
-    if state.limits.time_ms is not None:
+    if state.limit.nodes is not None:
+        remaining = (state.limit.nodes - root.n) / p.smart_pruning_factor
+    if state.limit.budget_ms is not None:
         nodes = state.total_playouts + SMART_PRUNING_TOLERANCE_NODES
         nps = 1000.0 * nodes / max(elapsed - state.first_eval_time, 1e-3) + 1
-        remaining = min(remaining, (state.limits.time_ms - elapsed) / 1000.0 * nps
-                        / p.smart_pruning_factor)
+        remaining = min(
+            remaining, (state.limit.budget_ms - elapsed) / 1000.0 * nps / p.smart_pruning_factor
+        )
     if math.isinf(remaining):
         return False
     state.remaining_hint = remaining

@@ -13,17 +13,21 @@ from engine.search.node import Node
 from engine.search.state import SearchState
 
 
-
 def set_position(state: SearchState, board: chess.Board) -> bool:
     """Search from ``board`` (its move stack is the game history). Reuses the subtree when the
     position continues the previous one; returns whether it did."""
     old = state.root_board
     new_stack, old_stack = board.move_stack, old.move_stack
     reused = False
-    if (len(new_stack) >= len(old_stack) and board.root() == old.root()
-            and board.chess960 == old.chess960 and new_stack[:len(old_stack)] == old_stack):
-        node = state.root
-        for move in new_stack[len(old_stack):]:
+    if (
+        len(new_stack) >= len(old_stack)
+        and board.root() == old.root()
+        and board.chess960 == old.chess960
+        and new_stack[: len(old_stack)] == old_stack
+    ):
+        node: Node | None = state.root
+        for move in new_stack[len(old_stack) :]:
+            assert node is not None  # the loop breaks when it becomes None
             if not node.expanded or node.terminal is not None:
                 node = None
                 break
@@ -49,15 +53,17 @@ def set_position(state: SearchState, board: chess.Board) -> bool:
         state.twofold = []
     return reused
 
+
 def clear(state: SearchState) -> None:
     """Forget the tree and the NN cache (ucinewgame)."""
     state.root = Node()
     state.cache.clear()
     state.twofold = []
 
+
 def reset_board(state: SearchState) -> None:
     state.board = state.root_board.copy()
-    state.pushed: list[Node] = []
+    state.pushed = []
     start = state.board.root()
     keys = [start._transposition_key()]
     for move in state.board.move_stack:
@@ -65,6 +71,7 @@ def reset_board(state: SearchState) -> None:
         keys.append(start._transposition_key())
     state.keys = keys  # position keys of the game, then of the path pushed on _board
     state.root_ply = len(state.board.move_stack)
+
 
 def revert_stale_twofolds(state: SearchState) -> None:
     """A two-fold draw whose first occurrence is now before the root is no longer a draw:
@@ -84,6 +91,7 @@ def revert_stale_twofolds(state: SearchState) -> None:
         remove_visits(state, node)
         node.terminal = None
     state.twofold = keep
+
 
 def remove_visits(state: SearchState, node: Node) -> None:
     n, wl, d, m = node.n, node.wl, node.d, node.m
@@ -107,6 +115,7 @@ def remove_visits(state: SearchState, node: Node) -> None:
         parent.visited_policy -= parent.p[node.index]
     node.n, node.wl, node.d, node.m = 0, 0.0, 0.0, 0.0
 
+
 def sync(state: SearchState, node: Node, depth: int) -> None:
     """Make ``state.board`` the position of ``node``, ``depth`` plies below the root (pop/push
     only below the common ancestor).
@@ -119,11 +128,11 @@ def sync(state: SearchState, node: Node, depth: int) -> None:
     n = node
     while depth > len(pushed):
         down.append(n)
-        n = n.parent
+        n = n.parent  # type: ignore[assignment]  # depth > 0: n is below the root
         depth -= 1
     while depth > 0 and pushed[depth - 1] is not n:
         down.append(n)
-        n = n.parent
+        n = n.parent  # type: ignore[assignment]  # depth > 0: n is below the root
         depth -= 1
     board, keys = state.board, state.keys
     for _ in range(len(pushed) - depth):
@@ -131,9 +140,10 @@ def sync(state: SearchState, node: Node, depth: int) -> None:
         pushed.pop()
         keys.pop()
     for n in reversed(down):
-        board.push(n.parent.moves[n.index])
+        board.push(n.parent.moves[n.index])  # type: ignore[union-attr]  # n is below the root
         pushed.append(n)
         keys.append(board._transposition_key())
+
 
 def draw_kind(state: SearchState, depth: int) -> str | None:
     """Draw by rule at the synced board (legal moves exist): lc0's order of checks."""
@@ -146,11 +156,11 @@ def draw_kind(state: SearchState, depth: int) -> str | None:
     keys = state.keys
     last = len(keys) - 1
     key = keys[last]
-    reps, first = 0, None
+    reps, first = 0, -1
     for j in range(last - 2, max(last - board.halfmove_clock, 0) - 1, -2):
         if keys[j] == key:
             reps += 1
-            if first is None:
+            if first < 0:
                 first = j
     if reps >= 2:
         return "threefold"
@@ -160,6 +170,7 @@ def draw_kind(state: SearchState, depth: int) -> str | None:
         return "twofold"
     return None
 
+
 def cache_key(state: SearchState, depth: int) -> object:
     """lc0's cache key: the position (with repetition count) and rule50, plus CacheHistoryLength
     earlier positions."""
@@ -168,4 +179,4 @@ def cache_key(state: SearchState, depth: int) -> object:
     last = len(keys) - 1
     if h == 0:
         return (keys[last], state.board.halfmove_clock)
-    return (tuple(keys[max(0, last - h):]), state.board.halfmove_clock)
+    return (tuple(keys[max(0, last - h) :]), state.board.halfmove_clock)

@@ -7,7 +7,7 @@ import onnx
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from backend_xla.convert import Converter
+from backend_xla.onnx_to_jax import Converter
 
 IR_VERSION = 8
 

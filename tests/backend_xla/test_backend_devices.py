@@ -101,13 +101,14 @@ net = backend_xla.load_network(sys.argv[1], "batch_buckets=1;16,cache_dir=none,b
                                "conv_method=winograd2")
 out = net.evaluate(np.zeros((16, 112, 8, 8), np.float32))
 print(json.dumps([len(net.devices), list(out.policy.shape),
-                  sorted(m for m in sys.modules if m.startswith("backend_xla.perf"))]))
+                  sorted(m for m in sys.modules if m.startswith("xlazero_perf"))]))
 """
 
 
 def test_loading_and_running_a_network_never_imports_the_benchmarks():
-    """backend_xla.perf is benchmark code: converting (with a conv_method formulation), compiling
-    one-device and split programs and evaluating must not need it."""
+    """bin/xlazero_perf is benchmark code, outside the installed packages: converting (with a
+    conv_method formulation), compiling one-device and split programs and evaluating must not
+    need it (with the repository alone on the path, importing it would fail)."""
     from conftest import need_shared
 
     net = need_shared("zoo", "se-b2f32-polconv-wdl-input3-canonical.onnx")
@@ -119,4 +120,4 @@ def test_loading_and_running_a_network_never_imports_the_benchmarks():
     assert out.returncode == 0, out.stderr[-2000:]
     devices, shape, perf_modules = json.loads(out.stdout.strip().splitlines()[-1])
     assert devices == 2 and shape == [16, 1858]
-    assert perf_modules == [], f"expected no backend_xla.perf module loaded, got {perf_modules}"
+    assert perf_modules == [], f"expected no xlazero_perf module loaded, got {perf_modules}"

@@ -22,8 +22,8 @@ import pytest
 from onnx import helper, numpy_helper
 
 import backend_xla
-from backend_xla import convert
-from backend_xla.convert import Converter
+from backend_xla import onnx_to_jax
+from backend_xla.onnx_to_jax import Converter
 from conftest import LC0, REPO_ROOT, lc0_planes_batch
 from xla_testutil import need_shared, read_jsonl
 
@@ -122,7 +122,7 @@ def test_weight_only_nodes_fold_at_load():
 
 
 def test_weight_folding_respects_size_limit(monkeypatch):
-    monkeypatch.setattr(convert, "FOLD_LIMIT_BYTES", 1000)
+    monkeypatch.setattr(onnx_to_jax, "FOLD_LIMIT_BYTES", 1000)
     conv = Converter(_cast_weight_model(300), "fold")  # the f16 weight is 38,400 bytes
     assert conv.folded_nodes == 0 and [n.name for n in conv.nodes][0] == "castw"
     x = np.ones((2, 64), np.float32)

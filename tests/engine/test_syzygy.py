@@ -15,7 +15,7 @@ import pytest
 
 from conftest import SHARED
 from engine.backends.random import RandomNetwork
-from engine.search import Limits, Search, from_options
+from engine.search import Limit, Search, from_options
 from engine.tablebase import Tablebase, TablebaseError
 from engine.uci import UciEngine
 
@@ -64,7 +64,7 @@ def _play(truth, fen: str, tablebase, plies: int, nodes_a_move: int = NODES) -> 
     while not board.is_game_over() and len(board.move_stack) < plies:
         if board.turn == ours:
             search.set_position(board)
-            result = search.run(Limits(nodes=nodes_a_move))
+            result = search.run(Limit(nodes=nodes_a_move))
             nodes += result.playouts
             board.push(result.bestmove)
         else:
@@ -105,7 +105,7 @@ def test_drawn_krvkr_is_held(tables, truth):
     search = Search(RandomNetwork(), from_options({}), tablebase=tables)
     for _ in range(20):
         search.set_position(board)
-        board.push(search.run(Limits(nodes=NODES)).bestmove)
+        board.push(search.run(Limit(nodes=NODES)).bestmove)
         assert truth.probe_wdl(board) == 0, f"the draw was lost: {board.fen()}"
         if board.is_game_over():
             break
@@ -127,7 +127,7 @@ def test_tree_scores_positions_after_captures_and_reports_tbhits(tables):
     # policy cannot hide the capture; its table value must then make it the best move.
     search = Search(RandomNetwork(), from_options(FLAT_PRIORS), tablebase=tables)
     search.set_position(board)
-    result = search.run(Limits(nodes=200), on_info=infos.extend)
+    result = search.run(Limit(nodes=200), on_info=infos.extend)
     assert result.bestmove == chess.Move.from_uci("d1d6")
     assert infos[-1].tbhits > 0 and infos[-1].mate is None  # a table's win is no mate distance
     search.close()

@@ -12,7 +12,7 @@ import pytest
 import backend_xla
 from conftest import LC0, board_of, read_jsonl
 from engine.encoding import encode_planes
-from engine.search import Limits, Search, from_options
+from engine.search import Limit, Search, from_options
 from lc0w_helpers import shared
 
 WEIGHT_FILES = sorted(str(p.relative_to(LC0)) for p in LC0.glob("*/*.pb.gz")) if LC0.is_dir() else []
@@ -36,7 +36,9 @@ class RootSpy:
     def __init__(self, net) -> None:
         self.net, self.first = net, None
         self.input_format, self.has_wdl, self.has_mlh = net.input_format, net.has_wdl, net.has_mlh
-        self.max_batch = net.max_batch
+
+    def attributes(self):
+        return self.net.attributes()
 
     def evaluate(self, planes: np.ndarray):
         if self.first is None:
@@ -53,7 +55,7 @@ def test_engine_plays_nodes_100_in_the_networks_input_format(name):
     spy = RootSpy(net)
     search = Search(spy, from_options({}))
     search.set_position(board)
-    result = search.run(Limits(nodes=100))
+    result = search.run(Limit(nodes=100))
     assert result.bestmove in board.legal_moves
     np.testing.assert_array_equal(spy.first[0], encode_planes(board, net.input_format))
     if "input" in name:  # the zoo's input-format nets say their format in the name

@@ -11,7 +11,7 @@ import pytest
 from onnx import numpy_helper
 
 from backend_xla.lc0 import build_onnx, read_weights
-from backend_xla.lc0.convert import position_encoding
+from backend_xla.lc0.to_onnx import position_encoding
 from backend_xla.lc0.policy_map import attention_policy_map, conv_policy_map, policy_moves
 from lc0w_helpers import shared, zoo_names
 

@@ -8,13 +8,13 @@ import chess
 import numpy as np
 import pytest
 
-from engine.backend import POLICY_SIZE, NetworkOutput
+from engine.backend import POLICY_SIZE, BackendAttributes, NetworkOutput
 from engine.encoding import policy_indices
-from engine.search import Limits, Search, SearchParams
+from engine.search import Limit, Search, SearchParams
 from engine.search import backup, gather, tree
 from engine.search.state import STOP_CHECK_EVERY
 from engine.search.node import Node
-from engine.search.select import assign_visits, child_scores, compute_cpuct, compute_fpu
+from engine.search.puct import assign_visits, child_scores, compute_cpuct, compute_fpu
 
 NO_PRUNING = SearchParams(smart_pruning_factor=0.0)
 
@@ -30,6 +30,11 @@ class ConstNetwork:
     def __init__(self, q: float = 0.0, d: float = 0.0, favourite: str | None = None) -> None:
         self.q, self.d, self.favourite = q, d, favourite
         self.evaluated = 0
+
+    def attributes(self) -> BackendAttributes:
+        """Minibatches of max_batch; no padding (prefetch up to MaxPrefetch); one call at a time."""
+        return BackendAttributes(name="const", description=(), max_batch=self.max_batch,
+                                 preferred_batch=self.max_batch, padded_size=None, concurrency=1)
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         n = planes.shape[0]
@@ -171,7 +176,7 @@ def test_nodes_one_plays_top_prior():
     net = LogitNetwork()
     s = Search(net, NO_PRUNING)
     s.set_position(chess.Board())
-    result = s.run(Limits(nodes=1))
+    result = s.run(Limit(nodes=1))
     assert result.bestmove == chess.Move.from_uci("e2e4")
     assert s.root.n == 1 and net.evaluated == 1
 
@@ -180,7 +185,7 @@ def test_priors_are_softmax_with_policy_temperature():
     net = LogitNetwork()
     s = Search(net, NO_PRUNING)
     s.set_position(chess.Board())
-    s.run(Limits(nodes=1))
+    s.run(Limit(nodes=1))
     k = 20
     top = math.exp(1.0 / 1.359)
     assert s.root.p[0] == pytest.approx(top / (top + k - 1), rel=1e-5)
@@ -190,7 +195,7 @@ def test_priors_are_softmax_with_policy_temperature():
 def test_node_limit_is_exact_without_pruning():
     s = Search(ConstNetwork(), NO_PRUNING)
     s.set_position(chess.Board())
-    result = s.run(Limits(nodes=500))
+    result = s.run(Limit(nodes=500))
     assert result.nodes == 500 == s.root.n
     assert sum(s.root.cnif) == 0 and sum(s.root.cn) == 499
 
@@ -199,7 +204,7 @@ def test_mate_in_one_found_and_scored():
     board = chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")  # Ra8#
     s = Search(ConstNetwork(), NO_PRUNING)
     s.set_position(board)
-    result = s.run(Limits(nodes=200))
+    result = s.run(Limit(nodes=200))
     assert result.bestmove == chess.Move.from_uci("a1a8")
     assert result.infos[0].mate == 1
 
@@ -209,7 +214,7 @@ def test_stalemate_child_is_draw():
     board = chess.Board("k7/8/1K6/8/8/8/8/2Q5 w - - 0 1")
     s = Search(ConstNetwork(q=0.9), NO_PRUNING)
     s.set_position(board)
-    s.run(Limits(nodes=300))
+    s.run(Limit(nodes=300))
     i = s.root.moves.index(chess.Move.from_uci("c1c7"))
     child = s.root.children[i]
     assert child is not None and child.terminal is not None and child.terminal.kind == "stalemate"
@@ -219,7 +224,7 @@ def test_stalemate_child_is_draw():
 def test_root_without_moves():
     s = Search(ConstNetwork(), NO_PRUNING)
     s.set_position(chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"))
-    assert s.run(Limits(nodes=10)).bestmove is None
+    assert s.run(Limit(nodes=10)).bestmove is None
 
 
 def test_twofold_inside_tree_is_draw():
@@ -252,7 +257,7 @@ def test_sync_reaches_any_node_from_any_other():
     start = chess.Board()
     start.push_uci("e2e4")  # game history before the root must stay untouched
     s.set_position(start)
-    s.run(Limits(nodes=300))
+    s.run(Limit(nodes=300))
     nodes, stack = [], [(s.root, 0)]
     while stack:
         node, depth = stack.pop()
@@ -273,7 +278,7 @@ def test_tree_reuse_keeps_subtree():
     s = Search(ConstNetwork(), NO_PRUNING)
     board = chess.Board()
     s.set_position(board)
-    s.run(Limits(nodes=400))
+    s.run(Limit(nodes=400))
     best = max(range(len(s.root.moves)), key=lambda i: s.root.cn[i])
     move = s.root.moves[best]
     child_n = s.root.children[best].n
@@ -288,11 +293,11 @@ def test_nn_cache_avoids_reevaluation():
     net = ConstNetwork()
     s = Search(net, NO_PRUNING)
     s.set_position(chess.Board())
-    s.run(Limits(nodes=100))
+    s.run(Limit(nodes=100))
     first = net.evaluated
     s.set_position(chess.Board("8/8/8/8/8/8/k7/7K w - - 0 1"))
     s.set_position(chess.Board())
-    s.run(Limits(nodes=100))
+    s.run(Limit(nodes=100))
     assert net.evaluated - first < first  # a new tree, but its positions come from the cache
 
 
@@ -300,7 +305,7 @@ def test_searchmoves_restricts_root():
     s = Search(ConstNetwork(), NO_PRUNING)
     s.set_position(chess.Board())
     only = (chess.Move.from_uci("a2a3"), chess.Move.from_uci("h2h3"))
-    result = s.run(Limits(nodes=50, searchmoves=only))
+    result = s.run(Limit(nodes=50, searchmoves=only))
     assert result.bestmove in only
     assert all(s.root.cn[i] == 0 for i, m in enumerate(s.root.moves) if m not in only)
 
@@ -313,7 +318,7 @@ def test_search_exception_propagates():
     s = Search(Broken(), NO_PRUNING)
     s.set_position(chess.Board())
     with pytest.raises(RuntimeError, match="boom"):
-        s.run(Limits(nodes=10))
+        s.run(Limit(nodes=10))
 
 
 def test_time_limit_counts_from_the_go_arrival():
@@ -323,11 +328,11 @@ def test_time_limit_counts_from_the_go_arrival():
 
     s = Search(ConstNetwork(), NO_PRUNING)
     s.set_position(chess.Board())
-    late = s.run(Limits(time_ms=200, started_at=time.monotonic() - 10.0))
+    late = s.run(Limit(budget_ms=200, started_at=time.monotonic() - 10.0))
     assert late.nodes <= 1 and late.time_ms >= 10_000
     s.clear()
     s.set_position(chess.Board())
-    on_time = s.run(Limits(time_ms=200, started_at=time.monotonic()))
+    on_time = s.run(Limit(budget_ms=200, started_at=time.monotonic()))
     assert on_time.nodes > 1 and 150 <= on_time.time_ms < 1_000
 
 
@@ -380,7 +385,7 @@ def test_stop_does_not_wait_for_the_evaluation_in_flight():
     search = Search(SlowNetwork(3.0), NO_PRUNING)
     search.set_position(chess.Board())
     result = {}
-    thread = threading.Thread(target=lambda: result.setdefault("r", search.run(Limits(infinite=True))))
+    thread = threading.Thread(target=lambda: result.setdefault("r", search.run(Limit(infinite=True))))
     thread.start()
     time.sleep(0.2)
     t0 = time.monotonic()
@@ -423,17 +428,17 @@ def test_processing_stops_at_stop_and_keeps_the_tree_consistent(monkeypatch):
         if len(calls) == 40:
             search.stop()
     monkeypatch.setattr(backup, "backup", backup_then_stop)
-    result = search.run(Limits(nodes=5000))
+    result = search.run(Limit(nodes=5000))
     assert result.bestmove in chess.Board().legal_moves
-    assert search.params.batch_size(net.max_batch) >= 2 * STOP_CHECK_EVERY
+    assert search.params.batch_size(net.max_batch, net.max_batch) >= 2 * STOP_CHECK_EVERY
     assert len(calls) < 40 + STOP_CHECK_EVERY, "the batch was processed to its end after stop"
     _assert_tree_consistent(search.root)
     search.close()
 
 
-def test_collector_stays_paused_inside_an_outer_pause():
-    """run() resumes the garbage collector only when no caller holds it paused (the UCI layer
-    holds it until bestmove is sent)."""
+def test_collector_pauses_nest_and_run_leaves_the_collector_to_its_caller():
+    """An inner pause ends without resuming the collector (the controller holds the outer one
+    until bestmove is sent); Search.run neither pauses nor resumes it."""
     import gc
 
     from engine.search import collector_paused
@@ -441,10 +446,12 @@ def test_collector_stays_paused_inside_an_outer_pause():
     search.set_position(chess.Board())
     assert gc.isenabled()
     with collector_paused():
-        search.run(Limits(nodes=50))
+        with collector_paused():
+            assert not gc.isenabled()
+        search.run(Limit(nodes=50))
         assert not gc.isenabled()
     assert gc.isenabled()
-    search.run(Limits(nodes=50))
+    search.run(Limit(nodes=50))
     assert gc.isenabled()
     search.close()
 
@@ -475,7 +482,7 @@ def test_prefetch_fills_small_batches_for_the_cache_only():
         net = ConstNetwork(q=0.05)
         search = Search(net, SearchParams(smart_pruning_factor=0.0, max_prefetch=prefetch))
         search.set_position(chess.Board())
-        res = search.run(Limits(nodes=300))
+        res = search.run(Limit(nodes=300))
         assert res.bestmove in chess.Board().legal_moves
         assert search.root.n == 300
         _assert_tree_consistent(search.root)
@@ -493,10 +500,10 @@ def test_move_without_visits_is_the_cached_favourite():
     board = chess.Board()
     first = Search(net, NO_PRUNING)
     first.set_position(board)
-    assert first.run(Limits(nodes=0)).bestmove == next(iter(board.legal_moves))  # nothing known yet
-    first.run(Limits(nodes=1))  # evaluates the root: e2e4 has the highest prior
+    assert first.run(Limit(nodes=0)).bestmove == next(iter(board.legal_moves))  # nothing known yet
+    first.run(Limit(nodes=1))  # evaluates the root: e2e4 has the highest prior
     second = Search(net, NO_PRUNING, cache=first.cache)  # a new tree, the same NN cache
     second.set_position(board)
-    assert second.run(Limits(nodes=0)).bestmove == chess.Move.from_uci("e2e4")
+    assert second.run(Limit(nodes=0)).bestmove == chess.Move.from_uci("e2e4")
     first.close()
     second.close()

@@ -17,7 +17,7 @@ import numpy as np
 
 from conftest import REPO_ROOT, SMALL_BUCKETS, board_of, lc0_planes_batch, need_shared
 from engine.encoding import encode_batch, policy_indices
-from engine.search import Limits, Search, from_options
+from engine.search import Limit, Search, from_options
 
 LOGIT_TOLERANCE = 5e-3
 """Top-two logits closer than this may swap between lc0 and us (lc0 vs onnx differ by ≤2.6e-3)."""
@@ -39,7 +39,7 @@ def test_nodes_one_plays_top_policy_move_in_process(maia1100_net, maia1100_ref):
         board = board_of(rec)
         search.clear()
         search.set_position(board)
-        result = search.run(Limits(nodes=1))
+        result = search.run(Limit(nodes=1))
         assert result.bestmove.uci() in _acceptable(rec), (
             f"position {rec['index']} ({rec['fen']} moves {rec['moves']}): expected one of "
             f"{sorted(_acceptable(rec))}, got {result.bestmove.uci()}")
@@ -83,7 +83,7 @@ def _play_nodes_one(net, boards) -> list[str]:
     for board in boards:
         search.clear()
         search.set_position(board)
-        played.append(search.run(Limits(nodes=1)).bestmove.uci())
+        played.append(search.run(Limit(nodes=1)).bestmove.uci())
     return played
 
 

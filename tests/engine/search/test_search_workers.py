@@ -14,7 +14,7 @@ import time
 import chess
 
 from engine.backends.random import RandomNetwork
-from engine.search import Limits, Search, from_options
+from engine.search import Limit, Search, from_options
 
 EVAL_SECONDS = 0.003
 """Each evaluation takes this long (the GIL released, as in XLA), so that the second batch
@@ -53,7 +53,7 @@ limit gives depends on the machine's speed. Without it the search depends on not
 def _search(net: SlowNetwork, board: chess.Board, **options):
     search = Search(net, from_options(NO_CLOCK | options))
     search.set_position(board)
-    result = search.run(Limits(nodes=400))
+    result = search.run(Limit(nodes=400))
     root = search.root
     return result, dict(zip((m.uci() for m in root.moves), root.cn))
 

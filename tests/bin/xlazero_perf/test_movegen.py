@@ -1,4 +1,4 @@
-"""backend_xla.perf.movegen's batched legal-move mask against the engine's tested move
+"""xlazero_perf.movegen's batched legal-move mask against the engine's tested move
 generator: for every position, the True entries of ``legal_policy_mask`` must be exactly the
 policy indices of ``engine.encoding.legal_moves_and_indices(board, 1)``."""
 
@@ -10,8 +10,8 @@ import chess
 import numpy as np
 import pytest
 
-from backend_xla.perf import movegen
-from backend_xla.perf.movegen import (POLICY_SIZE, encode_boards, legal_policy_mask,
+from xlazero_perf import movegen
+from xlazero_perf.movegen import (POLICY_SIZE, encode_boards, legal_policy_mask,
                                       pad_batch)
 from engine.backend import POLICY_MOVES
 from engine.encoding import legal_moves_and_indices

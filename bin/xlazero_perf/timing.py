@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 
 
-def time_round_robin(fns: dict[str, Callable[[], object]], *, rounds: int = 5,
-                     min_time_s: float = 0.05, warmup: int = 1) -> dict[str, float]:
+def time_round_robin(
+    fns: Mapping[str, Callable[..., object]],  # called without arguments
+    *,
+    rounds: int = 5,
+    min_time_s: float = 0.05,
+    warmup: int = 1,
+) -> dict[str, float]:
     """Median seconds per call of each zero-argument function, timed interleaved.
 
     Each function is called ``warmup`` times first (compilation), then, per round, repeated enough
@@ -50,4 +55,4 @@ def matmul_peak_gflops(n: int = 2048, rounds: int = 5, dtype=None) -> float:
     a = jnp.asarray(np.random.default_rng(0).standard_normal((n, n)), dtype)
     f = jax.jit(lambda a: a @ a)
     t = time_round_robin({"mm": lambda: f(a)}, rounds=rounds, min_time_s=0.1)["mm"]
-    return 2 * n ** 3 / t / 1e9
+    return 2 * n**3 / t / 1e9

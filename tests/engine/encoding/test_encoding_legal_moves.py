@@ -1,4 +1,4 @@
-"""The search's one-pass move generator (engine.encoding.movegen) against python-chess's legal
+"""The search's one-pass move generator (engine.encoding.legal_moves) against python-chess's legal
 moves (same moves, same order) and the reference mapping ``policy_indices_for`` (same indices)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import need_shared, read_jsonl
 from engine.encoding import legal_moves_and_indices, policy_indices, transform_of
-from engine.encoding.movegen import legal_moves_and_indices as moves_under_transform
+from engine.encoding.legal_moves import legal_moves_and_indices as moves_under_transform
 from engine.encoding.policy import move_index
 
 # Positions aimed at the generator's special cases (each comment says which).

@@ -1,6 +1,6 @@
 """Prototype: the search tree as arrays, with a minibatch's selection and its expansion and backup
 as two XLA programs (feasibility study for a compiled search core; nothing in the runtime
-imports this). With :mod:`backend_xla.perf.movegen` it measures what the core's other phases
+imports this). With :mod:`xlazero_perf.movegen` it measures what the core's other phases
 cost per node at lc0's CPU minibatch of 7 (``bin/treecore-bench``).
 
 The tree (:class:`Tree`) holds ``capacity`` nodes. A node's children are consecutive nodes, from
@@ -44,24 +44,30 @@ FPU value of the relative FPU strategy."""
 class Tree(NamedTuple):
     """Arrays of ``capacity`` nodes; node 0 is the root. ``size`` [] is the next free node."""
 
-    parent: jax.Array        # int32 [C], -1 for the root
-    first_child: jax.Array   # int32 [C], -1 while unexpanded
+    parent: jax.Array  # int32 [C], -1 for the root
+    first_child: jax.Array  # int32 [C], -1 while unexpanded
     num_children: jax.Array  # int32 [C]
-    prior: jax.Array         # float32 [C], the node's prior as its parent's child
-    visits: jax.Array        # int32 [C]
-    value: jax.Array         # float32 [C], sum of backed-up values (mover's view)
-    in_flight: jax.Array     # int32 [C]
-    size: jax.Array          # int32 []
+    prior: jax.Array  # float32 [C], the node's prior as its parent's child
+    visits: jax.Array  # int32 [C]
+    value: jax.Array  # float32 [C], sum of backed-up values (mover's view)
+    in_flight: jax.Array  # int32 [C]
+    size: jax.Array  # int32 []
 
 
 def empty_tree(capacity: int, width: int) -> Tree:
     """A tree with only the unexpanded root, room for ``capacity`` nodes and ``width`` spare
     ones at the end (children windows are read ``width`` wide)."""
     c = capacity + width
-    return Tree(parent=jnp.full(c, -1, jnp.int32), first_child=jnp.full(c, -1, jnp.int32),
-                num_children=jnp.zeros(c, jnp.int32), prior=jnp.zeros(c, jnp.float32),
-                visits=jnp.zeros(c, jnp.int32), value=jnp.zeros(c, jnp.float32),
-                in_flight=jnp.zeros(c, jnp.int32), size=jnp.int32(1))
+    return Tree(
+        parent=jnp.full(c, -1, jnp.int32),
+        first_child=jnp.full(c, -1, jnp.int32),
+        num_children=jnp.zeros(c, jnp.int32),
+        prior=jnp.zeros(c, jnp.float32),
+        visits=jnp.zeros(c, jnp.int32),
+        value=jnp.zeros(c, jnp.float32),
+        in_flight=jnp.zeros(c, jnp.int32),
+        size=jnp.int32(1),
+    )
 
 
 def _window(array: jax.Array, first: jax.Array, width: int) -> jax.Array:
@@ -108,8 +114,10 @@ def _path_to_leaf(tree: Tree, width: int, batch_paths: jax.Array) -> tuple[jax.A
 
     path = jnp.full(MAX_DEPTH + 1, -1, jnp.int32).at[0].set(0)
     _, depth, path = jax.lax.while_loop(
-        lambda s: (tree.first_child[s[0]] >= 0) & (s[1] < MAX_DEPTH), go_down,
-        (jnp.int32(0), jnp.int32(0), path))
+        lambda s: (tree.first_child[s[0]] >= 0) & (s[1] < MAX_DEPTH),
+        go_down,
+        (jnp.int32(0), jnp.int32(0), path),
+    )
     return path, depth
 
 
@@ -137,16 +145,27 @@ def select(tree: Tree, batch: int, width: int) -> tuple[Tree, jax.Array, jax.Arr
         collided = collided.at[b].set((tree.in_flight[leaf] + jnp.sum(flat == leaf)) > 0)
         return paths.at[b].set(path), depths.at[b].set(depth), collided
 
-    init = (jnp.full((batch, MAX_DEPTH + 1), -1, jnp.int32), jnp.zeros(batch, jnp.int32),
-            jnp.zeros(batch, bool))
+    init = (
+        jnp.full((batch, MAX_DEPTH + 1), -1, jnp.int32),
+        jnp.zeros(batch, jnp.int32),
+        jnp.zeros(batch, bool),
+    )
     paths, depths, collided = jax.lax.fori_loop(0, batch, descend, init)
     in_flight = tree.in_flight.at[_dropped(paths, capacity)].add(1, mode="drop")
     return tree._replace(in_flight=in_flight), paths, depths, collided
 
 
 @partial(jax.jit, static_argnames=("width",), donate_argnums=0)
-def expand_and_backup(tree: Tree, paths: jax.Array, depths: jax.Array, collided: jax.Array,
-                      priors: jax.Array, counts: jax.Array, values: jax.Array, width: int) -> Tree:
+def expand_and_backup(
+    tree: Tree,
+    paths: jax.Array,
+    depths: jax.Array,
+    collided: jax.Array,
+    priors: jax.Array,
+    counts: jax.Array,
+    values: jax.Array,
+    width: int,
+) -> Tree:
     """Give each new leaf ``counts[b]`` children with ``priors[b, :counts[b]]`` (sorted
     decreasing) and back up ``values[b]`` (the side to move's view at the leaf) along its path;
     a collided descent only takes its virtual visits back. priors float32 [B, width], counts
@@ -162,26 +181,31 @@ def expand_and_backup(tree: Tree, paths: jax.Array, depths: jax.Array, collided:
     slots = starts[:, None] + jnp.arange(width)[None, :]
     slots = jnp.where(jnp.arange(width)[None, :] < count[:, None], slots, capacity)
     tree = tree._replace(
-        parent=tree.parent.at[slots].set(jnp.broadcast_to(leaves[:, None], slots.shape),
-                                         mode="drop"),
+        parent=tree.parent.at[slots].set(
+            jnp.broadcast_to(leaves[:, None], slots.shape), mode="drop"
+        ),
         prior=tree.prior.at[slots].set(priors, mode="drop"),
         first_child=tree.first_child.at[jnp.where(new, leaves, capacity)].set(starts, mode="drop"),
         num_children=tree.num_children.at[jnp.where(new, leaves, capacity)].set(count, mode="drop"),
-        size=tree.size + jnp.sum(count))
+        size=tree.size + jnp.sum(count),
+    )
     # The leaf's value in its mover's view is -values; each level up flips the sign.
     levels = jnp.arange(MAX_DEPTH + 1)[None, :]
     sign = jnp.where((depths[:, None] - levels) % 2 == 0, -1.0, 1.0)
     signed = sign * values[:, None] * new[:, None]
     at = _dropped(paths, capacity)
     return tree._replace(
-        visits=tree.visits.at[at].add(jnp.broadcast_to(new[:, None], at.shape).astype(jnp.int32),
-                                      mode="drop"),
+        visits=tree.visits.at[at].add(
+            jnp.broadcast_to(new[:, None], at.shape).astype(jnp.int32), mode="drop"
+        ),
         value=tree.value.at[at].add(signed.astype(jnp.float32), mode="drop"),
-        in_flight=tree.in_flight.at[at].add(-1, mode="drop"))
+        in_flight=tree.in_flight.at[at].add(-1, mode="drop"),
+    )
 
 
-def fake_evaluations(rng: np.random.Generator, batch: int, width: int, mean_children: int = 30
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fake_evaluations(
+    rng: np.random.Generator, batch: int, width: int, mean_children: int = 30
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Network-like outputs for ``batch`` leaves: child counts around ``mean_children`` (at most
     ``width``), sorted softmax priors, values in (-1, 1)."""
     counts = np.clip(rng.poisson(mean_children, batch), 1, width).astype(np.int32)

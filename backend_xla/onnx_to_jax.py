@@ -9,8 +9,9 @@ every batch size; smaller ones are inlined into the HLO as constants.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -53,10 +54,19 @@ class Converter:
     ``io_dtype``: dtype of the function's floating inputs/outputs (None: as the model says).
     """
 
-    def __init__(self, model: onnx.ModelProto, source: str, *, outputs: Sequence[str] | None = None,
-                 float_override: Any = None, io_dtype: Any = None, base_dir=None,
-                 max_inline_constant_size: int = DEFAULT_MAX_INLINE_CONSTANT_SIZE,
-                 layout: str = "NHWC", conv_method: str = "lax") -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        source: str,
+        *,
+        outputs: Sequence[str] | None = None,
+        float_override: Any = None,
+        io_dtype: Any = None,
+        base_dir=None,
+        max_inline_constant_size: int = DEFAULT_MAX_INLINE_CONSTANT_SIZE,
+        layout: str = "NHWC",
+        conv_method: str = "lax",
+    ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
         self.layout = layout
@@ -86,7 +96,8 @@ class Converter:
             if name not in produced:
                 raise NetworkError(
                     f"{source}: expected output {name!r} in the graph, got outputs "
-                    f"{[o.name for o in graph.output]}")
+                    f"{[o.name for o in graph.output]}"
+                )
         self.nodes = self._needed_nodes()
         self._check_ops()
         self.max_inline_constant_size = max_inline_constant_size
@@ -115,14 +126,18 @@ class Converter:
                 continue
             args = [known[name] if name else None for name in node.input]
             ctx = ops.NodeContext(node, self.opset, np, self.source, self.float_override)
+            handler = ops.handler_for(node.op_type)
+            assert handler is not None  # _check_ops refused unsupported ops
             try:
-                result = ops.handler_for(node.op_type)(ctx, *args)
+                result = handler(ctx, *args)
             except Exception:
                 remaining.append(node)
                 continue
             results = result if isinstance(result, tuple) else (result,)
-            if not all(isinstance(r, (np.ndarray, np.generic)) for r in results) or sum(
-                    np.asarray(r).nbytes for r in results) > FOLD_LIMIT_BYTES:
+            if (
+                not all(isinstance(r, (np.ndarray, np.generic)) for r in results)
+                or sum(np.asarray(r).nbytes for r in results) > FOLD_LIMIT_BYTES
+            ):
                 remaining.append(node)
                 continue
             folded += 1
@@ -130,8 +145,11 @@ class Converter:
                 if name:
                     value = np.asarray(value)
                     known[name] = value
-                    target = (self.params if value.nbytes > self.max_inline_constant_size
-                              else self.constants)
+                    target = (
+                        self.params
+                        if value.nbytes > self.max_inline_constant_size
+                        else self.constants
+                    )
                     target[name] = value
         self.nodes = remaining
         return folded
@@ -153,8 +171,14 @@ class Converter:
             for i, name in enumerate(node.input):
                 readers.setdefault(name, set()).add(node.op_type if i == 1 else "other")
         names = {n.input[1] for n in self.nodes if n.op_type == "Conv" and len(n.input) > 1}
-        return {name for name in names if name in self.params and self.params[name].ndim == 4
-                and readers.get(name) == {"Conv"} and name not in self.output_names}
+        return {
+            name
+            for name in names
+            if name in self.params
+            and self.params[name].ndim == 4
+            and readers.get(name) == {"Conv"}
+            and name not in self.output_names
+        }
 
     def params_for(self, hwio_filters: bool) -> dict[str, np.ndarray]:
         """The parameters for a program built with ``function(..., hwio_filters)``."""
@@ -162,8 +186,11 @@ class Converter:
             return self.params
         if self._hwio_params is None:
             self._hwio_params = {
-                k: np.ascontiguousarray(np.transpose(v, (2, 3, 1, 0))) if k in self.hwio_weights
-                else v for k, v in self.params.items()}
+                k: np.ascontiguousarray(np.transpose(v, (2, 3, 1, 0)))
+                if k in self.hwio_weights
+                else v
+                for k, v in self.params.items()
+            }
         return self._hwio_params
 
     def _needed_nodes(self) -> list[onnx.NodeProto]:
@@ -183,15 +210,19 @@ class Converter:
         return [n for n in self.model.graph.node if id(n) in needed]
 
     def _check_ops(self) -> None:
-        bad = [n for n in self.nodes
-               if n.domain not in ONNX_DOMAINS or ops.handler_for(n.op_type) is None]
+        bad = [
+            n
+            for n in self.nodes
+            if n.domain not in ONNX_DOMAINS or ops.handler_for(n.op_type) is None
+        ]
         if bad:
             first = bad[0]
             more = f" (and {len(bad) - 1} more nodes)" if len(bad) > 1 else ""
             domain = f" from domain {first.domain!r}" if first.domain not in ONNX_DOMAINS else ""
             raise UnsupportedOpError(
                 f"{self.source}: node {first.name!r} uses unsupported op {first.op_type}{domain}"
-                f"{more}; supported ops: {', '.join(ops.supported_ops())}")
+                f"{more}; supported ops: {', '.join(ops.supported_ops())}"
+            )
 
     def input_specs(self, batch_size: int) -> list[TensorSpec]:
         """Shapes/dtypes of the graph inputs with a dynamic leading dim set to ``batch_size``."""
@@ -207,7 +238,8 @@ class Converter:
                 else:
                     raise NetworkError(
                         f"{self.source}: input {value.name!r}: expected a static size for dim {i}, "
-                        f"got {d.dim_param or 'unknown'!r} (only the batch dim may be dynamic)")
+                        f"got {d.dim_param or 'unknown'!r} (only the batch dim may be dynamic)"
+                    )
             dtype = onnx_to_np_dtype(ttype.elem_type, f"{self.source}: input {value.name!r}")
             specs.append(TensorSpec(value.name, tuple(dims), self._io(dtype)))
         return specs
@@ -218,8 +250,9 @@ class Converter:
     def _compute(self, dtype: np.dtype) -> np.dtype:
         return self.float_override if self.float_override is not None and is_float(dtype) else dtype
 
-    def function(self, batch_size: int, hwio_filters: bool = False
-                 ) -> tuple[Callable, list[TensorSpec]]:
+    def function(
+        self, batch_size: int, hwio_filters: bool = False
+    ) -> tuple[Callable, list[TensorSpec]]:
         """``fn(params: dict, *inputs) -> tuple(outputs)`` for ``batch_size`` and its input specs.
 
         ``hwio_filters``: ``params`` hold the filters of :attr:`hwio_weights` as HWIO
@@ -252,19 +285,32 @@ class Converter:
         try:
             args = [env[name] if name else None for name in node.input]
         except KeyError as exc:
-            raise NetworkError(f"{self.source}: node {node.name!r} (op {node.op_type}): "
-                               f"expected input {exc.args[0]!r} to be computed earlier, got none "
-                               "(graph not topologically sorted?)") from None
+            raise NetworkError(
+                f"{self.source}: node {node.name!r} (op {node.op_type}): "
+                f"expected input {exc.args[0]!r} to be computed earlier, got none "
+                "(graph not topologically sorted?)"
+            ) from None
         static = all(a is None or ops.is_static(a) for a in args)
         if static:
-            xp = np
+            xp: Any = np
         else:
-            import jax.numpy as xp
-        ctx = ops.NodeContext(node, self.opset, xp, self.source, self.float_override,
-                              layout=self.layout, conv_method=self.conv_method,
-                              hwio_filter=len(node.input) > 1 and node.input[1] in hwio)
+            import jax.numpy
+
+            xp = jax.numpy
+        ctx = ops.NodeContext(
+            node,
+            self.opset,
+            xp,
+            self.source,
+            self.float_override,
+            layout=self.layout,
+            conv_method=self.conv_method,
+            hwio_filter=len(node.input) > 1 and node.input[1] in hwio,
+        )
+        handler = ops.handler_for(node.op_type)
+        assert handler is not None  # _check_ops refused unsupported ops
         try:
-            result = ops.handler_for(node.op_type)(ctx, *args)
+            result = handler(ctx, *args)
         except NetworkError:
             raise
         except Exception as exc:

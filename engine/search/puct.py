@@ -1,19 +1,19 @@
 """PUCT selection as lc0's classic search (search.cc: ComputeCpuct, GetFpu, PickNodesToExtendTask).
 
-    cpuct(N) = CPuct + CPuctFactor * ln((N + CPuctBase) / CPuctBase)
-    U_i      = cpuct(N) * sqrt(max(N - 1, 1)) * P_i / (1 + N_i + n_in_flight_i)
-    Q_i      = WL_i + draw_score * D_i          for visited children (N_i > 0)
-             = fpu                              otherwise
-    fpu      = -Q_parent - FpuValue * sqrt(sum of P over visited children)     (reduction)
-             = FpuValue                                                       (absolute)
-    S_i      = Q_i + U_i + M_i   (M_i: moves-left utility, networks with that head)
+cpuct(N) = CPuct + CPuctFactor * ln((N + CPuctBase) / CPuctBase)
+U_i      = cpuct(N) * sqrt(max(N - 1, 1)) * P_i / (1 + N_i + n_in_flight_i)
+Q_i      = WL_i + draw_score * D_i          for visited children (N_i > 0)
+         = fpu                              otherwise
+fpu      = -Q_parent - FpuValue * sqrt(sum of P over visited children)     (reduction)
+         = FpuValue                                                       (absolute)
+S_i      = Q_i + U_i + M_i   (M_i: moves-left utility, networks with that head)
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from typing import MutableSequence, Sequence
+from collections.abc import MutableSequence, Sequence
 
 import numpy as np
 
@@ -47,19 +47,31 @@ def moves_left_utility(params: SearchParams, node: Node, q: np.ndarray) -> np.nd
     if abs(node.wl) <= thr:
         return None
     k = len(q)
-    m = np.clip(params.moves_left_slope * (np.asarray(node.cm[:k]) - node.m),
-                -params.moves_left_max_effect, params.moves_left_max_effect)
+    m = np.clip(
+        params.moves_left_slope * (np.asarray(node.cm[:k]) - node.m),
+        -params.moves_left_max_effect,
+        params.moves_left_max_effect,
+    )
     m = m * np.sign(-q)
     aq = np.abs(q)
     if 0.0 < thr < 1.0:
         aq = np.maximum(0.0, aq - thr) / (1.0 - thr)
-    m = m * (params.moves_left_constant_factor + params.moves_left_scaled_factor * aq
-             + params.moves_left_quadratic_factor * aq * aq)
+    m = m * (
+        params.moves_left_constant_factor
+        + params.moves_left_scaled_factor * aq
+        + params.moves_left_quadratic_factor * aq * aq
+    )
     return np.where(np.asarray(node.cn[:k]) > 0, m, 0.0)
 
 
-def child_scores(params: SearchParams, node: Node, at_root: bool, draw_score: float,
-                 use_mlh: bool, limit: int | None = None) -> tuple[list[float], list[float], float]:
+def child_scores(
+    params: SearchParams,
+    node: Node,
+    at_root: bool,
+    draw_score: float,
+    use_mlh: bool,
+    limit: int | None = None,
+) -> tuple[list[float], list[float], float]:
     """(Q+M per child, P * puct_mult per child, puct_mult) of an expanded node, for its first
     ``limit`` children (default: all).
 
@@ -92,9 +104,14 @@ def selection_width(node: Node, visits: int) -> int:
     return min(len(node.cn), node.touched + visits + 1)
 
 
-def assign_visits(qm: Sequence[float], pu: Sequence[float], cn: Sequence[float],
-                  cnif: MutableSequence[float], visits: int,
-                  mask: Sequence[bool] | None = None) -> dict[int, int]:
+def assign_visits(
+    qm: Sequence[float],
+    pu: Sequence[float],
+    cn: Sequence[int],
+    cnif: MutableSequence[int],
+    visits: int,
+    mask: Sequence[bool] | None = None,
+) -> dict[int, int]:
     """Share ``visits`` among children as lc0's multi-visit picking does.
 
     The best child takes as many visits as it can before its score falls below the second best's;

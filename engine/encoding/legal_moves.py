@@ -45,10 +45,13 @@ _RANKS_5_6 = chess.BB_RANK_5 | chess.BB_RANK_6
 
 # Shared move objects, index from * 64 + to (absolute squares).
 _PLAIN = [chess.Move(s // 64, s % 64) for s in range(4096)]
-_PROMOS = {p: [chess.Move(s // 64, s % 64, p) for s in range(4096)]
-           for p in (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)}
-_QUEEN, _ROOK, _BISHOP, _KNIGHT = (_PROMOS[p] for p in (chess.QUEEN, chess.ROOK, chess.BISHOP,
-                                                           chess.KNIGHT))
+_PROMOS = {
+    p: [chess.Move(s // 64, s % 64, p) for s in range(4096)]
+    for p in (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)
+}
+_QUEEN, _ROOK, _BISHOP, _KNIGHT = (
+    _PROMOS[p] for p in (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)
+)
 
 _tables: dict[tuple[bool, int], tuple[list[int], list[int], list[int], list[int]]] = {}
 
@@ -94,7 +97,9 @@ def _slow(board: chess.Board, transform: int) -> tuple[list[chess.Move], list[in
     return moves, idx
 
 
-def legal_moves_and_indices(board: chess.Board, transform: int = 0) -> tuple[list[chess.Move], list[int]]:
+def legal_moves_and_indices(
+    board: chess.Board, transform: int = 0
+) -> tuple[list[chess.Move], list[int]]:
     """Legal moves of ``board`` in python-chess's order and the policy index of each under
     canonical ``transform`` (the transform of the board's planes)."""
     if type(board) is not chess.Board:
@@ -133,8 +138,10 @@ def legal_moves_and_indices(board: chess.Board, transform: int = 0) -> tuple[lis
             if bit & (bishops | queens):
                 targets = BB_DIAG_ATTACKS[sq][BB_DIAG_MASKS[sq] & occupied]
             if bit & (rooks | queens):
-                targets |= (BB_RANK_ATTACKS[sq][BB_RANK_MASKS[sq] & occupied]
-                            | BB_FILE_ATTACKS[sq][BB_FILE_MASKS[sq] & occupied])
+                targets |= (
+                    BB_RANK_ATTACKS[sq][BB_RANK_MASKS[sq] & occupied]
+                    | BB_FILE_ATTACKS[sq][BB_FILE_MASKS[sq] & occupied]
+                )
         targets &= ~ours
         if bit & blockers:
             targets &= BB_RAYS[sq][king]  # a pinned piece stays on its line with the king
@@ -220,4 +227,3 @@ def legal_moves_and_indices(board: chess.Board, transform: int = 0) -> tuple[lis
                 add_move(move)
                 add_idx(move_index(board, move, transform))
     return moves, idx
-

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..ops.conv_methods import conv2d
+from backend_xla.ops.conv_methods import conv2d
 
 BOARD = 8  # lc0 boards are 8×8
 SQUARES = BOARD * BOARD
@@ -36,7 +36,7 @@ class MaiaWeights:
     """Initializers of an lc0 SE-residual ONNX file, as float32 numpy arrays (ONNX layouts)."""
 
     input_conv: tuple[np.ndarray, np.ndarray]
-    blocks: list[dict[str, np.ndarray]]
+    blocks: list[dict[str, Any]]  # per block: (weight, bias) pairs of the convs, SE arrays
     policy1: tuple[np.ndarray, np.ndarray]
     policy2: tuple[np.ndarray, np.ndarray]
     mapping: np.ndarray
@@ -55,22 +55,34 @@ def load_maia(path: str) -> MaiaWeights:
     n_blocks = 1 + max(int(m.group(1)) for k in t if (m := re.match(r"/block(\d+)/", k)))
 
     def conv(prefix: str) -> tuple[np.ndarray, np.ndarray]:
-        return (t[f"{prefix}/w/kernel"].astype(np.float32), t[f"{prefix}/w/bias"].astype(np.float32))
+        return (
+            t[f"{prefix}/w/kernel"].astype(np.float32),
+            t[f"{prefix}/w/bias"].astype(np.float32),
+        )
 
-    blocks = []
+    blocks: list[dict[str, Any]] = []
     for k in range(n_blocks):
         p = f"/block{k}/conv2/se"
-        blocks.append({
-            "conv1": conv(f"/block{k}/conv1"), "conv2": conv(f"/block{k}/conv2"),
-            "se_w1": t[f"{p}/matmul1/w"], "se_b1": t[f"{p}/add1/w"],
-            "se_w2": t[f"{p}/matmul2/w"], "se_b2": t[f"{p}/add2/w"],
-        })
+        blocks.append(
+            {
+                "conv1": conv(f"/block{k}/conv1"),
+                "conv2": conv(f"/block{k}/conv2"),
+                "se_w1": t[f"{p}/matmul1/w"],
+                "se_b1": t[f"{p}/add1/w"],
+                "se_w2": t[f"{p}/matmul2/w"],
+                "se_b2": t[f"{p}/add2/w"],
+            }
+        )
     return MaiaWeights(
-        input_conv=conv("/inputconv"), blocks=blocks, policy1=conv("/policy/conv1"),
-        policy2=conv("/policy/conv2"), mapping=t["/const/mapping_table"].astype(np.int64),
+        input_conv=conv("/inputconv"),
+        blocks=blocks,
+        policy1=conv("/policy/conv1"),
+        policy2=conv("/policy/conv2"),
+        mapping=t["/const/mapping_table"].astype(np.int64),
         value_conv=conv("/value/conv"),
         value_dense1=(t["/value/dense1/matmul/w"], t["/value/dense1/add/w"]),
-        value_dense2=(t["/value/dense2/matmul/w"], t["/value/dense2/add/w"]))
+        value_dense2=(t["/value/dense2/matmul/w"], t["/value/dense2/add/w"]),
+    )
 
 
 def nchw_flat_to_nhwc_flat(index: np.ndarray, channels: int) -> np.ndarray:
@@ -82,8 +94,14 @@ def nchw_flat_to_nhwc_flat(index: np.ndarray, channels: int) -> np.ndarray:
     return s * channels + c
 
 
-def make_forward(wt: MaiaWeights, *, method: str = "auto", dtype: Any = jnp.float32,
-                 layout: str = "NHWC", micro_batch: int | None = None):
+def make_forward(
+    wt: MaiaWeights,
+    *,
+    method: str = "auto",
+    dtype: Any = jnp.float32,
+    layout: str = "NHWC",
+    micro_batch: int | None = None,
+):
     """Return ``f(planes[N,112,8,8]) -> (policy[N,1858], wdl[N,3])`` (float32 outputs), unjitted.
 
     method: conv formulation for every conv (see :func:`backend_xla.ops.conv_methods.conv2d`).
@@ -94,8 +112,11 @@ def make_forward(wt: MaiaWeights, *, method: str = "auto", dtype: Any = jnp.floa
     """
     nhwc = layout == "NHWC"
     caxis = 3 if nhwc else 1
-    cast = (lambda a: np.asarray(a, np.float32)) if dtype == jnp.float32 else (
-        lambda a: jnp.asarray(a, dtype))
+    cast = (
+        (lambda a: np.asarray(a, np.float32))
+        if dtype == jnp.float32
+        else (lambda a: jnp.asarray(a, dtype))
+    )
     # Fold the NCHW flatten of the heads into their weights / indices when running NHWC.
     p_out = wt.policy2[0].shape[0]
     v_out = wt.value_conv[0].shape[0]
@@ -106,8 +127,15 @@ def make_forward(wt: MaiaWeights, *, method: str = "auto", dtype: Any = jnp.floa
     vw2, vb2 = wt.value_dense2
 
     def conv(x, wb, relu, pad=1):
-        return conv2d(x, cast(wb[0]), cast(wb[1]), pads=[pad] * 4, layout=layout,
-                      method=method, activation="relu" if relu else None)
+        return conv2d(
+            x,
+            cast(wb[0]),
+            cast(wb[1]),
+            pads=[pad] * 4,
+            layout=layout,
+            method=method,
+            activation="relu" if relu else None,
+        )
 
     def chunk(planes):
         x = planes.astype(dtype)

@@ -1,4 +1,4 @@
-"""The hand-built Maia forward pass (backend_xla.perf.maia) against onnx.reference on the real
+"""The hand-built Maia forward pass (xlazero_perf.maia) against onnx.reference on the real
 maia-1100 network: every conv formulation and layout computes the ONNX graph's outputs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from backend_xla.perf.maia import load_maia, make_forward, nchw_flat_to_nhwc_flat
+from xlazero_perf.maia import load_maia, make_forward, nchw_flat_to_nhwc_flat
 from conftest import need_shared
 
 POLICY_ATOL = 1e-3  # the brief's bar on logits; measured ≤ 1.1e-4 for every method

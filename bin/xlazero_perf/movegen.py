@@ -103,11 +103,15 @@ def _policy_tables() -> dict[str, np.ndarray]:
     geometrically, its pawn kind, its line, and the squares strictly between from and to."""
     n = POLICY_SIZE
     t = {
-        "from": np.zeros(n, np.int32), "to": np.zeros(n, np.int32),
+        "from": np.zeros(n, np.int32),
+        "to": np.zeros(n, np.int32),
         "line": np.full(n, NO_LINE, np.int32),
-        "knight": np.zeros(n, bool), "bishop": np.zeros(n, bool), "rook": np.zeros(n, bool),
+        "knight": np.zeros(n, bool),
+        "bishop": np.zeros(n, bool),
+        "rook": np.zeros(n, bool),
         "king": np.zeros(n, bool),
-        "pawn_push": np.zeros(n, bool), "pawn_double": np.zeros(n, bool),
+        "pawn_push": np.zeros(n, bool),
+        "pawn_double": np.zeros(n, bool),
         "pawn_capture": np.zeros(n, bool),
         "between": np.zeros((64, n), bool),
     }
@@ -150,8 +154,9 @@ CASTLE_QUEENSIDE_INDEX = POLICY_INDEX["e1a1"]
 RANDOM_GAME_PLIES = 150
 
 
-def random_game_positions(rng: random.Random, max_plies: int = RANDOM_GAME_PLIES
-                          ) -> list[chess.Board]:
+def random_game_positions(
+    rng: random.Random, max_plies: int = RANDOM_GAME_PLIES
+) -> list[chess.Board]:
     """Every position of one game of random legal moves drawn with ``rng`` (up to ``max_plies``
     plies; the position after the last ply included): test and benchmark positions that mix
     openings, middle games and endings, checks, promotions and en passant."""
@@ -180,17 +185,22 @@ def encode_boards(boards: list[chess.Board]) -> dict[str, np.ndarray]:
         ours, theirs = board.occupied_co[turn], board.occupied_co[not turn]
         kinds = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings)
         masks[b] = [k & ours for k in kinds] + [k & theirs for k in kinds]
-        castling[b] = (board.has_kingside_castling_rights(turn),
-                       board.has_queenside_castling_rights(turn),
-                       board.has_kingside_castling_rights(not turn),
-                       board.has_queenside_castling_rights(not turn))
+        castling[b] = (
+            board.has_kingside_castling_rights(turn),
+            board.has_queenside_castling_rights(turn),
+            board.has_kingside_castling_rights(not turn),
+            board.has_queenside_castling_rights(not turn),
+        )
         black[b] = turn == chess.BLACK
         ep = board.ep_square
         if ep is not None:
             behind = ep - 8 if turn == chess.WHITE else ep + 8  # their pawn that double-pushed
             rank_ok = chess.square_rank(ep) == (5 if turn == chess.WHITE else 2)
-            if (rank_ok and not board.occupied & chess.BB_SQUARES[ep]
-                    and board.pawns & theirs & chess.BB_SQUARES[behind]):
+            if (
+                rank_ok
+                and not board.occupied & chess.BB_SQUARES[ep]
+                and board.pawns & theirs & chess.BB_SQUARES[behind]
+            ):
                 ep_file[b] = chess.square_file(ep)
     # Bit i of each little-endian uint64 is square i.
     planes = np.unpackbits(masks.view(np.uint8).reshape(n, 12, 8), axis=2, bitorder="little")
@@ -208,12 +218,17 @@ def pad_batch(arrays: dict[str, np.ndarray], size: int) -> dict[str, np.ndarray]
     extra = size - n
     if extra <= 0:
         return arrays
-    return {k: np.concatenate([v, np.full((extra,) + v.shape[1:], NO_EP if k == "ep_file" else 0,
-                                          v.dtype)]) for k, v in arrays.items()}
+    return {
+        k: np.concatenate(
+            [v, np.full((extra,) + v.shape[1:], NO_EP if k == "ep_file" else 0, v.dtype)]
+        )
+        for k, v in arrays.items()
+    }
 
 
 # ----------------------------------------------------------------------------------------------
 # Bitboards as two uint32 halves (JAX has no uint64 with x64 disabled)
+
 
 class Bitboards(NamedTuple):
     """A batch of bitboards: bit ``s`` of ``lo`` is square ``s`` (a1..h4), bit ``s - 32`` of
@@ -237,7 +252,7 @@ class Bitboards(NamedTuple):
         """bool [B]: any square set."""
         return (self.lo | self.hi) != 0
 
-    def count(self) -> jax.Array:
+    def count(self) -> jax.Array:  # type: ignore[override]  # popcount, not tuple.count
         """int32 [B]: number of squares set."""
         count = jax.lax.population_count(self.lo) + jax.lax.population_count(self.hi)
         return count.astype(jnp.int32)
@@ -261,8 +276,10 @@ def single(square: jax.Array) -> Bitboards:
     """int32 [B] square -> the bitboard of that square."""
     one = jnp.uint32(1)
     low = (square & 31).astype(jnp.uint32)
-    return Bitboards(jnp.where(square < 32, one << low, 0).astype(jnp.uint32),
-                     jnp.where(square >= 32, one << low, 0).astype(jnp.uint32))
+    return Bitboards(
+        jnp.where(square < 32, one << low, 0).astype(jnp.uint32),
+        jnp.where(square >= 32, one << low, 0).astype(jnp.uint32),
+    )
 
 
 def only_where(condition: jax.Array, x: Bitboards) -> Bitboards:
@@ -335,8 +352,11 @@ def king_rays(p: dict[str, Bitboards]) -> dict[tuple[int, int], Bitboards]:
     return {d: ray_fill(p["our_king"], d, ~p["occupied"]) for d in DIRECTIONS}
 
 
-def checks_and_pins(p: dict[str, Bitboards], rays: dict[tuple[int, int], Bitboards],
-                    outward: dict[tuple[int, int], Bitboards]):
+def checks_and_pins(
+    p: dict[str, Bitboards],
+    rays: dict[tuple[int, int], Bitboards],
+    outward: dict[tuple[int, int], Bitboards],
+):
     """Checkers, blocking squares and pins, from the rays cast outwards from our king
     (``outward``, :func:`king_rays`) met by their sliders' rays coming the other way (``rays``,
     :func:`slider_rays`).
@@ -387,8 +407,12 @@ PIECE_BOARDS = {
 }
 """Board name -> the piece codes on it."""
 _CODE_FLAGS = np.array(
-    [sum(1 << k for k, codes in enumerate(PIECE_BOARDS.values()) if code in codes)
-     for code in range(KING + THEIRS + 1)], np.uint32)
+    [
+        sum(1 << k for k, codes in enumerate(PIECE_BOARDS.values()) if code in codes)
+        for code in range(KING + THEIRS + 1)
+    ],
+    np.uint32,
+)
 """Piece code -> bit k set if the piece is on board k of PIECE_BOARDS."""
 
 
@@ -400,6 +424,7 @@ def piece_boards(pieces: jax.Array) -> dict[str, Bitboards]:
 
 # ----------------------------------------------------------------------------------------------
 # The mask
+
 
 def _words(squares: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """bool [64, 1858] squares of each move -> uint32 [1858] low and high bitboard halves."""
@@ -435,7 +460,8 @@ def materialise(tree):
     halves = jnp.stack([words & jnp.uint32(0xFFFF), words & jnp.uint32(0xFFFF0000)], axis=2)
     words = halves.sum(axis=2, dtype=jnp.uint32)
     return jax.tree_util.tree_unflatten(
-        treedef, [words[:, i].astype(leaf.dtype) for i, leaf in enumerate(leaves)])
+        treedef, [words[:, i].astype(leaf.dtype) for i, leaf in enumerate(leaves)]
+    )
 
 
 def _en_passant(p, checkers, ep_file) -> tuple[jax.Array, jax.Array]:
@@ -470,12 +496,19 @@ def _castling(p, attacked, in_check, castling) -> tuple[jax.Array, jax.Array]:
         rook_home = (p["our_rook"] & constant(chess.BB_SQUARES[rook_square])).any()
         empty = sum(chess.BB_SQUARES[s] for s in must_be_empty)
         safe = sum(chess.BB_SQUARES[s] for s in must_be_safe)
-        return (right & king_home & rook_home & ~in_check
-                & ~(p["occupied"] & constant(empty)).any() & ~(attacked & constant(safe)).any())
+        return (
+            right
+            & king_home
+            & rook_home
+            & ~in_check
+            & ~(p["occupied"] & constant(empty)).any()
+            & ~(attacked & constant(safe)).any()
+        )
 
-    return (side(castling[:, 0], ROOK_START_KINGSIDE, CASTLE_EMPTY_KINGSIDE, CASTLE_SAFE_KINGSIDE),
-            side(castling[:, 1], ROOK_START_QUEENSIDE, CASTLE_EMPTY_QUEENSIDE,
-                 CASTLE_SAFE_QUEENSIDE))
+    return (
+        side(castling[:, 0], ROOK_START_KINGSIDE, CASTLE_EMPTY_KINGSIDE, CASTLE_SAFE_KINGSIDE),
+        side(castling[:, 1], ROOK_START_QUEENSIDE, CASTLE_EMPTY_QUEENSIDE, CASTLE_SAFE_QUEENSIDE),
+    )
 
 
 def meets(boards: Bitboards, words: tuple[np.ndarray, np.ndarray]) -> jax.Array:
@@ -518,9 +551,31 @@ def legal_policy_mask(arrays: dict[str, jax.Array]) -> jax.Array:
     kingside, queenside = _castling(p, attacked, n_checkers > 0, jnp.asarray(arrays["castling"]))
     ep_target = only_where(ep_file >= 0, single(RANK_6 * 8 + jnp.maximum(ep_file, 0)))
     pinned_any = pinned[0] | pinned[1] | pinned[2] | pinned[3]
-    attacked, block, pinned, pinned_any, ep_target, n_checkers, ep_left, ep_right, kingside, \
-        queenside = materialise((attacked, block, pinned, pinned_any, ep_target, n_checkers,
-                                 ep_left, ep_right, kingside, queenside))
+    (
+        attacked,
+        block,
+        pinned,
+        pinned_any,
+        ep_target,
+        n_checkers,
+        ep_left,
+        ep_right,
+        kingside,
+        queenside,
+    ) = materialise(
+        (
+            attacked,
+            block,
+            pinned,
+            pinned_any,
+            ep_target,
+            n_checkers,
+            ep_left,
+            ep_right,
+            kingside,
+            queenside,
+        )
+    )
 
     # Per candidate move [B, 1858], bit tests of its squares against those bitboards.
     def moves_from(board):
@@ -533,24 +588,32 @@ def legal_policy_mask(arrays: dict[str, jax.Array]) -> jax.Array:
     path_clear = ~meets(p["occupied"], _BETWEEN_WORDS)
     to_empty, to_theirs = ~moves_to(p["occupied"]), moves_to(p["theirs"])
     king_move = _T["king"] & moves_from(p["our_king"])
-    piece_ok = ((_T["knight"] & moves_from(p["our_knight"]))
-                | (_T["bishop"] & moves_from(p["our_bishop_queen"]))
-                | (_T["rook"] & moves_from(p["our_rook_queen"]))) & path_clear
+    piece_ok = (
+        (_T["knight"] & moves_from(p["our_knight"]))
+        | (_T["bishop"] & moves_from(p["our_bishop_queen"]))
+        | (_T["rook"] & moves_from(p["our_rook_queen"]))
+    ) & path_clear
     pawn = moves_from(p["our_pawn"])
-    pawn_ok = pawn & ((to_empty & path_clear & (_T["pawn_push"] | _T["pawn_double"]))
-                      | (to_theirs & _T["pawn_capture"]))
+    pawn_ok = pawn & (
+        (to_empty & path_clear & (_T["pawn_push"] | _T["pawn_double"]))
+        | (to_theirs & _T["pawn_capture"])
+    )
 
     # Legality: the king steps to unattacked squares; others stay on their pin line, and in
     # check capture or block the single checker.
     pin_ok = ~moves_from(pinned_any) | meets(by_line(pinned), _FROM_WORDS)
     checks = n_checkers[:, None]
     check_ok = (checks == 0) | ((checks == 1) & moves_to(block))
-    legal = ((king_move & (to_empty | to_theirs) & ~moves_to(attacked))
-             | (((piece_ok & (to_empty | to_theirs)) | pawn_ok) & pin_ok & check_ok))
+    legal = (king_move & (to_empty | to_theirs) & ~moves_to(attacked)) | (
+        ((piece_ok & (to_empty | to_theirs)) | pawn_ok) & pin_ok & check_ok
+    )
 
     # En passant (its own legality, above) and castling (king takes rook: e1h1, e1a1).
-    en_passant = (pawn & _T["pawn_capture"] & moves_to(ep_target)
-                  & jnp.where(_PAWN_FROM_LEFT, ep_left[:, None], ep_right[:, None]))
-    castle = ((_IS_CASTLE_KINGSIDE & kingside[:, None])
-              | (_IS_CASTLE_QUEENSIDE & queenside[:, None]))
+    en_passant = (
+        pawn
+        & _T["pawn_capture"]
+        & moves_to(ep_target)
+        & jnp.where(_PAWN_FROM_LEFT, ep_left[:, None], ep_right[:, None])
+    )
+    castle = (_IS_CASTLE_KINGSIDE & kingside[:, None]) | (_IS_CASTLE_QUEENSIDE & queenside[:, None])
     return legal | en_passant | castle

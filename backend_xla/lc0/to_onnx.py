@@ -17,7 +17,9 @@ from .weights import ConvWeights, Lc0Weights, conv_block, layer_values
 INPUT_PLANES = 112
 SQUARES = 64
 # ActivationFunction enum values of net.proto.
-ACT_DEFAULT, ACT_MISH, ACT_RELU, ACT_NONE, ACT_TANH, ACT_SIGMOID, ACT_SELU, ACT_SWISH, ACT_RELU2 = range(9)
+ACT_DEFAULT, ACT_MISH, ACT_RELU, ACT_NONE, ACT_TANH, ACT_SIGMOID, ACT_SELU, ACT_SWISH, ACT_RELU2 = (
+    range(9)
+)
 NETWORK_ATTENTIONBODY_WITH_HEADFORMAT = 6
 EMBEDDING_PE_MAP, EMBEDDING_PE_DENSE = 1, 2
 SELU_ALPHA, SELU_GAMMA = 1.6732632423543772, 1.0507009873554805
@@ -43,14 +45,16 @@ class Converter:
 
     def __init__(self, weights: Lc0Weights, graph: GraphBuilder, opset: int, real_mish: bool):
         self.src = weights
+        assert weights.weights is not None  # build_onnx refuses a file without weights
         self.w: Message = weights.weights
         self.fmt = weights.format
         self.g = graph
         self.opset = opset
         self.real_mish = real_mish
         self.default_activation = ACT_MISH if self.fmt.default_activation == 1 else ACT_RELU
-        self.default_eps = (_PE_DENSE_EPS if self.fmt.input_embedding == EMBEDDING_PE_DENSE
-                            else _DEFAULT_EPS)
+        self.default_eps = (
+            _PE_DENSE_EPS if self.fmt.input_embedding == EMBEDDING_PE_DENSE else _DEFAULT_EPS
+        )
         self.input_conv = conv_block(self.w.input, "weights.input")
         self._se_reshape = False
 
@@ -91,7 +95,11 @@ class Converter:
         flow = g.cast(name + "/to_float", x, TensorProto.FLOAT) if self.bf16_compute() else x
         if self.opset >= 18 and self.real_mish:
             flow = g.unary("Mish", name, flow)
-            return g.cast(name + "/to_bf16", flow, TensorProto.BFLOAT16) if self.bf16_compute() else flow
+            return (
+                g.cast(name + "/to_bf16", flow, TensorProto.BFLOAT16)
+                if self.bf16_compute()
+                else flow
+            )
         flow = g.unary("Softplus", name + "/softplus", flow)
         if self.bf16_compute():
             flow = g.cast(name + "/to_bf16", flow, TensorProto.BFLOAT16)
@@ -102,7 +110,9 @@ class Converter:
         g = self.g
         flow = g.cast(name + "/to_float", x, TensorProto.FLOAT) if self.bf16_compute() else x
         flow = g.unary("Selu", name + "/selu", flow)
-        return g.cast(name + "/to_bf16", flow, TensorProto.BFLOAT16) if self.bf16_compute() else flow
+        return (
+            g.cast(name + "/to_bf16", flow, TensorProto.BFLOAT16) if self.bf16_compute() else flow
+        )
 
     def activation(self, x: str, name: str, act: int) -> str:
         g = self.g
@@ -121,15 +131,25 @@ class Converter:
         if act == ACT_NONE:
             return x
         from .schema import ACTIVATIONS
+
         raise self.fail(f"unsupported activation {ACTIVATIONS.get(act, act)} in {name}")
 
     def layer_norm(self, x: str, name: str, gammas: Vec, betas: Vec, size: int, eps: float) -> str:
         return self.g.layer_norm(name, x, self.W(gammas, [size]), self.W(betas, [size]), eps)
 
     # ------------------------------------------------------------------ residual tower
-    def conv_block(self, cw: ConvWeights, cin: int, cout: int, x: str, name: str,
-                   se: tuple[Message, str] | None = None, mixin: str = "", activation: bool = True,
-                   k: int = 3) -> str:
+    def conv_block(
+        self,
+        cw: ConvWeights,
+        cin: int,
+        cout: int,
+        x: str,
+        name: str,
+        se: tuple[Message, str] | None = None,
+        mixin: str = "",
+        activation: bool = True,
+        k: int = 3,
+    ) -> str:
         g = self.g
         if not cw.present:
             raise self.fail(f"{cw.where}: missing convolution weights")
@@ -137,8 +157,12 @@ class Converter:
         kernel_vec = Vec(cw.weights, cw.where + ".weights")
         if self.bf16_compute():
             flow = g.cast(name + "/to_float", x, TensorProto.FLOAT)
-            flow = g.conv(name, flow, self.W(kernel_vec, [cout, cin, k, k], dtype="f32"),
-                          self.W(bias_vec, [cout], dtype="f32"))
+            flow = g.conv(
+                name,
+                flow,
+                self.W(kernel_vec, [cout, cin, k, k], dtype="f32"),
+                self.W(bias_vec, [cout], dtype="f32"),
+            )
             flow = g.cast(name + "/to_bf16", flow, TensorProto.BFLOAT16)
         else:
             flow = g.conv(name, x, self.W(kernel_vec, [cout, cin, k, k]), self.W(bias_vec, [cout]))
@@ -158,11 +182,14 @@ class Converter:
             g.int64("/const/se_reshape", [-1, nf * 2, 1, 1])
             self._se_reshape = True
         flow = g.reduce_mean(name + "/reduce_mean", x, [2, 3], False)
-        flow = g.matmul(name + "/matmul1", flow, self.dense_T(self.vec(se, "w1", where), nf, se_filters))
+        flow = g.matmul(
+            name + "/matmul1", flow, self.dense_T(self.vec(se, "w1", where), nf, se_filters)
+        )
         flow = g.add(name + "/add1", flow, self.W(b1, [se_filters]))
         flow = self.activation(flow, name, self.default_activation)
-        flow = g.matmul(name + "/matmul2", flow,
-                        self.dense_T(self.vec(se, "w2", where), se_filters, 2 * nf))
+        flow = g.matmul(
+            name + "/matmul2", flow, self.dense_T(self.vec(se, "w2", where), se_filters, 2 * nf)
+        )
         flow = g.add(name + "/add2", flow, self.W(self.vec(se, "b2", where), [2 * nf]))
         flow = g.reshape(name + "/reshape", flow, "/const/se_reshape")
         gate, bias = g.split(name + "/split", flow, 1)
@@ -184,15 +211,20 @@ class Converter:
         return flow
 
     # ------------------------------------------------------------------ attention body
-    def ffn(self, ffn: Message, where: str, emb: int, x: str, name: str, act: int, alpha: float) -> str:
+    def ffn(
+        self, ffn: Message, where: str, emb: int, x: str, name: str, act: int, alpha: float
+    ) -> str:
         g = self.g
         b1 = self.vec(ffn, "dense1_b", where)
         dff = b1.size
-        flow = g.matmul(name + "/ffn/dense1/w", x, self.dense_T(self.vec(ffn, "dense1_w", where), emb, dff))
+        flow = g.matmul(
+            name + "/ffn/dense1/w", x, self.dense_T(self.vec(ffn, "dense1_w", where), emb, dff)
+        )
         flow = g.add(name + "/ffn/dense1/b", flow, self.W(b1, [dff]))
         flow = self.activation(flow, name + "/ffn/dense1", act)
-        flow = g.matmul(name + "/ffn/dense2/w", flow,
-                        self.dense_T(self.vec(ffn, "dense2_w", where), dff, emb))
+        flow = g.matmul(
+            name + "/ffn/dense2/w", flow, self.dense_T(self.vec(ffn, "dense2_w", where), dff, emb)
+        )
         flow = g.add(name + "/ffn/dense2/b", flow, self.W(self.vec(ffn, "dense2_b", where), [emb]))
         if alpha != 1.0:
             flow = g.mul(name + "/ffn/alpha", flow, g.scalar(alpha))
@@ -208,31 +240,72 @@ class Converter:
         d2b = self.vec(sm, "dense2_b", swhere)
         hidden, gen = d1b.size, d2b.size // heads
         flow = g.matmul(name + "/smolgen/compress", x, self.dense_T(compress, emb, hidden_channels))
-        flow = g.reshape(name + "/smolgen/compress/reshape", flow,
-                         "/const" + name + "/smolgen/compress/shape", [-1, SQUARES * hidden_channels])
-        flow = g.matmul(name + "/smolgen/dense1/w", flow,
-                        self.dense_T(self.vec(sm, "dense1_w", swhere), SQUARES * hidden_channels, hidden))
+        flow = g.reshape(
+            name + "/smolgen/compress/reshape",
+            flow,
+            "/const" + name + "/smolgen/compress/shape",
+            [-1, SQUARES * hidden_channels],
+        )
+        flow = g.matmul(
+            name + "/smolgen/dense1/w",
+            flow,
+            self.dense_T(self.vec(sm, "dense1_w", swhere), SQUARES * hidden_channels, hidden),
+        )
         flow = g.add(name + "/smolgen/dense1/b", flow, self.W(d1b, [hidden]))
         flow = self.activation(flow, name + "/smolgen/dense1", act)
-        flow = self.layer_norm(flow, name + "/smolgen/ln1", self.vec(sm, "ln1_gammas", swhere),
-                               self.vec(sm, "ln1_betas", swhere), hidden, _SMOLGEN_EPS)
-        flow = g.matmul(name + "/smolgen/dense2/w", flow,
-                        self.dense_T(self.vec(sm, "dense2_w", swhere), hidden, gen * heads))
+        flow = self.layer_norm(
+            flow,
+            name + "/smolgen/ln1",
+            self.vec(sm, "ln1_gammas", swhere),
+            self.vec(sm, "ln1_betas", swhere),
+            hidden,
+            _SMOLGEN_EPS,
+        )
+        flow = g.matmul(
+            name + "/smolgen/dense2/w",
+            flow,
+            self.dense_T(self.vec(sm, "dense2_w", swhere), hidden, gen * heads),
+        )
         flow = g.add(name + "/smolgen/dense2/b", flow, self.W(d2b, [gen * heads]))
         flow = self.activation(flow, name + "/smolgen/dense2", act)
-        flow = self.layer_norm(flow, name + "/smolgen/ln2", self.vec(sm, "ln2_gammas", swhere),
-                               self.vec(sm, "ln2_betas", swhere), gen * heads, _SMOLGEN_EPS)
-        flow = g.reshape(name + "/smolgen/gen_from/reshape", flow,
-                         "/const" + name + "/smolgen/gen_from/shape", [-1, heads, gen])
+        flow = self.layer_norm(
+            flow,
+            name + "/smolgen/ln2",
+            self.vec(sm, "ln2_gammas", swhere),
+            self.vec(sm, "ln2_betas", swhere),
+            gen * heads,
+            _SMOLGEN_EPS,
+        )
+        flow = g.reshape(
+            name + "/smolgen/gen_from/reshape",
+            flow,
+            "/const" + name + "/smolgen/gen_from/shape",
+            [-1, heads, gen],
+        )
         if "/const/smolgen_w" not in g.initializers:
-            raise self.fail("weights.smolgen_w: an encoder layer uses smolgen but the global "
-                            "smolgen weights are missing")
+            raise self.fail(
+                "weights.smolgen_w: an encoder layer uses smolgen but the global "
+                "smolgen weights are missing"
+            )
         flow = g.matmul(name + "/smolgen/smol_weight_gen", flow, "/const/smolgen_w")
-        return g.reshape(name + "/smolgen/out/reshape", flow, "/const" + name + "/smolgen/out/shape",
-                         [-1, heads, SQUARES, SQUARES])
+        return g.reshape(
+            name + "/smolgen/out/reshape",
+            flow,
+            "/const" + name + "/smolgen/out/shape",
+            [-1, heads, SQUARES, SQUARES],
+        )
 
-    def encoder_layer(self, layer: Message, where: str, emb: int, heads: int, x: str, name: str,
-                      act: int, alpha: float = 1.0) -> str:
+    def encoder_layer(
+        self,
+        layer: Message,
+        where: str,
+        emb: int,
+        heads: int,
+        x: str,
+        name: str,
+        act: int,
+        alpha: float = 1.0,
+    ) -> str:
         g = self.g
         mha, mwhere = present(layer, "mha"), where + ".mha"
         if mha is None:
@@ -249,9 +322,14 @@ class Converter:
         proj = {}
         for key, perm in (("Q", [0, 2, 1, 3]), ("K", [0, 2, 3, 1]), ("V", [0, 2, 1, 3])):
             lk = key.lower()
-            flow = g.matmul(f"{name}/mha/{key}/w", x,
-                            self.dense_T(self.vec(mha, f"{lk}_w", mwhere), emb, d_model))
-            flow = g.add(f"{name}/mha/{key}/b", flow, self.W(self.vec(mha, f"{lk}_b", mwhere), [d_model]))
+            flow = g.matmul(
+                f"{name}/mha/{key}/w",
+                x,
+                self.dense_T(self.vec(mha, f"{lk}_w", mwhere), emb, d_model),
+            )
+            flow = g.add(
+                f"{name}/mha/{key}/b", flow, self.W(self.vec(mha, f"{lk}_b", mwhere), [d_model])
+            )
             flow = g.reshape(f"{name}/mha/{key}/reshape", flow, shape)
             proj[key] = g.transpose(f"{name}/mha/{key}/transpose", flow, perm)
         flow = g.matmul(name + "/mha/QK/matmul", proj["Q"], proj["K"])
@@ -263,50 +341,97 @@ class Converter:
         flow = g.matmul(name + "/mha/QKV/matmul", flow, proj["V"])
         if heads > 1:
             flow = g.transpose(name + "/mha/out/transpose", flow, [0, 2, 1, 3])
-        flow = g.reshape(name + "/mha/out/reshape", flow, "/const" + name + "/mha/out/shape", [-1, d_model])
-        flow = g.matmul(name + "/mha/out/dense/w", flow,
-                        self.dense_T(self.vec(mha, "dense_w", mwhere), d_model, emb))
-        flow = g.add(name + "/mha/out/dense/b", flow, self.W(self.vec(mha, "dense_b", mwhere), [emb]))
+        flow = g.reshape(
+            name + "/mha/out/reshape", flow, "/const" + name + "/mha/out/shape", [-1, d_model]
+        )
+        flow = g.matmul(
+            name + "/mha/out/dense/w",
+            flow,
+            self.dense_T(self.vec(mha, "dense_w", mwhere), d_model, emb),
+        )
+        flow = g.add(
+            name + "/mha/out/dense/b", flow, self.W(self.vec(mha, "dense_b", mwhere), [emb])
+        )
         if alpha != 1.0:
             flow = g.mul(name + "/alpha*input", flow, g.scalar(alpha))
         flow = g.add(name + "/mha/out/skip", flow, x)
-        flow = self.layer_norm(flow, name + "/ln1", self.vec(layer, "ln1_gammas", where),
-                               self.vec(layer, "ln1_betas", where), emb, self.default_eps)
+        flow = self.layer_norm(
+            flow,
+            name + "/ln1",
+            self.vec(layer, "ln1_gammas", where),
+            self.vec(layer, "ln1_betas", where),
+            emb,
+            self.default_eps,
+        )
         ffn_act = self.fmt.ffn_activation or act
         if not layer.HasField("ffn"):
             raise self.fail(f"{where}.ffn: missing feed-forward weights")
         flow = self.ffn(layer.ffn, where + ".ffn", emb, flow, name, ffn_act, alpha)
-        return self.layer_norm(flow, name + "/ln2", self.vec(layer, "ln2_gammas", where),
-                               self.vec(layer, "ln2_betas", where), emb, self.default_eps)
+        return self.layer_norm(
+            flow,
+            name + "/ln2",
+            self.vec(layer, "ln2_gammas", where),
+            self.vec(layer, "ln2_betas", where),
+            emb,
+            self.default_eps,
+        )
 
     def _pe_map_embedding(self, x: str) -> str:
         g = self.g
-        flow = g.reshape("/attn_body/reshape", x, "/const/att_body_shape", [-1, SQUARES, INPUT_PLANES])
+        flow = g.reshape(
+            "/attn_body/reshape", x, "/const/att_body_shape", [-1, SQUARES, INPUT_PLANES]
+        )
         pad = g.node("Shape", "/attn_body/shape", [flow])
         pad = g.slice("/attn_body/batch", pad, [0], [1])
-        pad = g.concat("/attn_body/pos_encoding_shape",
-                       [pad, g.int64("/const/pos_encoding_shape", [SQUARES, SQUARES])], 0)
-        table = g.initializer("/const/pos_encoding",
-                              self.W(Vec(position_encoding().reshape(-1), "pos_encoding"), [1, 64, 64]))
+        pad = g.concat(
+            "/attn_body/pos_encoding_shape",
+            [pad, g.int64("/const/pos_encoding_shape", [SQUARES, SQUARES])],
+            0,
+        )
+        table = g.initializer(
+            "/const/pos_encoding",
+            self.W(Vec(position_encoding().reshape(-1), "pos_encoding"), [1, 64, 64]),
+        )
         pad = g.node("Expand", "/attn_body/expand", [table, pad])
         flow = g.concat("/attn_body/padded_input", [flow, pad], 2)
-        return g.reshape("/attn_body/reshape2", flow, "/const/att_body_shape2", [-1, INPUT_PLANES + SQUARES])
+        return g.reshape(
+            "/attn_body/reshape2", flow, "/const/att_body_shape2", [-1, INPUT_PLANES + SQUARES]
+        )
 
     def _pe_dense_embedding(self, x: str, dense_size: int) -> str:
         g, w = self.g, self.w
-        flow = g.reshape("/attn_body/reshape", x, "/const/att_body_shape", [-1, SQUARES, INPUT_PLANES])
+        flow = g.reshape(
+            "/attn_body/reshape", x, "/const/att_body_shape", [-1, SQUARES, INPUT_PLANES]
+        )
         pos = g.slice("/attn_body/embedding/slice", flow, [0, 0, 0], [INT32_MAX, SQUARES, 12])
-        pos = g.reshape("/attn_body/embedding/reshape", pos, "/const/pos_info_shape", [-1, SQUARES * 12])
-        pos = g.matmul("/attn_body/embedding/preprocess/matmul", pos,
-                       self.dense_T(self.vec(w, "ip_emb_preproc_w", "weights"), SQUARES * 12,
-                                    SQUARES * dense_size))
-        pos = g.add("/attn_body/embedding/preprocess/add", pos,
-                    self.W(self.vec(w, "ip_emb_preproc_b", "weights"), [SQUARES * dense_size]))
-        pos = g.reshape("/attn_body/embedding/preprocess/reshape", pos,
-                        "/const/pos_info_processed_shape", [-1, SQUARES, dense_size])
+        pos = g.reshape(
+            "/attn_body/embedding/reshape", pos, "/const/pos_info_shape", [-1, SQUARES * 12]
+        )
+        pos = g.matmul(
+            "/attn_body/embedding/preprocess/matmul",
+            pos,
+            self.dense_T(
+                self.vec(w, "ip_emb_preproc_w", "weights"), SQUARES * 12, SQUARES * dense_size
+            ),
+        )
+        pos = g.add(
+            "/attn_body/embedding/preprocess/add",
+            pos,
+            self.W(self.vec(w, "ip_emb_preproc_b", "weights"), [SQUARES * dense_size]),
+        )
+        pos = g.reshape(
+            "/attn_body/embedding/preprocess/reshape",
+            pos,
+            "/const/pos_info_processed_shape",
+            [-1, SQUARES, dense_size],
+        )
         flow = g.concat("/attn_body/embedding/concat", [flow, pos], 2)
-        return g.reshape("/attn_body/embedding/out/reshape", flow, "/const/embedding/out_shape",
-                         [-1, INPUT_PLANES + dense_size])
+        return g.reshape(
+            "/attn_body/embedding/out/reshape",
+            flow,
+            "/const/embedding/out_shape",
+            [-1, INPUT_PLANES + dense_size],
+        )
 
     def attention_body(self, x: str) -> str:
         g, w = self.g, self.w
@@ -318,7 +443,9 @@ class Converter:
         embedding = self.fmt.input_embedding
         flow = g.transpose("/attn_body/transpose", x, [0, 2, 3, 1])
         if self.num_res_blocks > 0:
-            flow = g.reshape("/attn_body/reshape", flow, "/const/att_body_shape", [-1, self.num_filters])
+            flow = g.reshape(
+                "/attn_body/reshape", flow, "/const/att_body_shape", [-1, self.num_filters]
+            )
             first_c = self.num_filters
         elif embedding == EMBEDDING_PE_MAP:
             flow = self._pe_map_embedding(flow)
@@ -328,33 +455,78 @@ class Converter:
             flow = self._pe_dense_embedding(flow, dense_size)
             first_c = INPUT_PLANES + dense_size
         else:
-            raise self.fail(f"input_embedding {self.fmt.name('input_embedding')}: an attention body "
-                            "needs PE_MAP or PE_DENSE")
+            raise self.fail(
+                f"input_embedding {self.fmt.name('input_embedding')}: an attention body "
+                "needs PE_MAP or PE_DENSE"
+            )
         emb_b = self.vec(w, "ip_emb_b", "weights")
         emb = emb_b.size
-        flow = g.matmul("/attn_body/matmul", flow, self.dense_T(self.vec(w, "ip_emb_w", "weights"), first_c, emb))
+        flow = g.matmul(
+            "/attn_body/matmul",
+            flow,
+            self.dense_T(self.vec(w, "ip_emb_w", "weights"), first_c, emb),
+        )
         flow = g.add("/attn_body/add", flow, self.W(emb_b, [emb]))
         flow = self.activation(flow, "/attn_body", self.default_activation)
         if embedding == EMBEDDING_PE_DENSE:
-            flow = self.layer_norm(flow, "/attn_body/ln", self.vec(w, "ip_emb_ln_gammas", "weights"),
-                                   self.vec(w, "ip_emb_ln_betas", "weights"), emb, _PE_DENSE_EPS)
+            flow = self.layer_norm(
+                flow,
+                "/attn_body/ln",
+                self.vec(w, "ip_emb_ln_gammas", "weights"),
+                self.vec(w, "ip_emb_ln_betas", "weights"),
+                emb,
+                _PE_DENSE_EPS,
+            )
         if w.HasField("ip_mult_gate") or w.HasField("ip_add_gate"):
-            flow = g.reshape("/attn_body/ma_gating/rehape", flow, "/const/ma_gating/shape1", [-1, SQUARES, emb])
+            flow = g.reshape(
+                "/attn_body/ma_gating/rehape", flow, "/const/ma_gating/shape1", [-1, SQUARES, emb]
+            )
             if w.HasField("ip_mult_gate"):
-                flow = g.mul("/ip_mul_gate", flow, self.dense_T(self.vec(w, "ip_mult_gate", "weights"), SQUARES, emb))
+                flow = g.mul(
+                    "/ip_mul_gate",
+                    flow,
+                    self.dense_T(self.vec(w, "ip_mult_gate", "weights"), SQUARES, emb),
+                )
             if w.HasField("ip_add_gate"):
-                flow = g.add("/ip_add_gate", flow, self.dense_T(self.vec(w, "ip_add_gate", "weights"), SQUARES, emb))
+                flow = g.add(
+                    "/ip_add_gate",
+                    flow,
+                    self.dense_T(self.vec(w, "ip_add_gate", "weights"), SQUARES, emb),
+                )
         flow = g.reshape("/attn_body/rehape", flow, "/const/ma_gating/shape2", [-1, emb])
         alpha = float(np.float32(2.0 * self.num_enc_blocks) ** np.float32(-0.25))
         if embedding == EMBEDDING_PE_DENSE:
             if not w.HasField("ip_emb_ffn"):
-                raise self.fail("weights.ip_emb_ffn: PE_DENSE embedding without its feed-forward weights")
-            flow = self.ffn(w.ip_emb_ffn, "weights.ip_emb_ffn", emb, flow, "/attn_body",
-                            self.fmt.ffn_activation or self.default_activation, alpha)
-            flow = self.layer_norm(flow, "/attn_body/ln2", self.vec(w, "ip_emb_ffn_ln_gammas", "weights"),
-                                   self.vec(w, "ip_emb_ffn_ln_betas", "weights"), emb, _PE_DENSE_EPS)
+                raise self.fail(
+                    "weights.ip_emb_ffn: PE_DENSE embedding without its feed-forward weights"
+                )
+            flow = self.ffn(
+                w.ip_emb_ffn,
+                "weights.ip_emb_ffn",
+                emb,
+                flow,
+                "/attn_body",
+                self.fmt.ffn_activation or self.default_activation,
+                alpha,
+            )
+            flow = self.layer_norm(
+                flow,
+                "/attn_body/ln2",
+                self.vec(w, "ip_emb_ffn_ln_gammas", "weights"),
+                self.vec(w, "ip_emb_ffn_ln_betas", "weights"),
+                emb,
+                _PE_DENSE_EPS,
+            )
         heads = w.headcount
         for i, layer in enumerate(w.encoder):
-            flow = self.encoder_layer(layer, f"weights.encoder[{i}]", emb, heads, flow, f"/encoder{i}",
-                                      self.default_activation, alpha)
+            flow = self.encoder_layer(
+                layer,
+                f"weights.encoder[{i}]",
+                emb,
+                heads,
+                flow,
+                f"/encoder{i}",
+                self.default_activation,
+                alpha,
+            )
         return flow

@@ -1,4 +1,4 @@
-"""bin/make-bt-net's generator (backend_xla.perf.btnet): a tiny random transformer net loads in
+"""bin/make-bt-net's generator (xlazero_perf.btnet): a tiny random transformer net loads in
 backend_xla, gives finite outputs equal to onnx.reference's on its ONNX conversion, and has the
 layer layout of the zoo's lc0-made transformer of the same architecture."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from backend_xla.lc0 import build_onnx, read_weights
-from backend_xla.perf.btnet import BtConfig, preset, write_bt_net
+from xlazero_perf.btnet import BtConfig, preset, write_bt_net
 from conftest import REPO_ROOT, need_shared
 
 TINY = BtConfig(embedding=32, layers=1, heads=2, dff=48, smolgen_hidden_channels=4, smolgen_hidden=16,

@@ -1,4 +1,4 @@
-"""The array tree prototype (backend_xla.perf.treecore) against a plain-Python PUCT descent written
+"""The array tree prototype (xlazero_perf.treecore) against a plain-Python PUCT descent written
 here, and against the bookkeeping every backed-up tree must satisfy."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from backend_xla.perf import treecore as tc
+from xlazero_perf import treecore as tc
 
 WIDTH = 48
 CAPACITY = 20_000

@@ -1,0 +1,45 @@
+"""The one record of what a ``go`` asks for (python-chess's ``chess.engine.Limit``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import chess
+
+
+@dataclass(frozen=True)
+class Limit:
+    """What one ``go`` asks for, from the UCI parser through the controller and the time
+    manager to the search (lc0's units: milliseconds). Any limit reached stops the search.
+
+    Clock readings, which the time manager turns into a budget: ``wtime``, ``btime``, ``winc``,
+    ``binc``, ``movestogo``, and ``movetime``.
+    Search limits: ``nodes``, ``depth``, ``mate``; ``searchmoves`` (root moves to search;
+    empty: all).
+    ``infinite`` / ``ponder``: no bestmove before ``stop`` (or, pondering, ``ponderhit``, which
+    turns ``ponder`` off and starts the clock).
+    ``started_at``: time.monotonic() of the ``go`` line's (or the ``ponderhit``'s) arrival; the
+    clock runs from it, as lc0 counts (None: from the search's start).
+    ``budget_ms``: the time the move may take from ``started_at``: the time manager's answer,
+    which the controller sets; None: no time limit.
+    """
+
+    wtime: int | None = None
+    btime: int | None = None
+    winc: int | None = None
+    binc: int | None = None
+    movestogo: int | None = None
+    movetime: int | None = None
+    nodes: int | None = None
+    depth: int | None = None
+    mate: int | None = None
+    infinite: bool = False
+    ponder: bool = False
+    searchmoves: tuple[chess.Move, ...] = ()
+    started_at: float | None = None
+    budget_ms: float | None = None
+
+    @property
+    def until_stop(self) -> bool:
+        """Search until stop (``go infinite`` or ``go ponder``): no limit ends it."""
+        return self.infinite or self.ponder

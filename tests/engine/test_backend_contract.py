@@ -1,0 +1,82 @@
+"""The backend contract (engine.backend): every network returns one complete BackendAttributes
+record, and a backend whose network does not is refused when it is loaded, with an error that
+names the backend and what is missing."""
+
+from __future__ import annotations
+
+import pytest
+
+import engine.backend as backend
+from engine.backend import BackendAttributes, BackendError, load_network
+from engine.backends.random import RandomNetwork
+
+
+class NoAttributes:
+    """A network written against the old protocol: batch sizes as attributes, no record."""
+
+    input_format = 1
+    has_wdl = True
+    has_mlh = False
+    max_batch = 64
+    preferred_batch = 7
+    evaluate = RandomNetwork.evaluate
+
+
+class IncompleteAttributes(RandomNetwork):
+    """A network whose record leaves out a field (concurrency)."""
+
+    def attributes(self) -> BackendAttributes:
+        return BackendAttributes(name="partial", description=(), max_batch=8,  # type: ignore[call-arg]  # the point of the test
+                                 preferred_batch=8, padded_size=None)
+
+
+class WrongRecord(RandomNetwork):
+    def attributes(self):
+        return {"name": "dict", "max_batch": 8}
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    def register(name, network_type):
+        monkeypatch.setitem(backend._BACKENDS, name, lambda path, options: network_type())
+    return register
+
+
+def test_a_network_without_the_record_fails_at_load_naming_backend_and_member(registered):
+    registered("old-style", NoAttributes)
+    with pytest.raises(BackendError, match=r"backend 'old-style'.*NoAttributes.*lacks 'attributes'"):
+        load_network("", backend="old-style")
+
+
+def test_a_record_missing_a_field_fails_at_load_naming_backend_and_field(registered):
+    registered("partial", IncompleteAttributes)
+    with pytest.raises(BackendError, match=r"backend 'partial'.*concurrency"):
+        load_network("", backend="partial")
+
+
+def test_a_record_of_the_wrong_type_fails_at_load(registered):
+    registered("dict-record", WrongRecord)
+    with pytest.raises(BackendError, match=r"backend 'dict-record'.*returned dict, expected BackendAttributes"):
+        load_network("", backend="dict-record")
+
+
+def test_inconsistent_batch_sizes_are_refused():
+    with pytest.raises(ValueError, match=r"preferred_batch \(9\) <= max_batch \(8\)"):
+        BackendAttributes(name="x", description=(), max_batch=8, preferred_batch=9,
+                          padded_size=None, concurrency=1)
+    with pytest.raises(ValueError, match="concurrency >= 1"):
+        BackendAttributes(name="x", description=(), max_batch=8, preferred_batch=8,
+                          padded_size=None, concurrency=0)
+
+
+def test_the_record_is_frozen_and_the_random_backend_fills_every_field():
+    import engine.backends  # noqa: F401  (registers "random")
+
+    net = load_network("", backend="random")
+    attributes = net.attributes()
+    assert attributes == BackendAttributes(name="random", description=(), max_batch=1024,
+                                           preferred_batch=7, padded_size=net.padded_size,
+                                           concurrency=1)
+    assert attributes.padded_size is not None and attributes.padded_size(5) == 7
+    with pytest.raises(AttributeError):
+        attributes.max_batch = 1  # type: ignore[misc]  # frozen: the point of the test
