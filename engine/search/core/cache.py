@@ -20,8 +20,17 @@ PROBES = 16
 MOVES_PER_ENTRY = 40
 """Ring slots per entry of capacity: positions average about 30 legal moves."""
 
-ENTRY = np.dtype([("key", np.uint64), ("start", np.int64), ("q", np.float32), ("d", np.float32),
-                  ("m", np.float32), ("count", np.int16)], align=True)
+ENTRY = np.dtype(
+    [
+        ("key", np.uint64),
+        ("start", np.int64),
+        ("q", np.float32),
+        ("d", np.float32),
+        ("m", np.float32),
+        ("count", np.int16),
+    ],
+    align=True,
+)
 SLOT = np.dtype([("move", np.int32), ("prior", np.float32)], align=True)
 Cache = namedtuple("Cache", "entries ring meta")
 """entries: ENTRY records [slots] (key 0: free; start: the entry's first ring slot, counted
@@ -33,8 +42,11 @@ WRITE, USED, CAPACITY = 0, 1, 2
 def new_cache(capacity: int) -> Cache:
     slots = max(capacity, PROBES)
     ring = max(capacity * MOVES_PER_ENTRY, 256)
-    return Cache(np.zeros(slots, ENTRY), np.zeros(ring if capacity > 0 else 1, SLOT),
-                 np.array([0, 0, capacity], np.int64))
+    return Cache(
+        np.zeros(slots, ENTRY),
+        np.zeros(ring if capacity > 0 else 1, SLOT),
+        np.array([0, 0, capacity], np.int64),
+    )
 
 
 def memory_bytes(cache: Cache) -> int:

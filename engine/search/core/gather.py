@@ -31,21 +31,63 @@ from engine.encoding.rows import canonical_transform, encode_into
 from .backup import MAX_DEPTH, backup, cancel
 from .cache import lookup, read_moves
 from .params import (
-    CACHE_HISTORY, CPUCT, CPUCT_BASE, CPUCT_BASE_ROOT, CPUCT_FACTOR, CPUCT_FACTOR_ROOT,
-    CPUCT_ROOT, FPU_ABSOLUTE, FPU_ABSOLUTE_ROOT, FPU_VALUE, FPU_VALUE_ROOT, ML_CONSTANT,
-    ML_MAX_EFFECT, ML_QUADRATIC, ML_SCALED, ML_SLOPE, ML_THRESHOLD, OUT_OF_ORDER, TWO_FOLD,
+    CACHE_HISTORY,
+    CPUCT,
+    CPUCT_BASE,
+    CPUCT_BASE_ROOT,
+    CPUCT_FACTOR,
+    CPUCT_FACTOR_ROOT,
+    CPUCT_ROOT,
+    FPU_ABSOLUTE,
+    FPU_ABSOLUTE_ROOT,
+    FPU_VALUE,
+    FPU_VALUE_ROOT,
+    ML_CONSTANT,
+    ML_MAX_EFFECT,
+    ML_QUADRATIC,
+    ML_SCALED,
+    ML_SLOPE,
+    ML_THRESHOLD,
+    OUT_OF_ORDER,
+    TWO_FOLD,
     USE_MLH,
 )
 from .tree import (
-    MATE, MATERIAL, NONE, PENDING, RULE50 as KIND_RULE50, STALEMATE, THREEFOLD, TWOFOLD,
-    expand, new_node,
+    MATE,
+    MATERIAL,
+    NONE,
+    PENDING,
+    STALEMATE,
+    THREEFOLD,
+    TWOFOLD,
+    expand,
+    new_node,
+)
+from .tree import (
+    RULE50 as KIND_RULE50,
 )
 
-REQUEST = np.dtype([("key", np.uint64), ("node", np.int32), ("depth", np.int32),
-                    ("count", np.int32), ("tb", np.uint8)], align=True)
+REQUEST = np.dtype(
+    [
+        ("key", np.uint64),
+        ("node", np.int32),
+        ("depth", np.int32),
+        ("count", np.int32),
+        ("tb", np.uint8),
+    ],
+    align=True,
+)
 COLLISION = np.dtype([("node", np.int32), ("k", np.int32)], align=True)
-FRAME = np.dtype([("order", np.int64), ("qm", np.float64), ("pu", np.float64),
-                  ("started", np.float64), ("scores", np.float64)], align=True)
+FRAME = np.dtype(
+    [
+        ("order", np.int64),
+        ("qm", np.float64),
+        ("pu", np.float64),
+        ("started", np.float64),
+        ("scores", np.float64),
+    ],
+    align=True,
+)
 Batch = namedtuple("Batch", "req moves indices planes coll meta stack frames frame_meta")
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
@@ -70,11 +112,17 @@ GAME_LEN, FORMAT, FILL, TB_PIECES, ROOT_IN_TB = range(5)
 
 
 def new_batch(size: int) -> Batch:
-    return Batch(np.zeros(size, REQUEST), np.zeros((size, MAX_MOVES), np.int32),
-                 np.zeros((size, MAX_MOVES), np.int32), np.zeros((size, 112, 8, 8), np.float32),
-                 np.zeros(4 * size + 64, COLLISION), np.zeros(5, np.int64),
-                 np.zeros((3, STACK), np.int64), np.zeros((PREFETCH_LEVELS, MAX_MOVES), FRAME),
-                 np.zeros((PREFETCH_LEVELS, 6), np.int64))
+    return Batch(
+        np.zeros(size, REQUEST),
+        np.zeros((size, MAX_MOVES), np.int32),
+        np.zeros((size, MAX_MOVES), np.int32),
+        np.zeros((size, 112, 8, 8), np.float32),
+        np.zeros(4 * size + 64, COLLISION),
+        np.zeros(5, np.int64),
+        np.zeros((3, STACK), np.int64),
+        np.zeros((PREFETCH_LEVELS, MAX_MOVES), FRAME),
+        np.zeros((PREFETCH_LEVELS, 6), np.int64),
+    )
 
 
 # ----------------------------------------------------------------------------- PUCT terms
@@ -94,7 +142,9 @@ def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
     if absolute != 0.0:
         fpu = value
     else:
-        fpu = -(tree.nodes.wl[node] - draw_score * tree.nodes.d[node]) - value * np.sqrt(tree.nodes.vpol[node])
+        fpu = -(tree.nodes.wl[node] - draw_score * tree.nodes.d[node]) - value * np.sqrt(
+            tree.nodes.vpol[node]
+        )
     f = tree.nodes.first[node]
     use_mu = params[USE_MLH] != 0.0 and abs(tree.nodes.wl[node]) > params[ML_THRESHOLD]
     for j in range(width):
@@ -265,8 +315,9 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         count = legal_moves(pos, canonical_transform(pos, fmt), batch.moves[r], batch.indices[r])
         if count == 0:
             wl = 1.0 if in_check(pos) else 0.0
-            _terminal(tree, params, counters, batch, node, k, MATE if wl else STALEMATE, wl,
-                      0.0, depth)
+            _terminal(
+                tree, params, counters, batch, node, k, MATE if wl else STALEMATE, wl, 0.0, depth
+            )
             return
     if depth > 0:
         kind, m = NONE, 0.0
@@ -276,28 +327,41 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
             kind = MATERIAL
         elif reps >= 2:
             kind = THREEFOLD
-        elif (reps == 1 and params[TWO_FOLD] != 0.0 and depth >= 4
-              and row - first <= depth):
+        elif reps == 1 and params[TWO_FOLD] != 0.0 and depth >= 4 and row - first <= depth:
             kind, m = TWOFOLD, np.float64(row - first)  # the cycle's length, as lc0
         if kind != NONE:
             _terminal(tree, params, counters, batch, node, k, kind, 0.0, m, depth)
             return
     counters[MAX_DEPTH] = max(counters[MAX_DEPTH], depth)
-    tb = (depth > 0 and walk.info[TB_PIECES] > 0 and walk.info[ROOT_IN_TB] == 0
-          and pos[RULE50] == 0 and popcount(pos[0] | pos[1]) <= walk.info[TB_PIECES])
+    tb = (
+        depth > 0
+        and walk.info[TB_PIECES] > 0
+        and walk.info[ROOT_IN_TB] == 0
+        and pos[RULE50] == 0
+        and popcount(pos[0] | pos[1]) <= walk.info[TB_PIECES]
+    )
     room = tree.count[1] + MAX_MOVES <= tree.edges.move.shape[0]
     if slot >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
         priors = np.empty(MAX_MOVES, np.float32)
         got = read_moves(cache, slot, batch.moves[r], priors)
         expand(tree, node, batch.moves[r], priors, got)
-        backup(tree, params, counters, node, 1, -cache.entries.q[slot], cache.entries.d[slot],
-               cache.entries.m[slot],
-               depth)
+        backup(
+            tree,
+            params,
+            counters,
+            node,
+            1,
+            -cache.entries.q[slot],
+            cache.entries.d[slot],
+            cache.entries.m[slot],
+            depth,
+        )
         batch.meta[OUT_OF_ORDER_DONE] += 1
     else:
         if count < 0:
-            count = legal_moves(pos, canonical_transform(pos, fmt), batch.moves[r],
-                                batch.indices[r])
+            count = legal_moves(
+                pos, canonical_transform(pos, fmt), batch.moves[r], batch.indices[r]
+            )
         batch.req.node[r] = node
         batch.req.key[r] = key
         batch.req.depth[r] = depth
@@ -334,10 +398,21 @@ def select(tree, params, counters, cache, batch, walk, visits):
                 cancel(tree, node, k)  # deeper than the history buffer: the caller grows it
                 batch.meta[NO_ROOM] = 1
                 continue
-            make_move(hist[base + depth - 1], tree.edges.move[tree.nodes.pedge[node]], hist[base + depth])
+            make_move(
+                hist[base + depth - 1], tree.edges.move[tree.nodes.pedge[node]], hist[base + depth]
+            )
             if tree.nodes.kind[node] != NONE:
-                backup(tree, params, counters, node, k, tree.nodes.t_wl[node], tree.nodes.t_d[node],
-                       tree.nodes.t_m[node], depth)
+                backup(
+                    tree,
+                    params,
+                    counters,
+                    node,
+                    k,
+                    tree.nodes.t_wl[node],
+                    tree.nodes.t_d[node],
+                    tree.nodes.t_m[node],
+                    depth,
+                )
                 batch.meta[OUT_OF_ORDER_DONE] += 1
                 continue
         if tree.nodes.nedges[node] == 0:
@@ -348,8 +423,7 @@ def select(tree, params, counters, cache, batch, walk, visits):
         nedges = tree.nodes.nedges[node]
         width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
         child_scores(tree, params, node, at_root, walk.draw_scores[depth & 1], width, qm, pu)
-        given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, give_child,
-                        give_k)
+        given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, give_child, give_k)
         f = tree.nodes.first[node]
         for g in range(given):
             j, cnt = give_child[g], give_k[g]
@@ -464,12 +538,21 @@ def prefetch(tree, params, cache, batch, walk, budget):
         if jj + 1 < kept:  # the last child keeps the budget of the one before it
             gap = frames.scores[level, frames.order[level, jj + 1]] - frames.qm[level, i]
             if gap > 0:
-                to_spend = min(left, int(frames.pu[level, i] / gap
-                                         - frames.started[level, i]) + 1)
+                to_spend = min(left, int(frames.pu[level, i] / gap - frames.started[level, i]) + 1)
         meta[5] = jj + 1
         f = tree.nodes.first[node]
-        got = _prefetch_enter(tree, params, cache, batch, walk, tree.edges.child[f + i], f + i,
-                              to_spend, depth + 1, level + 1)
+        got = _prefetch_enter(
+            tree,
+            params,
+            cache,
+            batch,
+            walk,
+            tree.edges.child[f + i],
+            f + i,
+            to_spend,
+            depth + 1,
+            level + 1,
+        )
         if got >= 0:
             meta[2] -= got
             meta[3] += got
@@ -493,16 +576,31 @@ def in_flight(tree):
 
 
 @njit(cache=True)
-def gather(tree, params, counters, cache, batch, walk, batch_size, max_ooo, collisions_left,
-           max_events, nodes_left, pad):
+def gather(
+    tree,
+    params,
+    counters,
+    cache,
+    batch,
+    walk,
+    batch_size,
+    max_ooo,
+    collisions_left,
+    max_events,
+    nodes_left,
+    pad,
+):
     """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch (see
     engine/search/gather.py, whose rules this follows); ``nodes_left`` < 0: no node limit.
     A minibatch cut short by collisions is filled with prefetched positions up to
     ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer)."""
     batch.meta[:] = 0
     while batch.meta[REQUESTS] < batch_size and batch.meta[OUT_OF_ORDER_DONE] < max_ooo:
-        want = min(collisions_left, batch_size - batch.meta[REQUESTS],
-                   max_ooo - batch.meta[OUT_OF_ORDER_DONE])
+        want = min(
+            collisions_left,
+            batch_size - batch.meta[REQUESTS],
+            max_ooo - batch.meta[OUT_OF_ORDER_DONE],
+        )
         if nodes_left >= 0:
             want = min(want, nodes_left - tree.nodes.n[0] - in_flight(tree))
         if want <= 0:
@@ -510,8 +608,7 @@ def gather(tree, params, counters, cache, batch, walk, batch_size, max_ooo, coll
         before_req, before_ooo = batch.meta[REQUESTS], batch.meta[OUT_OF_ORDER_DONE]
         first = batch.meta[COLLISIONS]
         select(tree, params, counters, cache, batch, walk, want)
-        if (batch.meta[REQUESTS] == before_req
-                and batch.meta[OUT_OF_ORDER_DONE] == before_ooo):
+        if batch.meta[REQUESTS] == before_req and batch.meta[OUT_OF_ORDER_DONE] == before_ooo:
             break
         if batch.meta[OUT_OF_ORDER_DONE] > before_ooo:
             # Values arrived meanwhile: the collisions may be worth another look.
@@ -521,8 +618,12 @@ def gather(tree, params, counters, cache, batch, walk, batch_size, max_ooo, coll
         else:
             for c in range(first, batch.meta[COLLISIONS]):
                 collisions_left -= batch.coll.k[c]
-        if (collisions_left <= 0 or batch.meta[EVENTS] >= max_events or walk.stop[0] != 0
-                or batch.meta[NO_ROOM] != 0):
+        if (
+            collisions_left <= 0
+            or batch.meta[EVENTS] >= max_events
+            or walk.stop[0] != 0
+            or batch.meta[NO_ROOM] != 0
+        ):
             break
     for c in range(batch.meta[COLLISIONS]):
         cancel(tree, batch.coll.node[c], batch.coll.k[c])

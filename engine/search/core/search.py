@@ -11,27 +11,28 @@ evaluate (worker thread) → expand and back up (compiled).
 from __future__ import annotations
 
 import math
-import random
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
 
 import chess
 import numpy as np
+from numba import njit
 
 from engine import tablebase as tb
 from engine.backend import Network, NetworkOutput
 from engine.board import game_rows, move_from_chess, to_board
-from engine.board.make import find_move
 from engine.board.moves import MAX_MOVES
 from engine.board.position import FIELDS
 from engine.encoding.formats import format_rules
 from engine.encoding.rows import FILL_FEN_ONLY
+from engine.search.limit import Limit
 from engine.search.params import SearchParams
-from engine.search.report import ThinkingInfo, best_children, make_infos, verbose_stats
+from engine.search.ranking import best_children, temperature_choice
+from engine.search.report import ThinkingInfo, make_infos, verbose_stats
 from engine.search.search import INFO_INTERVAL_S, WAIT_SLICE_S, SearchResult
-from engine.search.state import Limits, SearchStats
+from engine.search.state import SearchStats
 from engine.tablebase import Tablebase
 
 from . import backup as cbackup
@@ -41,6 +42,9 @@ from . import stoppers as cstop
 from . import tree as ctree
 from .params import pack
 from .view import NodeView
+
+REPORTS = "engine.search.report and .ranking take a SearchState; a CoreState has its attributes"
+"""Why the calls into the reports ignore their argument type (until the Python search goes)."""
 
 HISTORY_ROOM = 1024
 """Plies of path the history buffer holds beyond the game (grown when a search goes deeper)."""
@@ -80,7 +84,7 @@ class CoreState:
         self.tree = ctree.new_tree()
         self.counters = np.zeros(4, np.int64)
         self.root_board = chess.Board()
-        self.limits = Limits()
+        self.limit = Limit()
         self.start = 0.0
         self.batches = 0
         self.first_eval_time: float | None = None
@@ -103,6 +107,10 @@ class CoreState:
         self._root = None
 
     @property
+    def root_ply(self) -> int:
+        return len(self.root_board.move_stack)
+
+    @property
     def total_playouts(self) -> int:
         return int(self.counters[cbackup.PLAYOUTS])
 
@@ -118,14 +126,14 @@ class CoreState:
     def tb_hits(self) -> int:
         return int(self.counters[cbackup.TB_HITS])
 
-    def new_search(self, limits: Limits) -> None:
-        self.start = limits.started_at if limits.started_at is not None else time.monotonic()
-        self.limits = limits
+    def new_search(self, limit: Limit) -> None:
+        self.start = limit.started_at if limit.started_at is not None else time.monotonic()
+        self.limit = limit
         self.counters[:] = 0
         self.batches = 0
         self.first_eval_time = None
         self.initial_visits = int(self.tree.nodes["n"][0])
-        self.searchmoves = set(limits.searchmoves)
+        self.searchmoves = set(limit.searchmoves)
         self.root_in_tablebase = False
         self.mask = None
         self.remaining_hint = math.inf
@@ -141,18 +149,27 @@ class CoreState:
         return (time.monotonic() - self.start) * 1000.0
 
     def stats(self) -> SearchStats:
-        return SearchStats(elapsed_ms=self.elapsed_ms(),
-                           nodes=self.total_playouts + self.initial_visits,
-                           playouts=self.total_playouts, depth_sum=self.cum_depth,
-                           max_depth=self.max_depth, tb_hits=self.tb_hits,
-                           hashfull=self.cache.hashfull())
+        return SearchStats(
+            elapsed_ms=self.elapsed_ms(),
+            nodes=self.total_playouts + self.initial_visits,
+            playouts=self.total_playouts,
+            depth_sum=self.cum_depth,
+            max_depth=self.max_depth,
+            tb_hits=self.tb_hits,
+            hashfull=self.cache.hashfull(),
+        )
 
 
 class CoreSearch:
     """The search over the compiled core; one ``run`` at a time (see the module docstring)."""
 
-    def __init__(self, network: Network, params: SearchParams, cache: object = None,
-                 tablebase: Tablebase | None = None) -> None:
+    def __init__(
+        self,
+        network: Network,
+        params: SearchParams,
+        cache: object = None,
+        tablebase: Tablebase | None = None,
+    ) -> None:
         self.network = network
         self._cache = _Cache(params.nn_cache_size)
         self.state = CoreState(network, params, self._cache)
@@ -160,11 +177,16 @@ class CoreSearch:
         self._fmt = format_rules(network.input_format).input_format
         self._game = game_rows(chess.Board())
         self._hist = np.zeros((len(self._game) + HISTORY_ROOM, FIELDS), np.uint64)
-        workers = max(1, getattr(network, "concurrency", 1))
+        self._attributes = network.attributes()
+        workers = self._attributes.concurrency
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nn-eval")
         self._wake = threading.Event()
         self._stop_flag = np.zeros(1, np.uint8)
-        self._ponderhit_limits: Limits | None = None
+        self._ponderhit_limit: Limit | None = None
+        self._pad_key: tuple[int, int] | None = None
+        self._pad = np.zeros(1, np.int64)
+        self._packed_for: SearchParams | None = None
+        self._packed_value = np.zeros(0)
         self._lock = threading.Lock()
         self._batches: list[cgather.Batch] = []
         self._set_game(chess.Board())
@@ -194,11 +216,18 @@ class CoreSearch:
         old = state.root_board
         new_stack, old_stack = board.move_stack, old.move_stack
         node = -1
-        if (len(new_stack) >= len(old_stack) and board.root() == old.root()
-                and board.chess960 == old.chess960 and new_stack[:len(old_stack)] == old_stack):
+        if (
+            len(new_stack) >= len(old_stack)
+            and board.root() == old.root()
+            and board.chess960 == old.chess960
+            and new_stack[: len(old_stack)] == old_stack
+        ):
             node = _follow(state.tree, board, len(old_stack))
-        reused = (node >= 0 and int(state.tree.nodes["n"][node]) > 0
-                  and int(state.tree.nodes["kind"][node]) == ctree.NONE)
+        reused = (
+            node >= 0
+            and int(state.tree.nodes["n"][node]) > 0
+            and int(state.tree.nodes["kind"][node]) == ctree.NONE
+        )
         if reused:
             state.tree = ctree.keep_subtree(state.tree, node) if node != 0 else state.tree
         else:
@@ -218,9 +247,10 @@ class CoreSearch:
         self._stop_flag[0] = 1
         self._wake.set()
 
-    def ponderhit(self, limits: Limits) -> None:
+    def ponderhit(self, limit: Limit) -> None:
+        """Turn a ponder search into a normal one with ``limit`` counted from now."""
         with self._lock:
-            self._ponderhit_limits = limits
+            self._ponderhit_limit = limit
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -229,15 +259,20 @@ class CoreSearch:
         return self.state.stats()
 
     # ----------------------------------------------------------------------------- the loop
-    def run(self, limits: Limits, on_info: Callable[[list[ThinkingInfo]], None] | None = None,
-            on_verbose: Callable[[list[str]], None] | None = None,
-            verbose: bool = False, live_stats: bool = False) -> SearchResult:
+    def run(
+        self,
+        limit: Limit,
+        on_info: Callable[[list[ThinkingInfo]], None] | None = None,
+        on_verbose: Callable[[list[str]], None] | None = None,
+        verbose: bool = False,
+        live_stats: bool = False,
+    ) -> SearchResult:
         state = self.state
         state.stop.clear()
         self._stop_flag[0] = 0
         with self._lock:
-            self._ponderhit_limits = None
-        state.new_search(limits)
+            self._ponderhit_limit = None
+        state.new_search(limit)
         root_moves = list(state.root_board.legal_moves)
         if not root_moves:
             return SearchResult(None, None, int(state.tree.nodes["n"][0]), 0, 0.0)
@@ -250,20 +285,26 @@ class CoreSearch:
                 state.mask = None
         self._loop(on_info, on_verbose, live_stats)
         state.changed()
-        infos = make_infos(state) if state.tree.nodes["n"][0] > 0 else []  # type: ignore[arg-type]
+        infos = make_infos(state) if state.tree.nodes["n"][0] > 0 else []  # type: ignore[arg-type]  # see REPORTS
         if on_info is not None and infos:
             on_info(infos)
         if verbose and on_verbose is not None and state.root.expanded:
-            on_verbose(verbose_stats(state))  # type: ignore[arg-type]
+            on_verbose(verbose_stats(state))  # type: ignore[arg-type]  # see REPORTS
         best, ponder = self._choose_move(root_moves)
-        return SearchResult(best, ponder, int(state.tree.nodes["n"][0]), state.total_playouts,
-                            (time.monotonic() - state.start) * 1000.0, tuple(infos))
+        return SearchResult(
+            best,
+            ponder,
+            int(state.tree.nodes["n"][0]),
+            state.total_playouts,
+            (time.monotonic() - state.start) * 1000.0,
+            tuple(infos),
+        )
 
     def _loop(self, on_info, on_verbose, live_stats: bool) -> None:
         state = self.state
         pending: list[tuple[Future, cgather.Batch]] = []
-        batch_size = state.params.batch_size(self.network.max_batch,
-                                             getattr(self.network, "preferred_batch", None))
+        attributes = self._attributes
+        batch_size = state.params.batch_size(attributes.max_batch, attributes.preferred_batch)
         self._ensure_batches(state.params.threads, max(batch_size, state.params.max_prefetch))
         free = list(self._batches)
         last_info, last_best = 0.0, None
@@ -273,16 +314,20 @@ class CoreSearch:
                 if not self._iteration(pending, free, batch_size):
                     break
                 now = time.monotonic()
-                if on_info is not None and state.tree.nodes["n"][0] > 0 and now - last_info >= INFO_INTERVAL_S / 4:
+                if (
+                    on_info is not None
+                    and state.tree.nodes["n"][0] > 0
+                    and now - last_info >= INFO_INTERVAL_S / 4
+                ):
                     state.changed()
                     best = self._current_best()
                     if now - last_info >= INFO_INTERVAL_S or best != last_best:
-                        on_info(make_infos(state))  # type: ignore[arg-type]
+                        on_info(make_infos(state))  # type: ignore[arg-type]  # see REPORTS
                         if live_stats and on_verbose is not None:
-                            on_verbose(verbose_stats(state))  # type: ignore[arg-type]
+                            on_verbose(verbose_stats(state))  # type: ignore[arg-type]  # see REPORTS
                         last_info, last_best = now, best
         finally:
-            for future, batch in pending:
+            for _future, batch in pending:
                 self._abandon(batch)
             state.changed()
 
@@ -290,12 +335,18 @@ class CoreSearch:
         state = self.state
         state.changed()
         summary = self._summary()
-        progress = cstop.Progress(state.elapsed_ms(), state.total_playouts, state.cum_depth,
-                                  state.batches, state.first_eval_time)
+        progress = cstop.Progress(
+            state.elapsed_ms(),
+            state.total_playouts,
+            state.cum_depth,
+            state.batches,
+            state.first_eval_time,
+        )
         reached, state.remaining_hint, state.first_eval_time = cstop.limit_reached(
-            state.limits, state.params, summary, progress)
+            state.limit, state.params, summary, progress
+        )
         self._best = summary.best
-        if reached and not state.limits.infinite:
+        if reached and not state.limit.until_stop:
             return False
         progressed = False
         in_flight = state.params.threads
@@ -313,7 +364,7 @@ class CoreSearch:
                 self._process(batch, future.result())
                 free.append(batch)
         elif not pending and not progressed:
-            if not state.limits.infinite:
+            if not state.limit.until_stop:
                 return False
             state.stop.wait(WAIT_SLICE_S)
         return True
@@ -324,17 +375,35 @@ class CoreSearch:
         state = self.state
         p = state.params
         max_ooo = max(1, int(p.max_out_of_order_evals_factor * batch_size))
-        state.tree = ctree.reserve(state.tree, 2 * batch_size + max_ooo + p.max_prefetch + 64,
-                                   (max_ooo + 2) * MAX_MOVES)
-        collisions_left = p.collision_visit_limit(min(int(state.tree.nodes["n"][0]), state.remaining_hint))
-        nodes_left = state.limits.nodes if state.limits.nodes is not None else -1
+        state.tree = ctree.reserve(
+            state.tree, 2 * batch_size + max_ooo + p.max_prefetch + 64, (max_ooo + 2) * MAX_MOVES
+        )
+        collisions_left = p.collision_visit_limit(
+            min(int(state.tree.nodes["n"][0]), state.remaining_hint)
+        )
+        nodes_left = state.limit.nodes if state.limit.nodes is not None else -1
         pad = self._pad_table(batch_size)
-        walk = cgather.Walk(self._hist, self._walk_info(), np.array(
-            [state.draw_score(0), state.draw_score(1)], np.float64),
-            self._root_filter(), self._stop_flag)
-        cgather.gather(state.tree, self._packed, state.counters, self._cache.arrays, batch, walk,
-                       batch_size, max_ooo, collisions_left, p.max_collision_events,
-                       nodes_left, pad)
+        walk = cgather.Walk(
+            self._hist,
+            self._walk_info(),
+            np.array([state.draw_score(0), state.draw_score(1)], np.float64),
+            self._root_filter(),
+            self._stop_flag,
+        )
+        cgather.gather(
+            state.tree,
+            self._packed,
+            state.counters,
+            self._cache.arrays,
+            batch,
+            walk,
+            batch_size,
+            max_ooo,
+            collisions_left,
+            p.max_collision_events,
+            nodes_left,
+            pad,
+        )
         requests = int(batch.meta[cgather.REQUESTS])
         ooo = int(batch.meta[cgather.OUT_OF_ORDER_DONE])
         if batch.meta[cgather.NO_ROOM]:
@@ -348,11 +417,16 @@ class CoreSearch:
         """Prefetch target by request count: MaxPrefetch (lc0), but no further than the rows
         the backend computes anyway (its padded size), so prefetching costs no network time."""
         key = (batch_size, self.state.params.max_prefetch)
-        if getattr(self, "_pad_key", None) != key:
-            padded = getattr(self.network, "padded_size", None)
+        if self._pad_key != key:
+            padded = self._attributes.padded_size
             top = self.state.params.max_prefetch
-            self._pad = np.array([top if padded is None or n == 0 else min(top, padded(n))
-                                  for n in range(batch_size + 1)], np.int64)
+            self._pad = np.array(
+                [
+                    top if padded is None or n == 0 else min(top, padded(n))
+                    for n in range(batch_size + 1)
+                ],
+                np.int64,
+            )
             self._pad_key = key
         return self._pad
 
@@ -369,10 +443,19 @@ class CoreSearch:
             return
         state.tree = ctree.reserve(state.tree, 0, int(batch.req["count"][:n].sum()))
         cbackup.expand_and_backup(
-            state.tree, self._packed, state.counters, self._cache.arrays, batch.req,
-            batch.moves, batch.indices,
-            np.ascontiguousarray(out.policy, np.float32), np.asarray(out.q, np.float32),
-            np.asarray(out.d, np.float32), np.asarray(out.m, np.float32), n)
+            state.tree,
+            self._packed,
+            state.counters,
+            self._cache.arrays,
+            batch.req,
+            batch.moves,
+            batch.indices,
+            np.ascontiguousarray(out.policy, np.float32),
+            np.asarray(out.q, np.float32),
+            np.asarray(out.d, np.float32),
+            np.asarray(out.m, np.float32),
+            n,
+        )
         state.batches += 1
 
     def _abandon(self, batch: cgather.Batch) -> None:
@@ -397,8 +480,9 @@ class CoreSearch:
                 continue
             state.counters[cbackup.TB_HITS] += 1
             wl = -1.0 if wdl == tb.WIN else (1.0 if wdl == tb.LOSS else 0.0)
-            _tablebase_terminal(state.tree, self._packed, state.counters, int(batch.req["node"][r]),
-                                wl, depth)
+            _tablebase_terminal(
+                state.tree, self._packed, state.counters, int(batch.req["node"][r]), wl, depth
+            )
             _drop_request(batch, r, n)
             n -= 1
             hits += 1
@@ -409,7 +493,7 @@ class CoreSearch:
     @property
     def _packed(self) -> np.ndarray:
         params = self.state.params
-        if getattr(self, "_packed_for", None) is not params:
+        if self._packed_for is not params:
             self._packed_value = pack(params, bool(self.network.has_mlh))
             self._packed_for = params
         return self._packed_value
@@ -417,8 +501,10 @@ class CoreSearch:
     def _walk_info(self) -> np.ndarray:
         state = self.state
         pieces = self.tablebase.max_pieces if self.tablebase is not None else 0
-        return np.array([len(self._game), self._fmt, FILL_FEN_ONLY, pieces,
-                         int(state.root_in_tablebase)], np.int64)
+        return np.array(
+            [len(self._game), self._fmt, FILL_FEN_ONLY, pieces, int(state.root_in_tablebase)],
+            np.int64,
+        )
 
     def _summary(self) -> cstop.RootSummary:
         state = self.state
@@ -431,7 +517,11 @@ class CoreSearch:
         state = self.state
         tree = state.tree
         remaining = state.remaining_hint
-        if remaining != math.inf and int(tree.nodes["nedges"][0]) > 0 and int(tree.nodes["n"][0]) > 0:
+        if (
+            remaining != math.inf
+            and int(tree.nodes["nedges"][0]) > 0
+            and int(tree.nodes["n"][0]) > 0
+        ):
             best = cstop.best_edge(tree, 0, state.draw_score(0), *self._mask_args())
             if best >= 0:
                 out = np.zeros(int(tree.nodes["nedges"][0]), np.uint8)
@@ -472,10 +562,27 @@ class CoreSearch:
             return
         self._ensure_batches(state.params.threads, max(1, state.params.max_prefetch))
         batch = self._batches[0]
-        walk = cgather.Walk(self._hist, self._walk_info(),
-                            np.zeros(2, np.float64), np.zeros(0, np.uint8), self._stop_flag)
-        cgather.gather(state.tree, self._packed, state.counters, self._cache.arrays, batch, walk,
-                       1, 1, 1, 1, -1, np.zeros(2, np.int64))
+        walk = cgather.Walk(
+            self._hist,
+            self._walk_info(),
+            np.zeros(2, np.float64),
+            np.zeros(0, np.uint8),
+            self._stop_flag,
+        )
+        cgather.gather(
+            state.tree,
+            self._packed,
+            state.counters,
+            self._cache.arrays,
+            batch,
+            walk,
+            1,
+            1,
+            1,
+            1,
+            -1,
+            np.zeros(2, np.int64),
+        )
         n = int(batch.meta[cgather.REQUESTS])
         if n:
             self._process(batch, self.network.evaluate(batch.planes[:n]))
@@ -484,7 +591,7 @@ class CoreSearch:
     def _wait(self, future: Future) -> bool:
         state = self.state
         while not future.done():
-            if state.stop.is_set() or cstop.time_up(state.limits, state.elapsed_ms()):
+            if state.stop.is_set() or cstop.time_up(state.limit, state.elapsed_ms()):
                 return False
             self._wake.wait(WAIT_SLICE_S)
             self._wake.clear()
@@ -492,11 +599,11 @@ class CoreSearch:
 
     def _maybe_ponderhit(self) -> None:
         with self._lock:
-            limits, self._ponderhit_limits = self._ponderhit_limits, None
-        if limits is not None:
+            limit, self._ponderhit_limit = self._ponderhit_limit, None
+        if limit is not None:
             state = self.state
-            state.limits = limits
-            state.start = limits.started_at if limits.started_at is not None else time.monotonic()
+            state.limit = limit
+            state.start = limit.started_at if limit.started_at is not None else time.monotonic()
             state.first_eval_time = None
 
     def _filter_root_by_tablebase(self) -> None:
@@ -523,50 +630,19 @@ class CoreSearch:
         if not root.expanded or root.n == 0:
             legal = [m for m in root_moves if not state.searchmoves or m in state.searchmoves]
             return (legal or root_moves)[0], None
-        i = self._temperature_choice(root)
+        i = temperature_choice(state)  # type: ignore[arg-type]  # see REPORTS
         if i is None:
-            i = best_children(state, root, 1)[0]  # type: ignore[arg-type]
-        move = root.moves[i]
+            i = best_children(state, root, 1)[0]  # type: ignore[arg-type]  # see REPORTS
+        moves, children = root.moves, root.children
+        assert moves is not None and children is not None  # the root is expanded
         ponder = None
-        child = root.children[i]
+        child = children[i]
         if child is not None and child.expanded and child.n > 0:
-            pb = best_children(state, child, 1, 1)  # type: ignore[arg-type]
-            if pb:
-                ponder = child.moves[pb[0]]
-        return move, ponder
-
-    def _temperature_choice(self, root: NodeView) -> int | None:
-        state = self.state
-        p = state.params
-        temperature = p.temperature
-        moves_played = len(state.root_board.move_stack) // 2
-        if p.temp_cutoff_move and moves_played + 1 >= p.temp_cutoff_move:
-            temperature = p.temp_endgame
-        elif temperature and p.temp_decay_moves:
-            if moves_played >= p.temp_decay_delay_moves + p.temp_decay_moves:
-                temperature = 0.0
-            elif moves_played >= p.temp_decay_delay_moves:
-                temperature *= ((p.temp_decay_delay_moves + p.temp_decay_moves - moves_played)
-                                / p.temp_decay_moves)
-            temperature = max(temperature, p.temp_endgame)
-        if temperature <= 0.0:
-            return None
-        n = np.array(root.cn, dtype=np.float64)
-        cq = np.array(root.cq)
-        allowed = n > 0
-        if state.mask is not None:
-            allowed &= state.mask
-        if not allowed.any():
-            return None
-        max_eval = np.where(allowed, cq, -np.inf).max()
-        allowed &= cq >= max_eval - p.temp_value_cutoff / 50.0
-        n = n + p.temp_visit_offset
-        allowed &= n > 0
-        if not allowed.any():
-            return None
-        max_n = n[allowed].max()
-        w = np.where(allowed, np.power(np.maximum(n, 0) / max_n, 1.0 / temperature), 0.0)
-        return int(random.choices(range(len(w)), weights=w)[0])
+            pb = best_children(state, child, 1, 1)  # type: ignore[arg-type]  # see REPORTS
+            child_moves = child.moves
+            if pb and child_moves is not None:
+                ponder = child_moves[pb[0]]
+        return moves[i], ponder
 
 
 def _follow(tree: ctree.Tree, board: chess.Board, from_ply: int) -> int:
@@ -581,7 +657,7 @@ def _follow(tree: ctree.Tree, board: chess.Board, from_ply: int) -> int:
                 return -1
             word = move_from_chess(rows[ply], replay, move)
             f = int(tree.nodes["first"][node])
-            hit = np.nonzero(tree.edges["move"][f:f + k] == word)[0]
+            hit = np.nonzero(tree.edges["move"][f : f + k] == word)[0]
             if hit.size == 0:
                 return -1
             node = int(tree.edges["child"][f + int(hit[0])])
@@ -592,7 +668,6 @@ def _follow(tree: ctree.Tree, board: chess.Board, from_ply: int) -> int:
 
 
 # Small compiled helpers of the loop.
-from numba import njit  # noqa: E402
 
 
 @njit(cache=True)
@@ -649,7 +724,12 @@ def _revert_stale_twofolds(tree, hist, game_len):
         while anc >= 0 and n > 0:
             left = tree.nodes.n[anc] - n
             if left <= 0:
-                tree.nodes.n[anc], tree.nodes.wl[anc], tree.nodes.d[anc], tree.nodes.m[anc] = 0, 0.0, 0.0, 0.0
+                tree.nodes.n[anc], tree.nodes.wl[anc], tree.nodes.d[anc], tree.nodes.m[anc] = (
+                    0,
+                    0.0,
+                    0.0,
+                    0.0,
+                )
             else:
                 tree.nodes.wl[anc] = (tree.nodes.wl[anc] * tree.nodes.n[anc] - sign * wl * n) / left
                 tree.nodes.d[anc] = (tree.nodes.d[anc] * tree.nodes.n[anc] - d * n) / left

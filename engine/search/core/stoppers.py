@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from engine.search.limit import Limit
 from engine.search.params import SearchParams
-from engine.search.state import Limits
 
 from .tree import NONE
 
@@ -83,7 +83,7 @@ def _summary(tree, draw_score, mask, use_mask, out):
     if best >= 0:
         c = tree.edges.child[f + best]
         if c >= 0 and tree.nodes.kind[c] != NONE and tree.nodes.t_wl[c] > 0:
-            mate = np.int64(round(tree.nodes.t_m[c]))
+            mate = int(round(tree.nodes.t_m[c]))
     out[0], out[1], out[2], out[3] = best, first_n, second_n, moves
     out[4], out[5], out[6] = lost, won, mate
 
@@ -121,12 +121,21 @@ class RootSummary:
 def summarize(tree, draw_score: float, mask: np.ndarray | None) -> RootSummary:
     out = np.zeros(7, np.int64)
     use = mask is not None
-    m = mask.astype(np.uint8) if use else np.zeros(0, np.uint8)
+    m = np.zeros(0, np.uint8) if mask is None else mask.astype(np.uint8)
     expanded = int(tree.nodes["nedges"][0]) > 0
     if expanded:
         _summary(tree, draw_score, m, use, out)
-    return RootSummary(expanded, int(tree.nodes["n"][0]), int(out[0]) if expanded else -1, int(out[1]),
-                       int(out[2]), int(out[3]), int(out[4]), bool(out[5]), int(out[6]))
+    return RootSummary(
+        expanded,
+        int(tree.nodes["n"][0]),
+        int(out[0]) if expanded else -1,
+        int(out[1]),
+        int(out[2]),
+        int(out[3]),
+        int(out[4]),
+        bool(out[5]),
+        int(out[6]),
+    )
 
 
 @dataclass(frozen=True)
@@ -140,37 +149,42 @@ class Progress:
     first_eval_ms: float | None
 
 
-def time_up(limits: Limits, elapsed_ms: float) -> bool:
-    t = limits.time_ms
-    return t is not None and not limits.infinite and elapsed_ms >= t
+def time_up(limit: Limit, elapsed_ms: float) -> bool:
+    t = limit.budget_ms
+    return t is not None and not limit.until_stop and elapsed_ms >= t
 
 
-def limit_reached(limits: Limits, params: SearchParams, root: RootSummary,
-                  progress: Progress) -> tuple[bool, float, float | None]:
+def limit_reached(
+    limit: Limit, params: SearchParams, root: RootSummary, progress: Progress
+) -> tuple[bool, float, float | None]:
     """(stop?, playouts expected to remain (lc0's StoppersHints; inf: unknown), the time of
     the first evaluation as smart pruning now knows it)."""
     hint = math.inf
     first_eval = progress.first_eval_ms
-    if limits.nodes is not None and params.smart_pruning_factor > 0.0:
-        hint = max(limits.nodes - root.visits, 0)
-    if limits.nodes is not None and root.visits >= limits.nodes:
+    if limit.nodes is not None and params.smart_pruning_factor > 0.0:
+        hint = max(limit.nodes - root.visits, 0)
+    if limit.nodes is not None and root.visits >= limit.nodes:
         return True, hint, first_eval
-    if root.visits >= params.max_tree_nodes or time_up(limits, progress.elapsed_ms):
+    if root.visits >= params.max_tree_nodes or time_up(limit, progress.elapsed_ms):
         return True, hint, first_eval
-    if (limits.depth is not None and root.visits > 1
-            and progress.depth_sum / max(progress.playouts, 1) >= limits.depth):
+    if (
+        limit.depth is not None
+        and root.visits > 1
+        and progress.depth_sum / max(progress.playouts, 1) >= limit.depth
+    ):
         return True, hint, first_eval
-    if limits.mate is not None and root.mate_plies >= 0:
+    if limit.mate is not None and root.mate_plies >= 0:
         mate = root.mate_plies // 2 + 1
-        if 0 < mate <= limits.mate:
+        if 0 < mate <= limit.mate:
             return True, hint, first_eval
-    if limits.infinite:
+    if limit.until_stop:
         return False, hint, first_eval
-    return _smart_prune(limits, params, root, progress, hint)
+    return _smart_prune(limit, params, root, progress, hint)
 
 
-def _smart_prune(limits: Limits, params: SearchParams, root: RootSummary, progress: Progress,
-                 hint: float) -> tuple[bool, float, float | None]:
+def _smart_prune(
+    limit: Limit, params: SearchParams, root: RootSummary, progress: Progress, hint: float
+) -> tuple[bool, float, float | None]:
     """lc0's SmartPruningStopper, in its order: one legal move, at most one move that does not
     lose, a proven win; then, from SMART_PRUNING_TOLERANCE_MS after the first evaluation and
     SmartPruningMinimumBatches batches on, stop when the second-best move cannot catch up
@@ -186,13 +200,14 @@ def _smart_prune(limits: Limits, params: SearchParams, root: RootSummary, progre
     if elapsed < first_eval + SMART_PRUNING_TOLERANCE_MS:
         return False, hint, first_eval
     remaining = math.inf
-    if limits.nodes is not None:
-        remaining = (limits.nodes - root.visits) / params.smart_pruning_factor
-    if limits.time_ms is not None:
+    if limit.nodes is not None:
+        remaining = (limit.nodes - root.visits) / params.smart_pruning_factor
+    if limit.budget_ms is not None:
         nodes = progress.playouts + SMART_PRUNING_TOLERANCE_NODES
         nps = 1000.0 * nodes / max(elapsed - first_eval, 1e-3) + 1
-        remaining = min(remaining, (limits.time_ms - elapsed) / 1000.0 * nps
-                        / params.smart_pruning_factor)
+        remaining = min(
+            remaining, (limit.budget_ms - elapsed) / 1000.0 * nps / params.smart_pruning_factor
+        )
     if math.isinf(remaining):
         return False, hint, first_eval
     if progress.batches < params.smart_pruning_minimum_batches:

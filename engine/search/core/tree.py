@@ -21,16 +21,41 @@ from numba import njit
 
 # Terminal kinds (how a node's outcome was proven).
 NONE, MATE, STALEMATE, RULE50, MATERIAL, THREEFOLD, TWOFOLD, PROVEN, TABLEBASE = range(9)
-KIND_NAMES = ("", "mate", "stalemate", "rule50", "material", "threefold", "twofold", "proven",
-              "tablebase")
+KIND_NAMES = (
+    "",
+    "mate",
+    "stalemate",
+    "rule50",
+    "material",
+    "threefold",
+    "twofold",
+    "proven",
+    "tablebase",
+)
 PENDING = 1
 """``status`` bit: queued for a network evaluation not yet backed up."""
 
-NODE = np.dtype([("wl", np.float64), ("parent", np.int32), ("pedge", np.int32),
-                 ("n", np.int32), ("nif", np.int32), ("d", np.float32), ("m", np.float32),
-                 ("first", np.int32), ("t_wl", np.float32), ("t_d", np.float32),
-                 ("t_m", np.float32), ("vpol", np.float32), ("nedges", np.int16),
-                 ("touched", np.int16), ("status", np.int8), ("kind", np.int8)], align=True)
+NODE = np.dtype(
+    [
+        ("wl", np.float64),
+        ("parent", np.int32),
+        ("pedge", np.int32),
+        ("n", np.int32),
+        ("nif", np.int32),
+        ("d", np.float32),
+        ("m", np.float32),
+        ("first", np.int32),
+        ("t_wl", np.float32),
+        ("t_d", np.float32),
+        ("t_m", np.float32),
+        ("vpol", np.float32),
+        ("nedges", np.int16),
+        ("touched", np.int16),
+        ("status", np.int8),
+        ("kind", np.int8),
+    ],
+    align=True,
+)
 EDGE = np.dtype([("move", np.int32), ("prior", np.float32), ("child", np.int32)], align=True)
 BYTES_PER_NODE = NODE.itemsize
 BYTES_PER_EDGE = EDGE.itemsize
@@ -44,8 +69,7 @@ NODES, EDGES = 0, 1
 
 def new_tree(node_capacity: int = 1024, edge_capacity: int = 32 * 1024) -> Tree:
     """An empty tree with one fresh root (node 0)."""
-    tree = Tree(np.zeros(node_capacity, NODE), np.zeros(edge_capacity, EDGE),
-                np.zeros(2, np.int64))
+    tree = Tree(np.zeros(node_capacity, NODE), np.zeros(edge_capacity, EDGE), np.zeros(2, np.int64))
     new_node(tree, -1, -1)
     return tree
 
@@ -61,8 +85,7 @@ def reserve(tree: Tree, nodes: int, edges: int) -> Tree:
         cap_n *= 2
     while used_e + edges > cap_e:
         cap_e *= 2
-    return Tree(_grown(tree.nodes, cap_n, used_n), _grown(tree.edges, cap_e, used_e),
-                tree.count)
+    return Tree(_grown(tree.nodes, cap_n, used_n), _grown(tree.edges, cap_e, used_e), tree.count)
 
 
 def _grown(old: np.ndarray, cap: int, used: int) -> np.ndarray:
@@ -75,7 +98,7 @@ def _grown(old: np.ndarray, cap: int, used: int) -> np.ndarray:
 
 def memory_bytes(tree: Tree) -> int:
     """Bytes of the arrays in use (not their capacity)."""
-    return (int(tree.count[NODES]) * BYTES_PER_NODE + int(tree.count[EDGES]) * BYTES_PER_EDGE)
+    return int(tree.count[NODES]) * BYTES_PER_NODE + int(tree.count[EDGES]) * BYTES_PER_EDGE
 
 
 @njit(cache=True)
@@ -132,7 +155,9 @@ def _copy_subtree(src, root, dst):
         parent = -1 if old == root else new_id[src.nodes.parent[old]]
         pedge = -1
         if parent >= 0:
-            pedge = dst.nodes.first[parent] + (src.nodes.pedge[old] - src.nodes.first[src.nodes.parent[old]])
+            pedge = dst.nodes.first[parent] + (
+                src.nodes.pedge[old] - src.nodes.first[src.nodes.parent[old]]
+            )
         i = new_node(dst, parent, pedge)
         new_id[old] = i
         dst.nodes.n[i] = src.nodes.n[old]
@@ -149,7 +174,7 @@ def _copy_subtree(src, root, dst):
         k = src.nodes.nedges[old]
         if k > 0:
             f = src.nodes.first[old]
-            expand(dst, i, src.edges.move[f:f + k], src.edges.prior[f:f + k], k)
+            expand(dst, i, src.edges.move[f : f + k], src.edges.prior[f : f + k], k)
             for j in range(k):
                 c = src.edges.child[f + j]
                 if c >= 0:
@@ -176,7 +201,10 @@ def _subtree_size(tree, root):
 def keep_subtree(tree: Tree, root: int) -> Tree:
     """A new tree holding ``root``'s subtree (as node 0); the old arrays are dropped."""
     nodes, edges = _subtree_size(tree, root)
-    dst = Tree(np.empty(max(1024, 2 * nodes), NODE), np.empty(max(32 * 1024, 2 * edges), EDGE),
-               np.zeros(2, np.int64))
+    dst = Tree(
+        np.empty(max(1024, 2 * nodes), NODE),
+        np.empty(max(32 * 1024, 2 * edges), EDGE),
+        np.zeros(2, np.int64),
+    )
     _copy_subtree(tree, root, dst)
     return dst

@@ -96,8 +96,12 @@ class NodeView:
         t, i = self._tree, self.id
         if int(t.nodes["kind"][i]) == NONE:
             return None
-        return TerminalView(float(t.nodes["t_wl"][i]), float(t.nodes["t_d"][i]), float(t.nodes["t_m"][i]),
-                            KIND_NAMES[int(t.nodes["kind"][i])])
+        return TerminalView(
+            float(t.nodes["t_wl"][i]),
+            float(t.nodes["t_d"][i]),
+            float(t.nodes["t_m"][i]),
+            KIND_NAMES[int(t.nodes["kind"][i])],
+        )
 
     # Edges.
     def _edges(self) -> np.ndarray:
@@ -157,8 +161,10 @@ class NodeView:
         if not self.expanded:
             return None
         if self._children is None:
-            self._children = [None if c < 0 else NodeView(self._tree, c, self._chess960)
-                              for c in self._column(2, True)]
+            self._children = [
+                None if c < 0 else NodeView(self._tree, c, self._chess960)
+                for c in self._column(2, True)
+            ]
         return self._children
 
     def count_nodes(self) -> int:

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from engine.backends.random import RandomNetwork
-from engine.search import Limits, Search, from_options
+from engine.search import Limit, from_options
 from engine.search.core import cache as ccache
 from engine.search.core import tree as ctree
 from engine.search.core.search import CoreSearch
+from engine.search.search import Search
 
 POSITIONS = [
     chess.STARTING_FEN,
@@ -48,7 +49,7 @@ def run_both(board: chess.Board, nodes: int, **options) -> tuple[dict, dict, int
         search = cls(net, params)
         try:
             search.set_position(board)
-            result = search.run(Limits(nodes=nodes))
+            result = search.run(Limit(nodes=nodes))
             out.append((visits(search), result.nodes, result.bestmove))
         finally:
             search.close()
@@ -80,12 +81,12 @@ def test_tree_reuse_keeps_the_same_subtree():
         search = cls(net, params)
         board = chess.Board()
         search.set_position(board)
-        first = search.run(Limits(nodes=3000))
+        first = search.run(Limit(nodes=3000))
         board.push(first.bestmove)
         board.push(first.ponder)
         reused = search.set_position(board)
         kept = search.root.n
-        second = search.run(Limits(nodes=kept + 1000))
+        second = search.run(Limit(nodes=kept + 1000))
         results.append((reused, kept, visits(search), second.bestmove))
         search.close()
     assert results[0][0] and results[1][0]
@@ -96,8 +97,7 @@ def test_stop_ends_an_infinite_search_at_once():
     search = CoreSearch(RandomNetwork(), from_options({}))
     search.set_position(chess.Board())
     out = {}
-    thread = threading.Thread(target=lambda: out.setdefault("r", search.run(
-        Limits(infinite=True))))
+    thread = threading.Thread(target=lambda: out.setdefault("r", search.run(Limit(infinite=True))))
     thread.start()
     time.sleep(0.3)
     stopped = time.monotonic()
@@ -113,7 +113,7 @@ def test_searchmoves_limit_the_root():
     search = CoreSearch(RandomNetwork(), from_options({"SmartPruningFactor": 0.0}))
     search.set_position(chess.Board())
     allowed = (chess.Move.from_uci("a2a3"), chess.Move.from_uci("h2h3"))
-    result = search.run(Limits(nodes=400, searchmoves=allowed))
+    result = search.run(Limit(nodes=400, searchmoves=allowed))
     assert result.bestmove in allowed
     assert set(visits(search)) <= {m.uci() for m in allowed}
     search.close()
@@ -122,7 +122,7 @@ def test_searchmoves_limit_the_root():
 def test_keep_subtree_copies_the_statistics():
     search = CoreSearch(RandomNetwork(), from_options({"SmartPruningFactor": 0.0}))
     search.set_position(chess.Board())
-    search.run(Limits(nodes=2000))
+    search.run(Limit(nodes=2000))
     tree = search.state.tree
     root = search.root
     i = int(np.argmax(root.cn))
