@@ -23,6 +23,7 @@ import engine
 from engine import options as opts
 from engine.backend import Network, load_network
 from engine.search import Limit, NNCache, Search, ThinkingInfo, collector_paused, from_options
+from engine.search.core.warmup import warm_up
 from engine.tablebase import Tablebase, TablebaseError, open_tablebases
 from engine.timemgr import TimeManager, parse_time_manager
 
@@ -126,10 +127,12 @@ class Controller:
             self.ensure_tablebase()
 
     def ready(self) -> None:
-        """isready: load what the options name, unless a search is running."""
+        """isready: load what the options name, unless a search is running, and make the
+        compiled search ready (compiled, or loaded from numba's cache): never inside a go."""
         if not self.searching:
             self.ensure_network()
             self.ensure_tablebase()
+            warm_up()
 
     def new_game(self) -> None:
         self.stop_and_join()
@@ -166,6 +169,9 @@ class Controller:
             self.search.params = params
             self.search.tablebase = self.tablebase
             self.cache.resize(params.nn_cache_size)
+        if ok and self.search is not None:
+            # Here, not on the search thread: a stop that arrives from now on ends this search.
+            self.search.set_position(board)
         limit = self._limit = self._with_budget(limit)
         clock_budget = limit.budget_ms if limit.movetime is None else None
         self._thread = threading.Thread(
@@ -310,7 +316,6 @@ class Controller:
                     for line in lines:
                         listener.message(line)
 
-                search.set_position(board)
                 result = search.run(
                     limit,
                     on_info=lambda infos: listener.infos(board, infos),

@@ -95,9 +95,10 @@ def reference_visits(record: dict, board: chess.Board) -> dict[str, int]:
 def root_visits(search: Search) -> dict[str, int]:
     """Completed visits of each root move of the last search."""
     root = search.root
-    if not root.expanded:
+    moves = root.moves
+    if moves is None:
         return {}
-    return {m.uci(): int(n) for m, n in zip(root.moves, root.cn)}
+    return {m.uci(): int(n) for m, n in zip(moves, root.cn)}
 
 
 def compare(

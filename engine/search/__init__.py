@@ -1,11 +1,15 @@
-"""lc0-style classic MCTS (see engine/search/search.py)."""
+"""lc0-style classic MCTS. ``Search`` is the search over the compiled core
+(engine/search/core/); ``PySearch`` is the Python search it replaces (engine/search/search.py),
+kept as the reference of the core's tests until its deletion."""
 
 from engine.search.cache import CachedEval, NNCache
+from engine.search.core.search import CoreSearch as Search
 from engine.search.limit import Limit
 from engine.search.node import Node, Terminal
 from engine.search.params import SearchParams, from_options
 from engine.search.report import ThinkingInfo
-from engine.search.search import Search, SearchResult, collector_paused
+from engine.search.search import Search as PySearch
+from engine.search.search import SearchResult, collector_paused
 from engine.search.state import SearchState, SearchStats
 
 __all__ = [
@@ -13,6 +17,7 @@ __all__ = [
     "Limit",
     "NNCache",
     "Node",
+    "PySearch",
     "Search",
     "SearchParams",
     "SearchResult",

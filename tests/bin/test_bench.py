@@ -38,20 +38,38 @@ def _fake_lc0(tmp_path):
     script = tmp_path / "fake_lc0.py"
     script.write_text(FAKE_LC0)
     binary = tmp_path / "lc0"
-    binary.write_text(f"#!/bin/sh\nexec {sys.executable} {script} \"$@\"\n")
+    binary.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n')
     binary.chmod(0o755)
     return binary, tmp_path / "fake_lc0.py.log"
 
 
 def _bench(*args, cwd):
-    return subprocess.run([sys.executable, str(BENCH), "--backend", "random", "--nodes", "24", *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(BENCH), "--backend", "random", "--nodes", "24", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_bench_runs_lc0_side_by_side(tmp_path):
     binary, log = _fake_lc0(tmp_path)
-    out = _bench("--lc0", str(binary), "--lc0-backend", "random", "--repeats", "2", "--positions", "2",
-                 "--lc0-option", "Threads=1", "--json", str(tmp_path / "b.json"), cwd=tmp_path)
+    out = _bench(
+        "--lc0",
+        str(binary),
+        "--lc0-backend",
+        "random",
+        "--repeats",
+        "2",
+        "--positions",
+        "2",
+        "--lc0-option",
+        "Threads=1",
+        "--json",
+        str(tmp_path / "b.json"),
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout
     assert "round 1/2 (xlazero first)" in text and "round 2/2 (lc0 first)" in text, text
@@ -80,7 +98,17 @@ def test_bench_runs_lc0_side_by_side(tmp_path):
 def test_bench_lc0_weights_default_to_a_pb_gz_weights_file(tmp_path):
     binary, log = _fake_lc0(tmp_path)
     net = REPO_ROOT / "nets" / "xlazero-sf6x64.pb.gz"
-    out = _bench("--weights", str(net), "--lc0", str(binary), "--repeats", "1", "--positions", "1", cwd=tmp_path)
+    out = _bench(
+        "--weights",
+        str(net),
+        "--lc0",
+        str(binary),
+        "--repeats",
+        "1",
+        "--positions",
+        "1",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert log.read_text().splitlines()[0] == f"argv --backend=blas --weights={net}"
 
@@ -114,12 +142,61 @@ def test_breakdown_times_every_part_of_the_search(tmp_path):
     """--breakdown: a row per part with its CPU a node and its calls a node; every part runs
     in a search, and the parts inside ``gather`` cost no more than ``gather`` itself."""
     out_json = tmp_path / "bench.json"
-    out = subprocess.run([sys.executable, str(BENCH), "--backend", "random", "--nodes", "300",
-                          "--repeats", "1", "--breakdown", "--json", str(out_json)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH),
+            "--backend",
+            "random",
+            "--nodes",
+            "300",
+            "--repeats",
+            "1",
+            "--breakdown",
+            "--json",
+            str(out_json),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "Breakdown (search-thread CPU us a node over 300 nodes" in out.stdout
     parts = json.loads(out_json.read_text())["breakdown_us_per_node"]
-    assert len(parts) == 10 and all(us > 0 for us in parts.values()), parts
-    gather = parts["gather (select + new leaves, incl. the rows below)"]
-    assert parts["PUCT terms (child_scores)"] < gather and parts["legal moves + policy indices"] < gather
+    assert len(parts) == 8, parts
+    # Syzygy probes run only with tables; every other part runs in a search.
+    assert all(us > 0 for name, us in parts.items() if "Syzygy" not in name), parts
+    gather = parts["gather (Python side, incl. the rows below)"]
+    assert parts["compiled: select, leaves, legal moves, planes"] < gather
+    assert parts["root filter (smart pruning's hint)"] < gather
+
+
+def test_both_searches_alternate_and_the_ratio_is_printed():
+    """--search both: each position searched by the compiled and the Python search, with the
+    same best move (they build the same tree on the random network) and the ratio printed."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH),
+            "--backend",
+            "random",
+            "--nodes",
+            "300",
+            "--repeats",
+            "2",
+            "--positions",
+            "2",
+            "--search",
+            "both",
+            "--latency-ms",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    core = [ln for ln in lines if "median" in ln and "best" in ln]
+    python = [ln for ln in lines if "python search median" in ln]
+    assert len(core) == 2 and len(python) == 2 and "core/python" in lines[-2], out.stdout

@@ -127,7 +127,7 @@ def test_tree_scores_positions_after_captures_and_reports_tbhits(tables):
     # policy cannot hide the capture; its table value must then make it the best move.
     search = Search(RandomNetwork(), from_options(FLAT_PRIORS), tablebase=tables)
     search.set_position(board)
-    result = search.run(Limit(nodes=200), on_info=infos.extend)
+    result = search.run(Limit(nodes=300), on_info=infos.extend)
     assert result.bestmove == chess.Move.from_uci("d1d6")
     assert infos[-1].tbhits > 0 and infos[-1].mate is None  # a table's win is no mate distance
     search.close()
@@ -146,7 +146,7 @@ def test_uci_options_and_errors(tmp_path, tables):
     for name, value in FLAT_PRIORS.items():
         uci.handle(f"setoption name {name} value {value}")
     uci.handle("position fen 7k/8/3r4/8/8/8/7P/1K1R4 w - - 0 1")
-    uci.handle("go nodes 100")
+    uci.handle("go nodes 300")
     uci.controller.wait(timeout=60)
     lines = out.getvalue().splitlines()
     assert "bestmove d1d6" in lines[-1]

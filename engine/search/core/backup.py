@@ -124,7 +124,7 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
         out_priors[j] = np.float32(x[order[j]] / total)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def expand_and_backup(tree, params, counters, cache, req, moves, indices, policy, q, d, m, n):
     """Expand and back up the ``n`` evaluated requests of a batch (node -1: a prefetched
     position, cached only); every result goes into the NN cache. Room for the edges has been

@@ -25,7 +25,7 @@ from engine.board.bitboards import ONE, ZERO, popcount
 from engine.board.make import make_move
 from engine.board.movegen import in_check, legal_moves
 from engine.board.moves import MAX_MOVES
-from engine.board.position import BISHOPS, HASH, KNIGHTS, PAWNS, QUEENS, ROOKS, RULE50
+from engine.board.position import BISHOPS, FIELDS, HASH, KNIGHTS, PAWNS, QUEENS, ROOKS, RULE50
 from engine.encoding.rows import canonical_transform, encode_into
 
 from .backup import MAX_DEPTH, backup, cancel
@@ -88,10 +88,11 @@ FRAME = np.dtype(
     ],
     align=True,
 )
-Batch = namedtuple("Batch", "req moves indices planes coll meta stack frames frame_meta")
+Batch = namedtuple("Batch", "req rows moves indices planes coll meta stack frames frame_meta")
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
-the caller probes it); moves / indices int32 [B, MAX_MOVES]: move words and policy indices;
+the caller probes it); rows uint64 [B, FIELDS]: each request's position; moves / indices
+int32 [B, MAX_MOVES]: move words and policy indices;
 planes float32 [B, 112, 8, 8]; coll: COLLISION records; meta int64 [5]: requests, collisions,
 collision events, out-of-order backups, out of room (nodes or edges ran short: reserve more).
 Scratch space of the phases, allocated once: stack int64 [3, STACK] (selection); frames
@@ -114,6 +115,7 @@ GAME_LEN, FORMAT, FILL, TB_PIECES, ROOT_IN_TB = range(5)
 def new_batch(size: int) -> Batch:
     return Batch(
         np.zeros(size, REQUEST),
+        np.zeros((size, FIELDS), np.uint64),
         np.zeros((size, MAX_MOVES), np.int32),
         np.zeros((size, MAX_MOVES), np.int32),
         np.zeros((size, 112, 8, 8), np.float32),
@@ -367,6 +369,8 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         batch.req.depth[r] = depth
         batch.req.count[r] = count
         batch.req.tb[r] = tb
+        for f in range(FIELDS):
+            batch.rows[r, f] = pos[f]
         encode_into(walk.hist, row, fmt, walk.info[FILL], batch.planes[r])
         tree.nodes.status[node] |= PENDING
         batch.meta[REQUESTS] = r + 1
@@ -575,7 +579,7 @@ def in_flight(tree):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gather(
     tree,
     params,

@@ -23,7 +23,7 @@ from numba import njit
 from engine import tablebase as tb
 from engine.backend import Network, NetworkOutput
 from engine.board import game_rows, move_from_chess, to_board
-from engine.board.moves import MAX_MOVES
+from engine.board.moves import MAX_MOVES, to_chess_move
 from engine.board.position import FIELDS
 from engine.encoding.formats import format_rules
 from engine.encoding.rows import FILL_FEN_ONLY
@@ -40,13 +40,15 @@ from . import cache as ccache
 from . import gather as cgather
 from . import stoppers as cstop
 from . import tree as ctree
-from .params import pack
+from .params import CACHE_HISTORY, pack
 from .view import NodeView
 
 REPORTS = "engine.search.report and .ranking take a SearchState; a CoreState has its attributes"
 """Why the calls into the reports ignore their argument type (until the Python search goes)."""
 
 HISTORY_ROOM = 1024
+_ALL_MOVES = np.zeros(0, np.uint8)
+"""The empty root filter: every root move may get visits."""
 """Plies of path the history buffer holds beyond the game (grown when a search goes deeper)."""
 
 
@@ -171,7 +173,8 @@ class CoreSearch:
         tablebase: Tablebase | None = None,
     ) -> None:
         self.network = network
-        self._cache = _Cache(params.nn_cache_size)
+        # Another core search's cache may be shared (a new tree over the same evaluations).
+        self._cache = cache if isinstance(cache, _Cache) else _Cache(params.nn_cache_size)
         self.state = CoreState(network, params, self._cache)
         self.tablebase = tablebase
         self._fmt = format_rules(network.input_format).input_format
@@ -187,6 +190,7 @@ class CoreSearch:
         self._pad = np.zeros(1, np.int64)
         self._packed_for: SearchParams | None = None
         self._packed_value = np.zeros(0)
+        self._walk_consts = (np.zeros(5, np.int64), np.zeros(2))
         self._lock = threading.Lock()
         self._batches: list[cgather.Batch] = []
         self._set_game(chess.Board())
@@ -211,8 +215,12 @@ class CoreSearch:
 
     def set_position(self, board: chess.Board) -> bool:
         """Search from ``board`` (its move stack is the game); keeps the subtree when the game
-        continues the previous one, and returns whether it did."""
+        continues the previous one, and returns whether it did. A stop asked for before this
+        is forgotten; one asked for after it ends the next ``run`` at once, even if that
+        ``run`` has not begun yet."""
         state = self.state
+        state.stop.clear()
+        self._stop_flag[0] = 0
         old = state.root_board
         new_stack, old_stack = board.move_stack, old.move_stack
         node = -1
@@ -268,8 +276,6 @@ class CoreSearch:
         live_stats: bool = False,
     ) -> SearchResult:
         state = self.state
-        state.stop.clear()
-        self._stop_flag[0] = 0
         with self._lock:
             self._ponderhit_limit = None
         state.new_search(limit)
@@ -307,6 +313,10 @@ class CoreSearch:
         batch_size = state.params.batch_size(attributes.max_batch, attributes.preferred_batch)
         self._ensure_batches(state.params.threads, max(batch_size, state.params.max_prefetch))
         free = list(self._batches)
+        self._walk_consts = (
+            self._walk_info(),
+            np.array([state.draw_score(0), state.draw_score(1)], np.float64),
+        )
         last_info, last_best = 0.0, None
         try:
             while not state.stop.is_set():
@@ -383,13 +393,8 @@ class CoreSearch:
         )
         nodes_left = state.limit.nodes if state.limit.nodes is not None else -1
         pad = self._pad_table(batch_size)
-        walk = cgather.Walk(
-            self._hist,
-            self._walk_info(),
-            np.array([state.draw_score(0), state.draw_score(1)], np.float64),
-            self._root_filter(),
-            self._stop_flag,
-        )
+        info, draw_scores = self._walk_consts
+        walk = cgather.Walk(self._hist, info, draw_scores, self._root_filter(), self._stop_flag)
         cgather.gather(
             state.tree,
             self._packed,
@@ -473,7 +478,7 @@ class CoreSearch:
                 r += 1
                 continue
             depth = int(batch.req["depth"][r])
-            board = to_board(self._hist[len(self._game) - 1 + depth])
+            board = to_board(batch.rows[r])
             wdl = self.tablebase.probe_wdl(board) if self.tablebase is not None else None
             if wdl is None:
                 r += 1
@@ -528,7 +533,7 @@ class CoreSearch:
                 cstop.root_filter(tree, best, remaining, *self._mask_args(), out)
                 return out
         if state.mask is None:
-            return np.zeros(0, np.uint8)
+            return _ALL_MOVES
         return state.mask.astype(np.uint8)
 
     def _mask_args(self) -> tuple[np.ndarray, bool]:
@@ -618,6 +623,14 @@ class CoreSearch:
         allowed = set(probe.moves)
         state.searchmoves = (state.searchmoves & allowed) or allowed
 
+    def _cached_root_moves(self) -> list[int]:
+        """The root's legal moves by decreasing prior, if the NN cache has the root."""
+        row = len(self._game) - 1
+        moves = np.zeros(MAX_MOVES, np.int32)
+        priors = np.zeros(MAX_MOVES, np.float32)
+        count = _cached_moves(self._hist, row, self._packed, self._cache.arrays, moves, priors)
+        return moves[:count].tolist()
+
     def _current_best(self) -> int | None:
         best = self._summary().best
         return best if best >= 0 and int(self.state.tree.nodes["n"][0]) > 0 else None
@@ -628,7 +641,12 @@ class CoreSearch:
         state.changed()
         root = state.root
         if not root.expanded or root.n == 0:
-            legal = [m for m in root_moves if not state.searchmoves or m in state.searchmoves]
+            # Stopped before the root's evaluation came back: the network's favourite if the
+            # NN cache has the root (moves sorted by prior), else the first legal move.
+            known = [to_chess_move(m, state.root_board.chess960) for m in self._cached_root_moves()]
+            legal = [
+                m for m in (known or root_moves) if not state.searchmoves or m in state.searchmoves
+            ]
             return (legal or root_moves)[0], None
         i = temperature_choice(state)  # type: ignore[arg-type]  # see REPORTS
         if i is None:
@@ -671,6 +689,14 @@ def _follow(tree: ctree.Tree, board: chess.Board, from_ply: int) -> int:
 
 
 @njit(cache=True)
+def _cached_moves(hist, row, params, cache, moves, priors):
+    reps, _ = cgather._repetitions(hist, row)
+    key = cgather.cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
+    slot = ccache.lookup(cache, key)
+    return 0 if slot < 0 else ccache.read_moves(cache, slot, moves, priors)
+
+
+@njit(cache=True)
 def _abandon(tree, req, n):
     for r in range(n):
         node = req.node[r]
@@ -696,6 +722,8 @@ def _drop_request(batch, r, n):
     last = n - 1
     if r != last:
         batch.req[r] = batch.req[last]
+        for f in range(batch.rows.shape[1]):
+            batch.rows[r, f] = batch.rows[last, f]
         for j in range(batch.moves.shape[1]):
             batch.moves[r, j] = batch.moves[last, j]
             batch.indices[r, j] = batch.indices[last, j]

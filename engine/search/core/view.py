@@ -80,6 +80,11 @@ class NodeView:
         return float(self._tree.nodes["m"][self.id])
 
     @property
+    def parent(self) -> NodeView | None:
+        p = int(self._tree.nodes["parent"][self.id])
+        return None if p < 0 else NodeView(self._tree, p, self._chess960)
+
+    @property
     def visited_policy(self) -> float:
         return float(self._tree.nodes["vpol"][self.id])
 

@@ -10,7 +10,7 @@ import pytest
 
 from engine.backend import POLICY_SIZE, BackendAttributes, NetworkOutput
 from engine.encoding import policy_indices
-from engine.search import Limit, Search, SearchParams
+from engine.search import Limit, PySearch, Search, SearchParams
 from engine.search import backup, gather, tree
 from engine.search.state import STOP_CHECK_EVERY
 from engine.search.node import Node
@@ -230,7 +230,7 @@ def test_root_without_moves():
 def test_twofold_inside_tree_is_draw():
     """Knights going out and back repeat the root position: a draw inside the tree."""
     board = chess.Board()
-    s = Search(ConstNetwork(q=-0.5), NO_PRUNING)
+    s = PySearch(ConstNetwork(q=-0.5), NO_PRUNING)  # the Python search's own phase functions
     s.set_position(board)
     state = s.state
     gather.ensure_root_expanded(state)
@@ -253,7 +253,7 @@ def test_sync_reaches_any_node_from_any_other():
     """The search board follows jumps between arbitrary tree nodes (pop to the common ancestor,
     push down): its moves, and the position keys kept for repetitions, match the node's path."""
     import random
-    s = Search(ConstNetwork(), NO_PRUNING)
+    s = PySearch(ConstNetwork(), NO_PRUNING)  # the Python search's board walker
     start = chess.Board()
     start.push_uci("e2e4")  # game history before the root must stay untouched
     s.set_position(start)
