@@ -598,7 +598,7 @@ OPTIONS: tuple[Option, ...] = (
         SPIN,
         0,
         "ramlimit-mb",
-        "Stop growing the tree at about this much memory (0: built-in cap of 1,000,000 nodes).",
+        "Stop the search when its tree and NN cache reach about this much memory (0: no limit).",
         0,
         100000000,
     ),

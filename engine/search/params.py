@@ -8,11 +8,13 @@ from typing import Any
 
 from engine import options as opts
 
-DEFAULT_MAX_TREE_NODES = 1_000_000
-"""Tree growth stops at this many visits when RamLimitMb is 0 (Python nodes cost ~1.5 KB each)."""
+DEFAULT_MAX_TREE_NODES = 2**62
+"""No cap on the tree when RamLimitMb is 0: it grows as memory allows, as lc0's."""
 
-BYTES_PER_NODE = 1600
-"""Approximate memory of one expanded node (Python object + five float64 edge arrays)."""
+BYTES_PER_NODE = 620
+"""Memory a visit costs the compiled search, as measured (engine/search/core): a 64-byte node
+with ~25 edges of 12 bytes (370 bytes), and the NN cache's entry with its moves (240 bytes)
+until the cache is full."""
 
 
 def _field_values(values: Mapping[str, Any]) -> dict[str, Any]:

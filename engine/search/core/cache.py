@@ -53,6 +53,12 @@ def memory_bytes(cache: Cache) -> int:
     return sum(a.nbytes for a in cache)
 
 
+def memory_in_use(cache: Cache) -> int:
+    """Bytes of the entries and ring slots written so far (the arrays' pages in use)."""
+    ring = min(int(cache.meta[WRITE]), len(cache.ring)) * cache.ring.dtype.itemsize
+    return ring + int(cache.meta[USED]) * cache.entries.dtype.itemsize
+
+
 def hashfull(cache: Cache) -> int:
     """Fill in per mille, as UCI's ``hashfull``."""
     cap = int(cache.meta[CAPACITY])

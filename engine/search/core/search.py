@@ -191,6 +191,7 @@ class CoreSearch:
         self._packed_for: SearchParams | None = None
         self._packed_value = np.zeros(0)
         self._walk_consts = (np.zeros(5, np.int64), np.zeros(2))
+        self._ram_limited = False
         self._lock = threading.Lock()
         self._batches: list[cgather.Batch] = []
         self._set_game(chess.Board())
@@ -289,8 +290,17 @@ class CoreSearch:
             state.mask = np.array([m in state.searchmoves for m in moves], bool)
             if not state.mask.any():
                 state.mask = None
+        self._ram_limited = False
         self._loop(on_info, on_verbose, live_stats)
         state.changed()
+        if self._ram_limited and on_verbose is not None:
+            mb = (ctree.memory_bytes(state.tree) + ccache.memory_in_use(self._cache.arrays)) / 1e6
+            on_verbose(
+                [
+                    f"RamLimitMb: search stopped at {int(state.tree.nodes['n'][0])} nodes "
+                    f"(tree and NN cache about {mb:.1f} MB)"
+                ]
+            )
         infos = make_infos(state) if state.tree.nodes["n"][0] > 0 else []  # type: ignore[arg-type]  # see REPORTS
         if on_info is not None and infos:
             on_info(infos)
@@ -356,6 +366,8 @@ class CoreSearch:
             state.limit, state.params, summary, progress
         )
         self._best = summary.best
+        if reached and summary.visits >= state.params.max_tree_nodes:
+            self._ram_limited = True
         if reached and not state.limit.until_stop:
             return False
         progressed = False
