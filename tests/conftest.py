@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import chess
@@ -128,15 +129,45 @@ def maia1100_net():
     return xla_network("maia", "maia-1100.onnx")
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Compile the search's numba functions once, in the main process, before any test runs:
-    the test processes and the engines they start then load them from numba's cache instead
-    of each compiling them (tens of seconds each on a fresh clone)."""
-    if hasattr(session.config, "workerinput"):
-        return  # an xdist test process: the main process has done it
-    from engine.search.core.warmup import warm_up
+WARM_UP_DONE = "XLAZERO_TEST_WARM_UP_DONE"
+"""Environment variable naming the file that says the search's numba functions are compiled."""
+WARM_UP_CODE = (
+    "import sys; from pathlib import Path; from engine.search.core.warmup import warm_up\n"
+    "try:\n    warm_up(); Path(sys.argv[1]).write_text('ok')\n"
+    "except BaseException as exc:\n    Path(sys.argv[1]).write_text(f'failed: {exc!r}'); raise\n"
+)
 
-    warm_up()
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the search's numba functions once before the tests that use them: the test
+    processes and the engines they start then load them from numba's cache instead of each
+    compiling them (tens of seconds each on a fresh clone). With test processes (xdist), a
+    child compiles them while the network tests run (see ``_compiled_search``); alone, now."""
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist test process: the main process has started it
+    if session.config.getoption("numprocesses", None) in (None, 0):
+        from engine.search.core.warmup import warm_up
+
+        warm_up()
+        return
+    import tempfile
+
+    done = Path(tempfile.mkdtemp(prefix="xlazero-warmup-")) / "done"
+    os.environ[WARM_UP_DONE] = str(done)  # the test processes inherit it
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    subprocess.Popen([sys.executable, "-c", WARM_UP_CODE, str(done)], env=env, cwd=REPO_ROOT)
+
+
+@pytest.fixture(autouse=True)
+def _compiled_search(request: pytest.FixtureRequest) -> None:
+    """Tests outside backend_xla wait until the search's numba functions are compiled."""
+    done = os.environ.get(WARM_UP_DONE)
+    if done is None or request.node.nodeid.startswith("tests/backend_xla"):
+        return
+    path = Path(done)
+    deadline = time.monotonic() + 600
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
