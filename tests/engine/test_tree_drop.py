@@ -8,7 +8,7 @@ import time
 
 from test_uci import RawEngine
 
-NODES = 60_000
+NODES = 30_000
 BOUND_S = 0.5
 
 
