@@ -142,7 +142,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Compile the search's numba functions once before the tests that use them: the test
     processes and the engines they start then load them from numba's cache instead of each
     compiling them (tens of seconds each on a fresh clone). With test processes (xdist), a
-    child compiles them while the network tests run (see ``_compiled_search``); alone, now."""
+    child compiles them while other tests run (see ``pytest_runtest_call``); alone, now."""
     if hasattr(session.config, "workerinput"):
         return  # an xdist test process: the main process has started it
     if session.config.getoption("numprocesses", None) in (None, 0):
@@ -158,11 +158,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     subprocess.Popen([sys.executable, "-c", WARM_UP_CODE, str(done)], env=env, cwd=REPO_ROOT)
 
 
-@pytest.fixture(autouse=True)
-def _compiled_search(request: pytest.FixtureRequest) -> None:
-    """Tests outside backend_xla wait until the search's numba functions are compiled."""
+USES_THE_SEARCH = ("tests/engine/", "tests/bin/test_", "tests/nets/test_shipped_nets.py",
+                   "tests/nets/training/test_match")
+"""Tests that run the compiled search (in process or through an engine process)."""
+
+
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """A test that runs the search waits until the search's numba functions are compiled, after
+    its fixtures (a network's XLA compilation overlaps the numba one)."""
     done = os.environ.get(WARM_UP_DONE)
-    if done is None or request.node.nodeid.startswith("tests/backend_xla"):
+    if done is None or not item.nodeid.startswith(USES_THE_SEARCH):
         return
     path = Path(done)
     deadline = time.monotonic() + 600

@@ -15,6 +15,7 @@ BOUND_S = 0.5
 def test_new_game_and_quit_answer_at_once_after_a_big_search():
     engine = RawEngine("--backend=random")
     try:
+        engine.send("setoption name SmartPruningFactor value 0")  # search all the nodes
         engine.send("position startpos")
         engine.send(f"go nodes {NODES}")
         line, before = engine.expect("bestmove", timeout=120)
