@@ -9,6 +9,7 @@ Any bad line gets ``info string error: …`` and the loop goes on.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -366,5 +367,15 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
     return 0
 
 
+def run() -> None:
+    """The engine process: ``main``, then exit at once. Interpreter teardown (XLA's and numba's
+    finalizers) takes most of a second, which a GUI would wait for after ``quit``; the search
+    thread has stopped and the output is flushed, so nothing is lost."""
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -106,7 +106,7 @@ def find_move(pos, frm, to, promo):
     ``promo`` (0 or a piece type), or -1."""
     moves = np.empty(MAX_MOVES, np.int32)
     indices = np.empty(MAX_MOVES, np.int32)
-    n = legal_moves(pos, 0, moves, indices)
+    n = legal_moves(pos, np.int64(0), moves, indices)
     for i in range(n):
         m = moves[i]
         if (m & 63) == frm and ((m >> 6) & 63) == to and ((m >> 12) & 7) == promo:

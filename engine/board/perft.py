@@ -25,7 +25,7 @@ def perft(pos, depth, bulk=True):
     count = np.zeros(depth, np.int64)
     cursor = np.zeros(depth, np.int64)
     rows[0] = pos
-    count[0] = legal_moves(rows[0], 0, moves[0], indices[0])
+    count[0] = legal_moves(rows[0], np.int64(0), moves[0], indices[0])
     if depth == 1 and bulk:
         return count[0]
     total = 0
@@ -34,14 +34,14 @@ def perft(pos, depth, bulk=True):
         if cursor[ply] == count[ply]:
             ply -= 1
             continue
-        make_move(rows[ply], moves[ply, cursor[ply]], rows[ply + 1])
+        make_move(rows[ply], np.int64(moves[ply, cursor[ply]]), rows[ply + 1])
         cursor[ply] += 1
         if ply + 1 == depth:
             total += 1  # played, not bulk-counted
         elif ply + 2 == depth and bulk:
-            total += legal_moves(rows[ply + 1], 0, moves[ply + 1], indices[ply + 1])
+            total += legal_moves(rows[ply + 1], np.int64(0), moves[ply + 1], indices[ply + 1])
         else:
             ply += 1
-            count[ply] = legal_moves(rows[ply], 0, moves[ply], indices[ply])
+            count[ply] = legal_moves(rows[ply], np.int64(0), moves[ply], indices[ply])
             cursor[ply] = 0
     return total

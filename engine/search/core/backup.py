@@ -140,5 +140,15 @@ def expand_and_backup(tree, params, counters, cache, req, moves, indices, policy
         if node < 0:
             continue
         tree.nodes.status[node] &= ~PENDING
-        expand(tree, node, sorted_moves, priors, k)
-        backup(tree, params, counters, node, 1, -q[r], d[r], m[r], req.depth[r])
+        expand(tree, np.int64(node), sorted_moves, priors, np.int64(k))
+        backup(
+            tree,
+            params,
+            counters,
+            np.int64(node),
+            np.int64(1),
+            -np.float64(q[r]),
+            np.float64(d[r]),
+            np.float64(m[r]),
+            np.int64(req.depth[r]),
+        )

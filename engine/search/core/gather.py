@@ -67,6 +67,11 @@ from .tree import (
     RULE50 as KIND_RULE50,
 )
 
+I = np.int64
+"""Each compiled call takes its integers as int64 and its floats as F (float64): numba compiles
+a function anew for every new combination of argument types (int32, a literal 0, ...)."""
+F = np.float64
+
 REQUEST = np.dtype(
     [
         ("key", np.uint64),
@@ -284,7 +289,7 @@ def _terminal(tree, params, counters, batch, node, k, kind, wl, m, depth):
     tree.nodes.t_wl[node] = wl
     tree.nodes.t_d[node] = 1.0 - abs(wl)
     tree.nodes.t_m[node] = m
-    backup(tree, params, counters, node, k, wl, 1.0 - abs(wl), m, depth)
+    backup(tree, params, counters, I(node), I(k), F(wl), F(1.0 - abs(wl)), F(m), I(depth))
     batch.meta[OUT_OF_ORDER_DONE] += 1
 
 
@@ -314,7 +319,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     r = batch.meta[REQUESTS]
     count = -1
     if slot < 0:
-        count = legal_moves(pos, canonical_transform(pos, fmt), batch.moves[r], batch.indices[r])
+        count = legal_moves(pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r])
         if count == 0:
             wl = 1.0 if in_check(pos) else 0.0
             _terminal(
@@ -346,14 +351,14 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     if slot >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
         priors = np.empty(MAX_MOVES, np.float32)
         got = read_moves(cache, slot, batch.moves[r], priors)
-        expand(tree, node, batch.moves[r], priors, got)
+        expand(tree, I(node), batch.moves[r], priors, I(got))
         backup(
             tree,
             params,
             counters,
-            node,
-            1,
-            -cache.entries.q[slot],
+            I(node),
+            I(1),
+            -F(cache.entries.q[slot]),
             cache.entries.d[slot],
             cache.entries.m[slot],
             depth,
@@ -362,7 +367,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     else:
         if count < 0:
             count = legal_moves(
-                pos, canonical_transform(pos, fmt), batch.moves[r], batch.indices[r]
+                pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r]
             )
         batch.req.node[r] = node
         batch.req.key[r] = key
@@ -399,23 +404,22 @@ def select(tree, params, counters, cache, batch, walk, visits):
         node, k, depth = stack_node[top], stack_k[top], stack_depth[top]
         if node != 0:
             if base + depth >= hist.shape[0]:
-                cancel(tree, node, k)  # deeper than the history buffer: the caller grows it
+                cancel(tree, I(node), I(k))  # deeper than the history buffer: the caller grows it
                 batch.meta[NO_ROOM] = 1
                 continue
-            make_move(
-                hist[base + depth - 1], tree.edges.move[tree.nodes.pedge[node]], hist[base + depth]
-            )
+            move = I(tree.edges.move[tree.nodes.pedge[node]])
+            make_move(hist[base + depth - 1], move, hist[base + depth])
             if tree.nodes.kind[node] != NONE:
                 backup(
                     tree,
                     params,
                     counters,
-                    node,
-                    k,
-                    tree.nodes.t_wl[node],
-                    tree.nodes.t_d[node],
-                    tree.nodes.t_m[node],
-                    depth,
+                    I(node),
+                    I(k),
+                    F(tree.nodes.t_wl[node]),
+                    F(tree.nodes.t_d[node]),
+                    F(tree.nodes.t_m[node]),
+                    I(depth),
                 )
                 batch.meta[OUT_OF_ORDER_DONE] += 1
                 continue
@@ -426,7 +430,7 @@ def select(tree, params, counters, cache, batch, walk, visits):
         masked = at_root and use_filter
         nedges = tree.nodes.nedges[node]
         width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
-        child_scores(tree, params, node, at_root, walk.draw_scores[depth & 1], width, qm, pu)
+        child_scores(tree, params, I(node), at_root, walk.draw_scores[depth & 1], I(width), qm, pu)
         given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, give_child, give_k)
         f = tree.nodes.first[node]
         for g in range(given):
@@ -436,12 +440,12 @@ def select(tree, params, counters, cache, batch, walk, visits):
             c = tree.edges.child[f + j]
             if c < 0:
                 if tree.count[0] >= cap or top >= stack_node.shape[0]:
-                    cancel(tree, node, cnt)
+                    cancel(tree, I(node), I(cnt))
                     batch.meta[NO_ROOM] = 1
                     continue
                 c = new_node(tree, node, f + j)
             elif top >= stack_node.shape[0]:
-                cancel(tree, node, cnt)
+                cancel(tree, I(node), I(cnt))
                 batch.meta[NO_ROOM] = 1
                 continue
             tree.nodes.nif[c] += cnt
@@ -463,7 +467,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
     if depth > 0:
         if row >= hist.shape[0]:
             return 0
-        make_move(hist[row - 1], tree.edges.move[edge], hist[row])
+        make_move(hist[row - 1], I(tree.edges.move[edge]), hist[row])
     if node < 0 or tree.nodes.nedges[node] == 0:
         reps, _ = _repetitions(hist, row)
         key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
@@ -475,7 +479,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
                 return 0
         pos = hist[row]
         fmt = walk.info[FORMAT]
-        count = legal_moves(pos, canonical_transform(pos, fmt), batch.moves[r], batch.indices[r])
+        count = legal_moves(pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r])
         if count == 0:
             return 0
         batch.req.node[r] = -1
@@ -492,7 +496,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
     width = tree.nodes.nedges[node]
     qm, pu = frames.qm[level], frames.pu[level]
     started, scores = frames.started[level], frames.scores[level]
-    child_scores(tree, params, node, node == 0, walk.draw_scores[depth & 1], width, qm, pu)
+    child_scores(tree, params, I(node), node == 0, walk.draw_scores[depth & 1], I(width), qm, pu)
     f = tree.nodes.first[node]
     for j in range(width):
         c = tree.edges.child[f + j]
@@ -521,7 +525,7 @@ def prefetch(tree, params, cache, batch, walk, budget):
     Depth first with explicit frames (numba caches no recursive function)."""
     frames = batch.frames
     frame_meta = batch.frame_meta
-    got = _prefetch_enter(tree, params, cache, batch, walk, 0, -1, budget, 0, 0)
+    got = _prefetch_enter(tree, params, cache, batch, walk, I(0), I(-1), I(budget), I(0), I(0))
     if got >= 0:
         return got
     level = 0
@@ -551,11 +555,11 @@ def prefetch(tree, params, cache, batch, walk, budget):
             cache,
             batch,
             walk,
-            tree.edges.child[f + i],
-            f + i,
-            to_spend,
-            depth + 1,
-            level + 1,
+            I(tree.edges.child[f + i]),
+            I(f + i),
+            I(to_spend),
+            I(depth + 1),
+            I(level + 1),
         )
         if got >= 0:
             meta[2] -= got
@@ -617,7 +621,7 @@ def gather(
         if batch.meta[OUT_OF_ORDER_DONE] > before_ooo:
             # Values arrived meanwhile: the collisions may be worth another look.
             for c in range(first, batch.meta[COLLISIONS]):
-                cancel(tree, batch.coll.node[c], batch.coll.k[c])
+                cancel(tree, I(batch.coll.node[c]), I(batch.coll.k[c]))
             batch.meta[COLLISIONS] = first
         else:
             for c in range(first, batch.meta[COLLISIONS]):
@@ -630,7 +634,7 @@ def gather(
         ):
             break
     for c in range(batch.meta[COLLISIONS]):
-        cancel(tree, batch.coll.node[c], batch.coll.k[c])
+        cancel(tree, I(batch.coll.node[c]), I(batch.coll.k[c]))
     batch.meta[COLLISIONS] = 0
     requests = batch.meta[REQUESTS]
     target = pad[min(requests, pad.shape[0] - 1)]

@@ -714,7 +714,7 @@ def _abandon(tree, req, n):
         node = req.node[r]
         if node >= 0:
             tree.nodes.status[node] &= ~ctree.PENDING
-            cbackup.cancel(tree, node, 1)
+            cbackup.cancel(tree, np.int64(node), np.int64(1))
 
 
 @njit(cache=True)
@@ -726,7 +726,17 @@ def _tablebase_terminal(tree, params, counters, node, wl, depth):
     tree.nodes.t_wl[node] = wl
     tree.nodes.t_d[node] = 1.0 - abs(wl)
     tree.nodes.t_m[node] = m
-    cbackup.backup(tree, params, counters, node, 1, wl, 1.0 - abs(wl), m, depth)
+    cbackup.backup(
+        tree,
+        params,
+        counters,
+        np.int64(node),
+        np.int64(1),
+        np.float64(wl),
+        np.float64(1.0 - abs(wl)),
+        np.float64(m),
+        np.int64(depth),
+    )
 
 
 @njit(cache=True)

@@ -174,7 +174,9 @@ def _copy_subtree(src, root, dst):
         k = src.nodes.nedges[old]
         if k > 0:
             f = src.nodes.first[old]
-            expand(dst, i, src.edges.move[f : f + k], src.edges.prior[f : f + k], k)
+            expand(
+                dst, np.int64(i), src.edges.move[f : f + k], src.edges.prior[f : f + k], np.int64(k)
+            )
             for j in range(k):
                 c = src.edges.child[f + j]
                 if c >= 0:
