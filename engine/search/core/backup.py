@@ -106,6 +106,20 @@ def cancel(tree, node, k):
 
 
 @njit(cache=True)
+def order_descending(values, count, order):
+    """``order[:count]``: indices of ``values[:count]`` by decreasing value, ties in index order
+    (a stable insertion sort: a node has a few dozen children, and numpy's stable argsort
+    costs seconds of compilation)."""
+    for j in range(count):
+        v = values[j]
+        k = j
+        while k > 0 and values[order[k - 1]] < v:
+            order[k] = order[k - 1]
+            k -= 1
+        order[k] = j
+
+
+@njit(cache=True)
 def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_priors):
     """Priors of ``count`` legal moves (lc0's softmax of their logits at ``temperature``),
     written with the moves in decreasing order of prior (ties keep the generation order)."""
@@ -118,7 +132,8 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
     for j in range(count):
         x[j] = np.exp((x[j] - top) / temperature)
         total += x[j]
-    order = np.argsort(-x, kind="mergesort")
+    order = np.empty(count, np.int64)
+    order_descending(x, count, order)
     for j in range(count):
         out_moves[j] = moves[order[j]]
         out_priors[j] = np.float32(x[order[j]] / total)

@@ -28,7 +28,7 @@ from engine.board.moves import MAX_MOVES
 from engine.board.position import BISHOPS, FIELDS, HASH, KNIGHTS, PAWNS, QUEENS, ROOKS, RULE50
 from engine.encoding.rows import canonical_transform, encode_into
 
-from .backup import MAX_DEPTH, backup, cancel
+from .backup import MAX_DEPTH, backup, cancel, order_descending
 from .cache import lookup, read_moves
 from .params import (
     CACHE_HISTORY,
@@ -502,7 +502,8 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
         c = tree.edges.child[f + j]
         started[j] = (tree.nodes.n[c] + tree.nodes.nif[c]) if c >= 0 else 0.0
         scores[j] = qm[j] + pu[j] / (1.0 + started[j])
-    order = np.argsort(-scores[:width], kind="mergesort")
+    order = np.empty(width, np.int64)
+    order_descending(scores, np.int64(width), order)
     kept = 0
     for j in range(width):
         if tree.edges.prior[f + order[j]] > 0.0:
