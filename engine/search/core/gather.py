@@ -178,16 +178,15 @@ def _moves_left_utility(params, m_diff, q):
 
 
 @njit(cache=True)
-def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k):
+def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k, scratch):
     """Share ``visits`` among the first ``width`` children as lc0's multi-visit picking: the
     best child takes as many as it can before its score falls below the second best's; ties
     go to the lowest index. Writes (edge offset, visits) pairs in the order given; returns
     how many. ``nif`` of existing children grows by what they get; ``counts`` of the children
-    not created yet are kept in out_k until the caller creates them."""
+    not created yet are kept in out_k until the caller creates them. ``scratch`` float64
+    [3, >= width]: room for the children's visits, visits in flight and scores."""
     f = tree.nodes.first[node]
-    cn = np.empty(width, np.float64)
-    cnif = np.empty(width, np.float64)
-    score = np.empty(width, np.float64)
+    cn, cnif, score = scratch[0], scratch[1], scratch[2]
     for j in range(width):
         c = tree.edges.child[f + j]
         cn[j] = tree.nodes.n[c] if c >= 0 else 0.0
@@ -396,6 +395,7 @@ def select(tree, params, counters, cache, batch, walk, visits):
     width_max = 256
     qm = np.empty(width_max, np.float64)
     pu = np.empty(width_max, np.float64)
+    scratch = np.empty((3, width_max), np.float64)
     give_child = np.empty(width_max, np.int64)
     give_k = np.empty(width_max, np.int64)
     use_filter = walk.root_filter.shape[0] > 0
@@ -431,7 +431,9 @@ def select(tree, params, counters, cache, batch, walk, visits):
         nedges = tree.nodes.nedges[node]
         width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
         child_scores(tree, params, I(node), at_root, walk.draw_scores[depth & 1], I(width), qm, pu)
-        given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, give_child, give_k)
+        given = _assign(
+            tree, node, qm, pu, width, k, walk.root_filter, masked, give_child, give_k, scratch
+        )
         f = tree.nodes.first[node]
         for g in range(given):
             j, cnt = give_child[g], give_k[g]
