@@ -192,42 +192,19 @@ def legal_moves(pos, transform, moves, indices):
                 n = _add(moves, indices, n, encode(frm, ep, 0, EN_PASSANT), frame_row)
 
     if n_checkers == 0:
-        n = _castling(
-            pos,
-            us,
-            them,
-            ksq,
-            occ,
-            t_pawns,
-            t_knights,
-            t_diag,
-            t_orth,
-            t_king,
-            moves,
-            indices,
-            n,
-            frame_row,
-        )
+        n = _castling(pos, us, ksq, occ, moves, indices, n, frame_row)
     return n
 
 
 @njit(cache=True)
-def _castling(
-    pos,
-    us,
-    them,
-    ksq,
-    occ,
-    t_pawns,
-    t_knights,
-    t_diag,
-    t_orth,
-    t_king,
-    moves,
-    indices,
-    n,
-    frame_row,
-):
+def _castling(pos, us, ksq, occ, moves, indices, n, frame_row):
+    them = 1 - us
+    theirs = pos[them]
+    t_pawns = pos[PAWNS] & theirs
+    t_knights = pos[KNIGHTS] & theirs
+    t_diag = (pos[BISHOPS] | pos[QUEENS]) & theirs
+    t_orth = (pos[ROOKS] | pos[QUEENS]) & theirs
+    t_king = pos[KINGS] & theirs
     backrank = RANK_1 if us == 0 else RANK_8
     king_bb = bit(ksq)
     if king_bb & backrank == ZERO:

@@ -212,12 +212,12 @@ def verbose_stats(state: SearchState) -> list[str]:
         else:
             stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
         tail = f"(U: {u[i]:6.5f}) (S: {q[i] + u[i] + mu[i]:8.5f}) "
-        lines.append(head + stats + tail + _value(state, board, child, move, 1.0, draw_score))
+        lines.append(head + stats + tail + _value(state, child, move, 1.0, draw_score))
     head = _head("node ", len(root.moves), root.n, sum(root.cnif), root.visited_policy)
     lines.append(
         head
         + _stats(-root.wl, root.d, root.m, -root.wl + draw_score * root.d)
-        + _value(state, board, root, None, -1.0, draw_score)
+        + _value(state, root, None, -1.0, draw_score)
     )
     return lines
 
@@ -233,7 +233,6 @@ def _stats(wl: float, d: float, m: float, q: float) -> str:
 
 def _value(
     state: SearchState,
-    board: chess.Board,
     node: Node | None,
     move: chess.Move | None,
     sign: float,
@@ -245,12 +244,9 @@ def _value(
         t = node.terminal
         v = t.wl + sign * draw_score * t.d
     elif node is not None:
-        b = board.copy(stack=False) if move is not None else board
-        if move is not None:
-            b.push(move)
-        entry = state.cache.get((b._transposition_key(), b.halfmove_clock))
-        if entry is not None:
-            v = -entry.q
+        q = state.network_q(move)
+        if q is not None:
+            v = -q
     text = f"(V: {sign * v:7.4f}) " if v is not None else "(V:  -.----) "
     if node is not None and node.terminal is not None:
         text += "(T) "

@@ -163,6 +163,15 @@ class SearchState:
         root_black = self.root_board.turn == chess.BLACK
         return ds if ((depth % 2 == 1) == root_black) else -ds
 
+    def network_q(self, move: chess.Move | None) -> float | None:
+        """The network's q (side to move's view) of the root, or of the position after the
+        root ``move``, from the NN cache; None when the cache does not have it."""
+        board = self.root_board.copy(stack=False)
+        if move is not None:
+            board.push(move)
+        entry = self.cache.get((board._transposition_key(), board.halfmove_clock))
+        return None if entry is None else entry.q
+
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.start) * 1000.0
 

@@ -49,10 +49,6 @@ def new_cache(capacity: int) -> Cache:
     )
 
 
-def memory_bytes(cache: Cache) -> int:
-    return sum(a.nbytes for a in cache)
-
-
 def memory_in_use(cache: Cache) -> int:
     """Bytes of the entries and ring slots written so far (the arrays' pages in use)."""
     ring = min(int(cache.meta[WRITE]), len(cache.ring)) * cache.ring.dtype.itemsize

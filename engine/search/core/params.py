@@ -30,7 +30,6 @@ _NAMES = (
     "ML_QUADRATIC",
     "OUT_OF_ORDER",
     "CACHE_HISTORY",
-    "MAX_PREFETCH",
 )
 (
     CPUCT,
@@ -55,7 +54,6 @@ _NAMES = (
     ML_QUADRATIC,
     OUT_OF_ORDER,
     CACHE_HISTORY,
-    MAX_PREFETCH,
 ) = range(len(_NAMES))
 
 
@@ -84,7 +82,6 @@ def pack(p: SearchParams, has_mlh: bool) -> np.ndarray:
             p.moves_left_quadratic_factor,
             p.out_of_order_eval,
             p.cache_history_length,
-            p.max_prefetch,
         ],
         np.float64,
     )

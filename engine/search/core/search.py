@@ -23,6 +23,7 @@ from numba import njit
 from engine import tablebase as tb
 from engine.backend import Network, NetworkOutput
 from engine.board import game_rows, move_from_chess, to_board
+from engine.board.make import make_move
 from engine.board.moves import MAX_MOVES, to_chess_move
 from engine.board.position import FIELDS
 from engine.encoding.formats import format_rules
@@ -68,9 +69,6 @@ class _Cache:
         if capacity != int(self.arrays.meta[ccache.CAPACITY]):
             self.arrays = ccache.new_cache(capacity)
 
-    def get(self, key: object) -> None:
-        return None  # VerboseMoveStats' (V:) column reads the tree, not python keys
-
     def __len__(self) -> int:
         return int(self.arrays.meta[ccache.USED])
 
@@ -97,6 +95,12 @@ class CoreState:
         self.remaining_hint = math.inf
         self.stop = threading.Event()
         self._root: NodeView | None = None
+        self.cached_q: Callable[[chess.Move | None], float | None] | None = None
+
+    def network_q(self, move: chess.Move | None) -> float | None:
+        """The network's q of the root, or of the position after the root ``move``, from the
+        NN cache (the search that owns this state answers); None when it does not have it."""
+        return None if self.cached_q is None else self.cached_q(move)
 
     @property
     def root(self) -> NodeView:
@@ -178,8 +182,8 @@ class CoreSearch:
         self.state = CoreState(network, params, self._cache)
         self.tablebase = tablebase
         self._fmt = format_rules(network.input_format).input_format
-        self._game = game_rows(chess.Board())
-        self._hist = np.zeros((len(self._game) + HISTORY_ROOM, FIELDS), np.uint64)
+        self._game = np.zeros((0, FIELDS), np.uint64)
+        self._hist = self._game
         self._attributes = network.attributes()
         workers = self._attributes.concurrency
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nn-eval")
@@ -194,7 +198,9 @@ class CoreSearch:
         self._ram_limited = False
         self._lock = threading.Lock()
         self._batches: list[cgather.Batch] = []
-        self._set_game(chess.Board())
+        self.state.cached_q = self._cached_q
+        start = chess.Board()
+        self._set_game(start, game_rows(start))
 
     # ----------------------------------------------------------------------------- owner API
     @property
@@ -224,6 +230,7 @@ class CoreSearch:
         self._stop_flag[0] = 0
         old = state.root_board
         new_stack, old_stack = board.move_stack, old.move_stack
+        rows = game_rows(board)
         node = -1
         if (
             len(new_stack) >= len(old_stack)
@@ -231,7 +238,7 @@ class CoreSearch:
             and board.chess960 == old.chess960
             and new_stack[: len(old_stack)] == old_stack
         ):
-            node = _follow(state.tree, board, len(old_stack))
+            node = _follow(state.tree, board, rows, len(old_stack))
         reused = (
             node >= 0
             and int(state.tree.nodes["n"][node]) > 0
@@ -241,7 +248,7 @@ class CoreSearch:
             state.tree = ctree.keep_subtree(state.tree, node) if node != 0 else state.tree
         else:
             state.tree = ctree.new_tree()
-        self._set_game(board)
+        self._set_game(board, rows)
         state.changed()
         return reused
 
@@ -539,7 +546,7 @@ class CoreSearch:
             and int(tree.nodes["nedges"][0]) > 0
             and int(tree.nodes["n"][0]) > 0
         ):
-            best = cstop.best_edge(tree, 0, state.draw_score(0), *self._mask_args())
+            best = self._best  # this step's root summary, on the same tree
             if best >= 0:
                 out = np.zeros(int(tree.nodes["nedges"][0]), np.uint8)
                 cstop.root_filter(tree, best, remaining, *self._mask_args(), out)
@@ -552,14 +559,13 @@ class CoreSearch:
         mask = self.state.mask
         return (np.zeros(0, np.uint8), False) if mask is None else (mask.astype(np.uint8), True)
 
-    def _set_game(self, board: chess.Board) -> None:
+    def _set_game(self, board: chess.Board, rows: np.ndarray) -> None:
+        """The game up to the root: ``board`` and its rows (engine.board.game_rows)."""
         self.state.root_board = board.copy()
-        self._game = game_rows(board)
-        g = len(self._game)
+        self._game = rows
+        g = len(rows)
         self._hist = np.zeros((g + HISTORY_ROOM, FIELDS), np.uint64)
-        self._hist[:g] = self._game
-        if g and int(self._game[-1][0]) == 0:
-            raise ValueError("expected a position with pieces, got an empty board")
+        self._hist[:g] = rows
         _revert_stale_twofolds(self.state.tree, self._hist, g)
 
     def _grow_history(self) -> None:
@@ -640,8 +646,17 @@ class CoreSearch:
         row = len(self._game) - 1
         moves = np.zeros(MAX_MOVES, np.int32)
         priors = np.zeros(MAX_MOVES, np.float32)
-        count = _cached_moves(self._hist, row, self._packed, self._cache.arrays, moves, priors)
+        slot = _cached_slot(self._hist, row, -1, self._packed, self._cache.arrays)
+        count = 0 if slot < 0 else ccache.read_moves(self._cache.arrays, slot, moves, priors)
         return moves[:count].tolist()
+
+    def _cached_q(self, move: chess.Move | None) -> float | None:
+        """The network's q of the root, or after the root ``move``, from the NN cache."""
+        row = len(self._game) - 1
+        board = self.state.root_board
+        word = -1 if move is None else move_from_chess(self._hist[row], board, move)
+        slot = _cached_slot(self._hist, row, word, self._packed, self._cache.arrays)
+        return None if slot < 0 else float(self._cache.arrays.entries["q"][slot])
 
     def _current_best(self) -> int | None:
         best = self._summary().best
@@ -675,9 +690,9 @@ class CoreSearch:
         return moves[i], ponder
 
 
-def _follow(tree: ctree.Tree, board: chess.Board, from_ply: int) -> int:
-    """The node the game's moves after ``from_ply`` lead to from the root, or -1."""
-    rows = game_rows(board)
+def _follow(tree: ctree.Tree, board: chess.Board, rows: np.ndarray, from_ply: int) -> int:
+    """The node the game's moves after ``from_ply`` lead to from the root, or -1 (``rows``:
+    the game's rows)."""
     replay = board.root()
     node = 0
     for ply, move in enumerate(board.move_stack):
@@ -701,11 +716,15 @@ def _follow(tree: ctree.Tree, board: chess.Board, from_ply: int) -> int:
 
 
 @njit(cache=True)
-def _cached_moves(hist, row, params, cache, moves, priors):
+def _cached_slot(hist, row, word, params, cache):
+    """The NN-cache slot of ``hist[row]`` (or of the position after move ``word`` there: its
+    row is written into ``hist[row + 1]``), or -1."""
+    if word >= 0:
+        make_move(hist[row], np.int64(word), hist[row + 1])
+        row += 1
     reps, _ = cgather._repetitions(hist, row)
     key = cgather.cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
-    slot = ccache.lookup(cache, key)
-    return 0 if slot < 0 else ccache.read_moves(cache, slot, moves, priors)
+    return ccache.lookup(cache, key)
 
 
 @njit(cache=True)

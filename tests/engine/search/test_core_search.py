@@ -152,3 +152,21 @@ def test_nn_cache_finds_evicts_and_bounds_its_entries():
     disabled = ccache.new_cache(0)
     ccache.insert(disabled, np.uint64(5), 0.0, 0.0, 0.0, moves, priors, 30)
     assert ccache.lookup(disabled, np.uint64(5)) == -1
+
+
+def test_verbose_move_stats_show_the_same_network_values():
+    """VerboseMoveStats' (V: …) column reads the network's value from the NN cache: the same
+    values for the root and each visited move as the Python search's."""
+    net = RandomNetwork()
+    params = from_options({"SmartPruningFactor": 0.0, "MinibatchSize": 7})
+    columns = []
+    for cls in (Search, CoreSearch):
+        lines: list[str] = []
+        search = cls(net, params)
+        search.set_position(chess.Board())
+        search.run(Limit(nodes=300), on_verbose=lines.extend, verbose=True)
+        search.close()
+        columns.append([line.split("(V:")[1].split(")")[0].strip() for line in lines])
+    values = [v for v in columns[1] if v != "-.----"]
+    assert len(values) > 5  # the root and its visited moves have one
+    assert columns[1] == columns[0]
