@@ -22,8 +22,8 @@ import chess
 import engine
 from engine import options as opts
 from engine.backend import Network, load_network
-from engine.search import Limit, NNCache, Search, ThinkingInfo, collector_paused, from_options
-from engine.search.core.warmup import warm_up
+from engine.search import Limit, NNCache, Search, ThinkingInfo, from_options
+from engine.search.warmup import warm_up
 from engine.tablebase import Tablebase, TablebaseError, open_tablebases
 from engine.timemgr import TimeManager, parse_time_manager
 
@@ -175,7 +175,7 @@ class Controller:
         limit = self._limit = self._with_budget(limit)
         clock_budget = limit.budget_ms if limit.movetime is None else None
         self._thread = threading.Thread(
-            target=self._search_thread,
+            target=self._search_and_answer,
             name="search",
             daemon=True,
             args=(board, limit, clock_budget if ok else None, ok),
@@ -288,13 +288,6 @@ class Controller:
         """``limit`` with the time manager's budget for the position to search."""
         budget = self.timemgr.budget_ms(limit, self.board.turn == chess.BLACK, self.board.ply())
         return dataclasses.replace(limit, budget_ms=budget)
-
-    def _search_thread(
-        self, board: chess.Board, limit: Limit, clock_budget: float | None, ok: bool
-    ) -> None:
-        # The collector stays paused until bestmove is out: resuming it costs tens of ms.
-        with collector_paused():
-            self._search_and_answer(board, limit, clock_budget, ok)
 
     def _search_and_answer(
         self, board: chess.Board, limit: Limit, clock_budget: float | None, ok: bool

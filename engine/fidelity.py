@@ -25,7 +25,7 @@ from pathlib import Path
 import chess
 
 from engine.backend import Network
-from engine.search import Limit, Search, SearchParams, collector_paused
+from engine.search import Limit, Search, SearchParams
 
 Visits = Mapping[str, int]
 """Root visits by move in UCI notation (absolute coordinates, castling as e1g1)."""
@@ -95,10 +95,7 @@ def reference_visits(record: dict, board: chess.Board) -> dict[str, int]:
 def root_visits(search: Search) -> dict[str, int]:
     """Completed visits of each root move of the last search."""
     root = search.root
-    moves = root.moves
-    if moves is None:
-        return {}
-    return {m.uci(): int(n) for m, n in zip(moves, root.cn)}
+    return {m.uci(): int(n) for m, n in zip(root.moves, root.cn)}
 
 
 def compare(
@@ -143,10 +140,7 @@ def compare(
         finally:
             search.close()
 
-    with (
-        collector_paused(),
-        ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fidelity") as pool,
-    ):
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fidelity") as pool:
         for future in [pool.submit(run_group, g) for g in groups]:
             future.result()  # re-raises a search's failure
     return [results[i] for i in sorted(results)]

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.search.core.stoppers import SMART_PRUNING_TOLERANCE_MS  # lc0: slowmover only above it
 from engine.search.limit import Limit
-from engine.search.stoppers import SMART_PRUNING_TOLERANCE_MS  # lc0: slowmover only above it
 
 MIN_BUDGET_MS = 1.0
 

@@ -132,7 +132,7 @@ def maia1100_net():
 WARM_UP_DONE = "XLAZERO_TEST_WARM_UP_DONE"
 """Environment variable naming the file that says the search's numba functions are compiled."""
 WARM_UP_CODE = (
-    "import sys; from pathlib import Path; from engine.search.core.warmup import warm_up\n"
+    "import sys; from pathlib import Path; from engine.search.warmup import warm_up\n"
     "try:\n    warm_up(); Path(sys.argv[1]).write_text('ok')\n"
     "except BaseException as exc:\n    Path(sys.argv[1]).write_text(f'failed: {exc!r}'); raise\n"
 )
@@ -146,7 +146,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if hasattr(session.config, "workerinput"):
         return  # an xdist test process: the main process has started it
     if session.config.getoption("numprocesses", None) in (None, 0):
-        from engine.search.core.warmup import warm_up
+        from engine.search.warmup import warm_up
 
         warm_up()
         return

@@ -1,30 +1,21 @@
-"""lc0-style classic MCTS. ``Search`` is the search over the compiled core
-(engine/search/core/); ``PySearch`` is the Python search it replaces (engine/search/search.py),
-kept as the reference of the core's tests until its deletion."""
+"""lc0's classic MCTS. :class:`Search` (search.py) runs it over the compiled core
+(engine/search/core/); the rest of this package is what Python keeps: the options' record
+(params.py), the limit (limit.py), the result (result.py), the formulas and the rankings the
+reports read (puct.py, ranking.py) and the reports (report.py)."""
 
-from engine.search.cache import CachedEval, NNCache
-from engine.search.core.search import CoreSearch as Search
 from engine.search.limit import Limit
-from engine.search.node import Node, Terminal
 from engine.search.params import SearchParams, from_options
-from engine.search.report import ThinkingInfo
-from engine.search.search import Search as PySearch
-from engine.search.search import SearchResult, collector_paused
-from engine.search.state import SearchState, SearchStats
+from engine.search.result import SearchResult, SearchStats, ThinkingInfo
+from engine.search.search import Search
+from engine.search.state import NNCache
 
 __all__ = [
-    "CachedEval",
     "Limit",
     "NNCache",
-    "Node",
-    "PySearch",
     "Search",
     "SearchParams",
     "SearchResult",
-    "SearchState",
     "SearchStats",
-    "Terminal",
     "ThinkingInfo",
-    "collector_paused",
     "from_options",
 ]

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.search.node import Node
+from engine.search.core.view import NodeView
 
 if TYPE_CHECKING:
     from engine.search.state import SearchState
 
 
-def best_children(state: SearchState, node: Node, count: int, depth: int = 0) -> list[int]:
+def best_children(state: SearchState, node: NodeView, count: int, depth: int = 0) -> list[int]:
     """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature: terminal wins first (shortest),
     then most visits, then higher Q, then higher prior; terminal losses last (longest first)."""
     if node.n == 0 or not node.expanded:

@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import chess
 import numpy as np
 
-from engine.search.node import Node
+from engine.search.core.view import NodeView
 from engine.search.puct import compute_cpuct, compute_fpu, moves_left_utility
 from engine.search.ranking import best_children
+from engine.search.result import ThinkingInfo
 
 if TYPE_CHECKING:
     from engine.search.state import SearchState
@@ -22,25 +22,6 @@ WDL_MU_FALLBACK = 0.996
 
 WDL_MAX_S = 1.4
 """lc0's WDLMaxS default (bounds the WDL scale)."""
-
-
-@dataclass(frozen=True)
-class ThinkingInfo:
-    """One ``info`` line: statistics of one principal variation (multipv index, 1-based)."""
-
-    depth: int
-    seldepth: int
-    time_ms: int
-    nodes: int
-    nps: int
-    hashfull: int
-    score_cp: int | None
-    mate: int | None
-    wdl: tuple[int, int, int]
-    multipv: int | None
-    pv: tuple[chess.Move, ...]
-    moves_left: int | None = None
-    tbhits: int = 0
 
 
 def wdl_mu(wl: float, d: float) -> float:
@@ -233,7 +214,7 @@ def _stats(wl: float, d: float, m: float, q: float) -> str:
 
 def _value(
     state: SearchState,
-    node: Node | None,
+    node: NodeView | None,
     move: chess.Move | None,
     sign: float,
     draw_score: float,

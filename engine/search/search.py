@@ -1,91 +1,62 @@
-"""lc0-style classic MCTS: gather a minibatch (select), encode, evaluate, expand, back up.
+"""lc0's classic search: the tree, the board, the NN cache and the phases are compiled (numba,
+engine/search/core/); Python keeps the loop, the network calls, the reports, the Syzygy probes
+and the threads.
 
-One search thread drives the tree; network evaluations run on worker threads so that one batch is
-evaluated while the next is gathered (``Threads`` batches in flight, as lc0 has one per search
-thread; XLA releases the GIL), and several are evaluated at once where the backend has a device
-for each. Cache hits and terminal positions are backed up out of order while gathering. The search never prints: it reports
-through callbacks (``on_info``, ``on_verbose``) that the UCI layer formats.
-
-The phases are plain functions over one explicit :class:`SearchState` (state.py):
-
-- tree.py      the board along the tree, tree reuse, draw rules, cache keys
-- puct.py      the selection formulas (cpuct, FPU, moves-left utility, multi-visit assignment)
-- gather.py    selection (PUCT, multi-visit, collisions) and new leaves  (select, encode)
-- backup.py    policy softmax, expansion, backup, certainty propagation (expand, backup)
-- stoppers.py  limits and smart pruning
-- ranking.py   best-child order and the Temperature draw
-- report.py    info lines, verbose move statistics
-
-``Search`` (this file) owns a state, the evaluation worker and the stop signals; its
-``_iteration`` names the phases of one step in one place, as lc0's ExecuteOneIteration does.
+One step (lc0's ExecuteOneIteration), in :meth:`Search._iteration`: stoppers → gather
+(compiled: select, new leaves, planes) → Syzygy probes of the candidates it flagged →
+evaluate (worker thread) → expand and back up (compiled).
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
+import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 
 import chess
+import numpy as np
+from numba import njit
 
-from engine.backend import Network
-from engine.search import backup, gather, stoppers, tree
-from engine.search.cache import NNCache
+from engine import tablebase as tb
+from engine.backend import Network, NetworkOutput
+from engine.board import game_rows, move_from_chess, to_board
+from engine.board.make import make_move
+from engine.board.moves import MAX_MOVES, to_chess_move
+from engine.board.position import FIELDS
+from engine.encoding.formats import format_rules
+from engine.encoding.rows import FILL_FEN_ONLY
+from engine.search.core import backup as cbackup
+from engine.search.core import cache as ccache
+from engine.search.core import gather as cgather
+from engine.search.core import stoppers as cstop
+from engine.search.core import tree as ctree
+from engine.search.core.params import CACHE_HISTORY, pack
+from engine.search.core.view import NodeView
 from engine.search.limit import Limit
-from engine.search.node import Node
 from engine.search.params import SearchParams
 from engine.search.ranking import best_children, temperature_choice
-from engine.search.report import ThinkingInfo, make_infos, verbose_stats
-from engine.search.state import Batch, SearchState, SearchStats
+from engine.search.report import make_infos, verbose_stats
+from engine.search.result import (
+    INFO_INTERVAL_S,
+    WAIT_SLICE_S,
+    SearchResult,
+    SearchStats,
+    ThinkingInfo,
+)
+from engine.search.state import NNCache, SearchState
 from engine.tablebase import Tablebase
 
-INFO_INTERVAL_S = 1.0
-"""An info line at least this often."""
-
-WAIT_SLICE_S = 0.005
-"""Granularity of waiting for a batch, so that stop and deadlines are noticed within it."""
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector; nested uses resume it when the outermost ends.
-
-    The tree is many long-lived container objects that the collector would traverse again and
-    again while it grows (~10% of the search thread's time at 4,000 nodes, more for bigger
-    trees). A search creates no cyclic garbage of its own, so the pause loses nothing; but
-    resuming makes the next allocation traverse everything allocated meanwhile (20-30 ms for a
-    second's tree), so the pause belongs to whoever runs a search through to its answer, not
-    to :meth:`Search.run`: the controller holds it from ``go`` until its ``bestmove`` has been
-    sent; ``engine.fidelity`` and ``bin/bench`` around their searches.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """Outcome of one search: best move (None when the root has no legal move) and the ponder move."""
-
-    bestmove: chess.Move | None
-    ponder: chess.Move | None
-    nodes: int
-    playouts: int
-    time_ms: float
-    infos: tuple[ThinkingInfo, ...] = ()
+HISTORY_ROOM = 1024
+"""Plies of path the history buffer holds beyond the game (grown when a search goes deeper)."""
+_ALL_MOVES = np.zeros(0, np.uint8)
+"""The empty root filter: every root move may get visits."""
 
 
 class Search:
-    """Owns the search state (tree, NN cache), the evaluation worker and the stop signals; one
-    ``run`` at a time."""
+    """Owns the tree, the NN cache, the evaluation workers and the stop signals; one ``run`` at
+    a time (see the module docstring)."""
 
     def __init__(
         self,
@@ -95,24 +66,32 @@ class Search:
         tablebase: Tablebase | None = None,
     ) -> None:
         self.network = network
-        self.state = SearchState(
-            network,
-            params,
-            cache if cache is not None else NNCache(params.nn_cache_size),
-            tablebase,
-        )
-        tree.reset_board(self.state)
-        # The batches in flight are evaluated at once where the backend runs calls concurrently
-        # (one per device: both cores of a CPU busy), else one after the other.
-        workers = self.state.attributes.concurrency
+        # The cache may be shared: the controller keeps it across trees and networks' searches.
+        self._cache = cache if cache is not None else NNCache(params.nn_cache_size)
+        self.state = SearchState(network, params, self._cache)
+        self.tablebase = tablebase
+        self._fmt = format_rules(network.input_format).input_format
+        self._game = np.zeros((0, FIELDS), np.uint64)
+        self._hist = self._game
+        self._attributes = network.attributes()
+        workers = self._attributes.concurrency
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nn-eval")
-        # Set by stop() and by each finished evaluation: the search thread sleeps on it, so a
-        # stop wakes it at once instead of at the next polling slice.
         self._wake = threading.Event()
+        self._stop_flag = np.zeros(1, np.uint8)
         self._ponderhit_limit: Limit | None = None
+        self._pad_key: tuple[int, int] | None = None
+        self._pad = np.zeros(1, np.int64)
+        self._packed_for: SearchParams | None = None
+        self._packed_value = np.zeros(0)
+        self._walk_consts = (np.zeros(5, np.int64), np.zeros(2))
+        self._ram_limited = False
         self._lock = threading.Lock()
+        self._batches: list[cgather.Batch] = []
+        self.state.cached_q = self._cached_q
+        start = chess.Board()
+        self._set_game(start, game_rows(start))
 
-    # The parts of the state its owner sets or reads between searches.
+    # ----------------------------------------------------------------------------- owner API
     @property
     def params(self) -> SearchParams:
         return self.state.params
@@ -120,41 +99,61 @@ class Search:
     @params.setter
     def params(self, params: SearchParams) -> None:
         self.state.params = params
-
-    @property
-    def tablebase(self) -> Tablebase | None:
-        return self.state.tablebase
-
-    @tablebase.setter
-    def tablebase(self, tablebase: Tablebase | None) -> None:
-        self.state.tablebase = tablebase
+        self._cache.resize(params.nn_cache_size)
 
     @property
     def cache(self) -> NNCache:
-        return self.state.cache
+        return self._cache
 
     @property
-    def root(self) -> Node:
+    def root(self) -> NodeView:
         return self.state.root
 
     def set_position(self, board: chess.Board) -> bool:
-        """Search from ``board`` (its move stack is the game history); reuses the subtree when
-        the position continues the previous one, and returns whether it did."""
-        return tree.set_position(self.state, board)
+        """Search from ``board`` (its move stack is the game); keeps the subtree when the game
+        continues the previous one, and returns whether it did. A stop asked for before this
+        is forgotten; one asked for after it ends the next ``run`` at once, even if that
+        ``run`` has not begun yet."""
+        state = self.state
+        state.stop.clear()
+        self._stop_flag[0] = 0
+        old = state.root_board
+        new_stack, old_stack = board.move_stack, old.move_stack
+        rows = game_rows(board)
+        node = -1
+        if (
+            len(new_stack) >= len(old_stack)
+            and board.root() == old.root()
+            and board.chess960 == old.chess960
+            and new_stack[: len(old_stack)] == old_stack
+        ):
+            node = _follow(state.tree, board, rows, len(old_stack))
+        reused = (
+            node >= 0
+            and int(state.tree.nodes["n"][node]) > 0
+            and int(state.tree.nodes["kind"][node]) == ctree.NONE
+        )
+        if reused:
+            state.tree = ctree.keep_subtree(state.tree, node) if node != 0 else state.tree
+        else:
+            state.tree = ctree.new_tree()
+        self._set_game(board, rows)
+        state.changed()
+        return reused
 
     def clear(self) -> None:
         """Forget the tree and the NN cache (ucinewgame)."""
-        tree.clear(self.state)
+        self.state.tree = ctree.new_tree()
+        self._cache.clear()
+        self.state.changed()
 
-    # ----------------------------------------------------------------------------- control
     def stop(self) -> None:
-        """Ask the running search to stop; run() returns within a few milliseconds."""
         self.state.stop.set()
+        self._stop_flag[0] = 1
         self._wake.set()
 
     def ponderhit(self, limit: Limit) -> None:
-        """Turn a ponder search into a normal one with ``limit`` (its clock from its
-        ``started_at``, the ponderhit's arrival)."""
+        """Turn a ponder search into a normal one with ``limit`` counted from now."""
         with self._lock:
             self._ponderhit_limit = limit
 
@@ -162,10 +161,9 @@ class Search:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def stats(self) -> SearchStats:
-        """The running search's counters as one record."""
         return self.state.stats()
 
-    # ----------------------------------------------------------------------------- main loop
+    # ----------------------------------------------------------------------------- the loop
     def run(
         self,
         limit: Limit,
@@ -174,23 +172,32 @@ class Search:
         verbose: bool = False,
         live_stats: bool = False,
     ) -> SearchResult:
-        """Search until a limit is reached or stop(); in infinite mode (go infinite / ponder) keep
-        going (or idle) until stop() or ponderhit. Returns the best move by lc0's rules. The
-        caller pauses the garbage collector around it (:func:`collector_paused`)."""
         state = self.state
-        state.stop.clear()
         with self._lock:
             self._ponderhit_limit = None
         state.new_search(limit)
-        start = state.start
-        root_moves = list(state.board.legal_moves)
+        root_moves = list(state.root_board.legal_moves)
         if not root_moves:
-            return SearchResult(None, None, state.root.n, 0, 0.0)
+            return SearchResult(None, None, int(state.tree.nodes["n"][0]), 0, 0.0)
         self._filter_root_by_tablebase()
         if state.searchmoves:
-            gather.ensure_root_expanded(state)
+            self._expand_root()
+            moves = state.root.moves or ()
+            state.mask = np.array([m in state.searchmoves for m in moves], bool)
+            if not state.mask.any():
+                state.mask = None
+        self._ram_limited = False
         self._loop(on_info, on_verbose, live_stats)
-        infos = make_infos(state) if state.root.n > 0 else []
+        state.changed()
+        if self._ram_limited and on_verbose is not None:
+            mb = (ctree.memory_bytes(state.tree) + ccache.memory_in_use(self._cache.arrays)) / 1e6
+            on_verbose(
+                [
+                    f"RamLimitMb: search stopped at {int(state.tree.nodes['n'][0])} nodes "
+                    f"(tree and NN cache about {mb:.1f} MB)"
+                ]
+            )
+        infos = make_infos(state) if state.tree.nodes["n"][0] > 0 else []
         if on_info is not None and infos:
             on_info(infos)
         if verbose and on_verbose is not None and state.root.expanded:
@@ -199,36 +206,36 @@ class Search:
         return SearchResult(
             best,
             ponder,
-            state.root.n,
+            int(state.tree.nodes["n"][0]),
             state.total_playouts,
-            (time.monotonic() - start) * 1000.0,
+            (time.monotonic() - state.start) * 1000.0,
             tuple(infos),
         )
 
-    def _loop(
-        self,
-        on_info: Callable[[list[ThinkingInfo]], None] | None,
-        on_verbose: Callable[[list[str]], None] | None,
-        live_stats: bool,
-    ) -> None:
-        """Run iterations until a limit (or, in infinite mode, until stop), with info lines."""
+    def _loop(self, on_info, on_verbose, live_stats: bool) -> None:
         state = self.state
-        pending: list[tuple[Future, Batch]] = []
-        last_info = 0.0
-        last_best = None
-        attributes = state.attributes
+        pending: list[tuple[Future, cgather.Batch]] = []
+        attributes = self._attributes
         batch_size = state.params.batch_size(attributes.max_batch, attributes.preferred_batch)
+        self._ensure_batches(state.params.threads, max(batch_size, state.params.max_prefetch))
+        free = list(self._batches)
+        self._walk_consts = (
+            self._walk_info(),
+            np.array([state.draw_score(0), state.draw_score(1)], np.float64),
+        )
+        last_info, last_best = 0.0, None
         try:
             while not state.stop.is_set():
                 self._maybe_ponderhit()
-                if not self._iteration(pending, batch_size):
+                if not self._iteration(pending, free, batch_size):
                     break
                 now = time.monotonic()
                 if (
                     on_info is not None
-                    and state.root.n > 0
+                    and state.tree.nodes["n"][0] > 0
                     and now - last_info >= INFO_INTERVAL_S / 4
                 ):
+                    state.changed()
                     best = self._current_best()
                     if now - last_info >= INFO_INTERVAL_S or best != last_best:
                         on_info(make_infos(state))
@@ -237,64 +244,270 @@ class Search:
                         last_info, last_best = now, best
         finally:
             for _future, batch in pending:
-                backup.abandon(state, batch)
-            backup.check_in_flight(state)
+                self._abandon(batch)
+            state.changed()
 
-    def _iteration(self, pending: list[tuple[Future, Batch]], batch_size: int) -> bool:
-        """One step of the search (lc0's ExecuteOneIteration): check the stoppers, gather a
-        minibatch (select; cache hits and terminals are backed up at once), start its
-        evaluation (encode, evaluate), and, with ``Threads`` batches in flight or nothing left
-        to gather, expand and back up the oldest one. Returns False when the search is over."""
+    def _iteration(self, pending: list, free: list, batch_size: int) -> bool:
         state = self.state
-        reached = stoppers.limit_reached(state)
+        state.changed()
+        summary = self._summary()
+        progress = cstop.Progress(
+            state.elapsed_ms(),
+            state.total_playouts,
+            state.cum_depth,
+            state.batches,
+            state.first_eval_time,
+        )
+        reached, state.remaining_hint, state.first_eval_time = cstop.limit_reached(
+            state.limit, state.params, summary, progress
+        )
+        self._best = summary.best
+        if reached and summary.visits >= state.params.max_tree_nodes:
+            self._ram_limited = True
         if reached and not state.limit.until_stop:
             return False
         progressed = False
-        in_flight = state.params.threads  # lc0: one minibatch per search thread
-        if not reached and len(pending) < in_flight:
-            batch = gather.gather(state, batch_size)
-            if batch.requests:
-                pending.append((self._encode_and_evaluate(batch), batch))
-            progressed = bool(batch.requests) or batch.out_of_order > 0
+        in_flight = state.params.threads
+        if not reached and len(pending) < in_flight and free:
+            batch = free.pop()
+            n, ooo = self._gather(batch, batch_size)
+            if n:
+                pending.append((self._evaluate(batch, n), batch))
+            else:
+                free.append(batch)
+            progressed = n > 0 or ooo > 0
         if pending and (len(pending) >= in_flight or not progressed or reached):
             if self._wait(pending[0][0]):
                 future, batch = pending.pop(0)
-                backup.process(state, batch, future.result())
+                self._process(batch, future.result())
+                free.append(batch)
         elif not pending and not progressed:
             if not state.limit.until_stop:
-                return False  # nothing left to search (every line proven)
+                return False
             state.stop.wait(WAIT_SLICE_S)
         return True
 
-    def _filter_root_by_tablebase(self) -> None:
-        """lc0: a root the tables cover searches only the moves that keep its best outcome (by
-        DTZ unless SyzygyFastPlay), and the tree below it is then not probed."""
+    # ----------------------------------------------------------------------------- phases
+    def _gather(self, batch: cgather.Batch, batch_size: int) -> tuple[int, int]:
+        """Gather a minibatch into ``batch``; returns (requests, out-of-order backups)."""
         state = self.state
-        if state.tablebase is None:
-            return
-        probe = state.tablebase.root_moves(state.root_board.copy(), state.params.syzygy_fast_play)
-        if probe is None:
-            return
-        state.root_in_tablebase = True
-        state.tb_hits += 1
-        allowed = set(probe.moves)
-        state.searchmoves = (state.searchmoves & allowed) or allowed
+        p = state.params
+        max_ooo = max(1, int(p.max_out_of_order_evals_factor * batch_size))
+        state.tree = ctree.reserve(
+            state.tree, 2 * batch_size + max_ooo + p.max_prefetch + 64, (max_ooo + 2) * MAX_MOVES
+        )
+        collisions_left = p.collision_visit_limit(
+            min(int(state.tree.nodes["n"][0]), state.remaining_hint)
+        )
+        nodes_left = state.limit.nodes if state.limit.nodes is not None else -1
+        pad = self._pad_table(batch_size)
+        info, draw_scores = self._walk_consts
+        walk = cgather.Walk(self._hist, info, draw_scores, self._root_filter(), self._stop_flag)
+        cgather.gather(
+            state.tree,
+            self._packed,
+            state.counters,
+            self._cache.arrays,
+            batch,
+            walk,
+            batch_size,
+            max_ooo,
+            collisions_left,
+            p.max_collision_events,
+            nodes_left,
+            pad,
+        )
+        requests = int(batch.meta[cgather.REQUESTS])
+        ooo = int(batch.meta[cgather.OUT_OF_ORDER_DONE])
+        if batch.meta[cgather.NO_ROOM]:
+            self._grow_history()
+        if self.tablebase is not None and requests:
+            requests, hits = self._probe(batch, requests)
+            ooo += hits
+        return requests, ooo
 
-    def _encode_and_evaluate(self, batch: Batch) -> Future:
-        """Encode a gathered batch (its leaves' plane masks, decoded once for the batch) and
-        start its evaluation on the worker thread; the result wakes the search thread."""
-        future = self._executor.submit(self.network.evaluate, gather.encode(batch))
+    def _pad_table(self, batch_size: int) -> np.ndarray:
+        """Prefetch target by request count: MaxPrefetch (lc0), but no further than the rows
+        the backend computes anyway (its padded size), so prefetching costs no network time."""
+        key = (batch_size, self.state.params.max_prefetch)
+        if self._pad_key != key:
+            padded = self._attributes.padded_size
+            top = self.state.params.max_prefetch
+            self._pad = np.array(
+                [
+                    top if padded is None or n == 0 else min(top, padded(n))
+                    for n in range(batch_size + 1)
+                ],
+                np.int64,
+            )
+            self._pad_key = key
+        return self._pad
+
+    def _evaluate(self, batch: cgather.Batch, n: int) -> Future:
+        future = self._executor.submit(self.network.evaluate, batch.planes[:n])
         future.add_done_callback(lambda _: self._wake.set())
         return future
 
+    def _process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
+        state = self.state
+        n = int(batch.meta[cgather.REQUESTS])
+        if state.stop.is_set():
+            self._abandon(batch)
+            return
+        state.tree = ctree.reserve(state.tree, 0, int(batch.req["count"][:n].sum()))
+        cbackup.expand_and_backup(
+            state.tree,
+            self._packed,
+            state.counters,
+            self._cache.arrays,
+            batch.req,
+            batch.moves,
+            batch.indices,
+            np.ascontiguousarray(out.policy, np.float32),
+            np.asarray(out.q, np.float32),
+            np.asarray(out.d, np.float32),
+            np.asarray(out.m, np.float32),
+            n,
+        )
+        state.batches += 1
+
+    def _abandon(self, batch: cgather.Batch) -> None:
+        """Drop an unfinished batch: its visits out of flight."""
+        _abandon(self.state.tree, batch.req, int(batch.meta[cgather.REQUESTS]))
+
+    def _probe(self, batch: cgather.Batch, n: int) -> tuple[int, int]:
+        """Syzygy probes of the candidates the gather flagged: a hit is a terminal backed up
+        at once and leaves the batch."""
+        state = self.state
+        hits = 0
+        r = 0
+        while r < n:
+            if not batch.req["tb"][r] or batch.req["node"][r] < 0:
+                r += 1
+                continue
+            depth = int(batch.req["depth"][r])
+            board = to_board(batch.rows[r])
+            wdl = self.tablebase.probe_wdl(board) if self.tablebase is not None else None
+            if wdl is None:
+                r += 1
+                continue
+            state.counters[cbackup.TB_HITS] += 1
+            wl = -1.0 if wdl == tb.WIN else (1.0 if wdl == tb.LOSS else 0.0)
+            _tablebase_terminal(
+                state.tree, self._packed, state.counters, int(batch.req["node"][r]), wl, depth
+            )
+            _drop_request(batch, r, n)
+            n -= 1
+            hits += 1
+        batch.meta[cgather.REQUESTS] = n
+        return n, hits
+
+    # ----------------------------------------------------------------------------- helpers
+    @property
+    def _packed(self) -> np.ndarray:
+        params = self.state.params
+        if self._packed_for is not params:
+            self._packed_value = pack(params, bool(self.network.has_mlh))
+            self._packed_for = params
+        return self._packed_value
+
+    def _walk_info(self) -> np.ndarray:
+        state = self.state
+        pieces = self.tablebase.max_pieces if self.tablebase is not None else 0
+        return np.array(
+            [len(self._game), self._fmt, FILL_FEN_ONLY, pieces, int(state.root_in_tablebase)],
+            np.int64,
+        )
+
+    def _summary(self) -> cstop.RootSummary:
+        state = self.state
+        return cstop.summarize(state.tree, state.draw_score(0), state.mask)
+
+    def _root_filter(self) -> np.ndarray:
+        """Root moves that may get visits (searchmoves, and lc0's pruning in selection: a move
+        whose visits cannot reach the best move's in the playouts expected to remain); empty
+        when every move may."""
+        state = self.state
+        tree = state.tree
+        remaining = state.remaining_hint
+        if (
+            remaining != math.inf
+            and int(tree.nodes["nedges"][0]) > 0
+            and int(tree.nodes["n"][0]) > 0
+        ):
+            best = self._best  # this step's root summary, on the same tree
+            if best >= 0:
+                out = np.zeros(int(tree.nodes["nedges"][0]), np.uint8)
+                cstop.root_filter(tree, best, remaining, *self._mask_args(), out)
+                return out
+        if state.mask is None:
+            return _ALL_MOVES
+        return state.mask.astype(np.uint8)
+
+    def _mask_args(self) -> tuple[np.ndarray, bool]:
+        mask = self.state.mask
+        return (np.zeros(0, np.uint8), False) if mask is None else (mask.astype(np.uint8), True)
+
+    def _set_game(self, board: chess.Board, rows: np.ndarray) -> None:
+        """The game up to the root: ``board`` and its rows (engine.board.game_rows)."""
+        self.state.root_board = board.copy()
+        self._game = rows
+        g = len(rows)
+        self._hist = np.zeros((g + HISTORY_ROOM, FIELDS), np.uint64)
+        self._hist[:g] = rows
+        _revert_stale_twofolds(self.state.tree, self._hist, g)
+
+    def _grow_history(self) -> None:
+        g = len(self._game)
+        bigger = np.zeros((2 * len(self._hist), FIELDS), np.uint64)
+        bigger[:g] = self._game
+        self._hist = bigger
+
+    def _ensure_batches(self, count: int, size: int) -> None:
+        if len(self._batches) != count or self._batches[0].req.shape[0] < size:
+            self._batches = [cgather.new_batch(size) for _ in range(count)]
+
+    def _expand_root(self) -> None:
+        """Evaluate the root at once (searchmoves need its moves)."""
+        state = self.state
+        if state.tree.nodes["nedges"][0] > 0:
+            return
+        self._ensure_batches(state.params.threads, max(1, state.params.max_prefetch))
+        batch = self._batches[0]
+        walk = cgather.Walk(
+            self._hist,
+            self._walk_info(),
+            np.zeros(2, np.float64),
+            np.zeros(0, np.uint8),
+            self._stop_flag,
+        )
+        cgather.gather(
+            state.tree,
+            self._packed,
+            state.counters,
+            self._cache.arrays,
+            batch,
+            walk,
+            1,
+            1,
+            1,
+            1,
+            -1,
+            np.zeros(2, np.int64),
+        )
+        n = int(batch.meta[cgather.REQUESTS])
+        if n:
+            self._process(batch, self.network.evaluate(batch.planes[:n]))
+        state.changed()
+
     def _wait(self, future: Future) -> bool:
-        """Wait for a batch result until it is ready (True) or stop / the deadline (False)."""
+        state = self.state
         while not future.done():
-            if self.state.stop.is_set() or stoppers.time_up(self.state):
+            if state.stop.is_set() or cstop.time_up(state.limit, state.elapsed_ms()):
                 return False
-            self._wake.wait(WAIT_SLICE_S)  # the slice bounds how late a deadline is noticed
+            self._wake.wait(WAIT_SLICE_S)
             self._wake.clear()
-        return True  # result() re-raises an evaluation error in the caller
+        return True
 
     def _maybe_ponderhit(self) -> None:
         with self._lock:
@@ -305,37 +518,181 @@ class Search:
             state.start = limit.started_at if limit.started_at is not None else time.monotonic()
             state.first_eval_time = None
 
-    # ----------------------------------------------------------------------------- results
-    def _current_best(self):
-        root = self.state.root
-        if not root.expanded or root.n == 0:
-            return None
-        best = best_children(self.state, root, 1)
-        return best[0] if best else None
+    def _filter_root_by_tablebase(self) -> None:
+        state = self.state
+        if self.tablebase is None:
+            return
+        probe = self.tablebase.root_moves(state.root_board.copy(), state.params.syzygy_fast_play)
+        if probe is None:
+            return
+        state.root_in_tablebase = True
+        state.counters[cbackup.TB_HITS] += 1
+        allowed = set(probe.moves)
+        state.searchmoves = (state.searchmoves & allowed) or allowed
+
+    def _cached_root_moves(self) -> list[int]:
+        """The root's legal moves by decreasing prior, if the NN cache has the root."""
+        row = len(self._game) - 1
+        moves = np.zeros(MAX_MOVES, np.int32)
+        priors = np.zeros(MAX_MOVES, np.float32)
+        slot = _cached_slot(self._hist, row, -1, self._packed, self._cache.arrays)
+        count = 0 if slot < 0 else ccache.read_moves(self._cache.arrays, slot, moves, priors)
+        return moves[:count].tolist()
+
+    def _cached_q(self, move: chess.Move | None) -> float | None:
+        """The network's q of the root, or after the root ``move``, from the NN cache."""
+        row = len(self._game) - 1
+        board = self.state.root_board
+        word = -1 if move is None else move_from_chess(self._hist[row], board, move)
+        slot = _cached_slot(self._hist, row, word, self._packed, self._cache.arrays)
+        return None if slot < 0 else float(self._cache.arrays.entries["q"][slot])
+
+    def _current_best(self) -> int | None:
+        best = self._summary().best
+        return best if best >= 0 and int(self.state.tree.nodes["n"][0]) > 0 else None
 
     def _choose_move(self, root_moves: list[chess.Move]) -> tuple[chess.Move, chess.Move | None]:
-        """Most visited root move (lc0's ranking), or one drawn with Temperature; and a ponder move."""
+        """Most visited root move (lc0's ranking), or one drawn with Temperature; a ponder move."""
         state = self.state
+        state.changed()
         root = state.root
         if not root.expanded or root.n == 0:
-            # Stopped before the root's evaluation came back: the network's favourite if the NN
-            # cache has the root (moves sorted by prior), else the first legal move.
-            tree.sync(state, root, 0)
-            hit = state.cache.get(tree.cache_key(state, 0))
+            # Stopped before the root's evaluation came back: the network's favourite if the
+            # NN cache has the root (moves sorted by prior), else the first legal move.
+            known = [to_chess_move(m, state.root_board.chess960) for m in self._cached_root_moves()]
             legal = [
-                m
-                for m in (hit.moves if hit is not None else root_moves)
-                if not state.searchmoves or m in state.searchmoves
+                m for m in (known or root_moves) if not state.searchmoves or m in state.searchmoves
             ]
             return (legal or root_moves)[0], None
         i = temperature_choice(state)
         if i is None:
             i = best_children(state, root, 1)[0]
-        move = root.moves[i]
+        moves, children = root.moves, root.children
         ponder = None
-        child = root.children[i]
+        child = children[i]
         if child is not None and child.expanded and child.n > 0:
-            pb = best_children(state, child, 1)
+            pb = best_children(state, child, 1, 1)
+            child_moves = child.moves
             if pb:
-                ponder = child.moves[pb[0]]
-        return move, ponder
+                ponder = child_moves[pb[0]]
+        return moves[i], ponder
+
+
+def _follow(tree: ctree.Tree, board: chess.Board, rows: np.ndarray, from_ply: int) -> int:
+    """The node the game's moves after ``from_ply`` lead to from the root, or -1 (``rows``:
+    the game's rows)."""
+    replay = board.root()
+    node = 0
+    for ply, move in enumerate(board.move_stack):
+        if ply >= from_ply:
+            k = int(tree.nodes["nedges"][node])
+            if k == 0 or int(tree.nodes["kind"][node]) != ctree.NONE:
+                return -1
+            word = move_from_chess(rows[ply], replay, move)
+            f = int(tree.nodes["first"][node])
+            hit = np.nonzero(tree.edges["move"][f : f + k] == word)[0]
+            if hit.size == 0:
+                return -1
+            node = int(tree.edges["child"][f + int(hit[0])])
+            if node < 0:
+                return -1
+        replay.push(move)
+    return node
+
+
+# Small compiled helpers of the loop.
+
+
+@njit(cache=True)
+def _cached_slot(hist, row, word, params, cache):
+    """The NN-cache slot of ``hist[row]`` (or of the position after move ``word`` there: its
+    row is written into ``hist[row + 1]``), or -1."""
+    if word >= 0:
+        make_move(hist[row], np.int64(word), hist[row + 1])
+        row += 1
+    reps, _ = cgather._repetitions(hist, row)
+    key = cgather.cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
+    return ccache.lookup(cache, key)
+
+
+@njit(cache=True)
+def _abandon(tree, req, n):
+    for r in range(n):
+        node = req.node[r]
+        if node >= 0:
+            tree.nodes.status[node] &= ~ctree.PENDING
+            cbackup.cancel(tree, np.int64(node), np.int64(1))
+
+
+@njit(cache=True)
+def _tablebase_terminal(tree, params, counters, node, wl, depth):
+    parent = tree.nodes.parent[node]
+    m = max(0.0, tree.nodes.m[parent] - 1.0) if parent >= 0 else 0.0
+    tree.nodes.status[node] &= ~ctree.PENDING
+    tree.nodes.kind[node] = ctree.TABLEBASE
+    tree.nodes.t_wl[node] = wl
+    tree.nodes.t_d[node] = 1.0 - abs(wl)
+    tree.nodes.t_m[node] = m
+    cbackup.backup(
+        tree,
+        params,
+        counters,
+        np.int64(node),
+        np.int64(1),
+        np.float64(wl),
+        np.float64(1.0 - abs(wl)),
+        np.float64(m),
+        np.int64(depth),
+    )
+
+
+@njit(cache=True)
+def _drop_request(batch, r, n):
+    last = n - 1
+    if r != last:
+        batch.req[r] = batch.req[last]
+        for f in range(batch.rows.shape[1]):
+            batch.rows[r, f] = batch.rows[last, f]
+        for j in range(batch.moves.shape[1]):
+            batch.moves[r, j] = batch.moves[last, j]
+            batch.indices[r, j] = batch.indices[last, j]
+        for p in range(112):
+            for y in range(8):
+                for x in range(8):
+                    batch.planes[r, p, y, x] = batch.planes[last, p, y, x]
+
+
+@njit(cache=True)
+def _revert_stale_twofolds(tree, hist, game_len):
+    """A two-fold draw whose first occurrence is now before the root is no longer a draw:
+    take its visits out of its ancestors and let it be evaluated again (as lc0)."""
+    count = tree.count[0]
+    depth = np.zeros(count, np.int64)
+    for i in range(1, count):  # parents are created before their children
+        p = tree.nodes.parent[i]
+        depth[i] = depth[p] + 1 if p >= 0 else 0
+        if tree.nodes.kind[i] != ctree.TWOFOLD or p < 0:
+            continue
+        first = game_len - 1 + depth[i] - np.int64(tree.nodes.t_m[i])
+        if first >= game_len - 1:
+            continue
+        n, wl, d, m = tree.nodes.n[i], tree.nodes.wl[i], tree.nodes.d[i], tree.nodes.m[i]
+        anc, sign, up = p, -1.0, 1
+        while anc >= 0 and n > 0:
+            left = tree.nodes.n[anc] - n
+            if left <= 0:
+                tree.nodes.n[anc], tree.nodes.wl[anc], tree.nodes.d[anc], tree.nodes.m[anc] = (
+                    0,
+                    0.0,
+                    0.0,
+                    0.0,
+                )
+            else:
+                tree.nodes.wl[anc] = (tree.nodes.wl[anc] * tree.nodes.n[anc] - sign * wl * n) / left
+                tree.nodes.d[anc] = (tree.nodes.d[anc] * tree.nodes.n[anc] - d * n) / left
+                tree.nodes.m[anc] = (tree.nodes.m[anc] * tree.nodes.n[anc] - (m + up) * n) / left
+                tree.nodes.n[anc] = left
+            sign, up, anc = -sign, up + 1, tree.nodes.parent[anc]
+        tree.nodes.vpol[p] -= tree.edges.prior[tree.nodes.pedge[i]]
+        tree.nodes.n[i], tree.nodes.wl[i], tree.nodes.d[i], tree.nodes.m[i] = 0, 0.0, 0.0, 0.0
+        tree.nodes.kind[i] = ctree.NONE

@@ -1,182 +1,126 @@
-"""The explicit state of a search, and the records its phases pass between them.
-
-The phases are plain functions over a :class:`SearchState` (as mctx's select/expand/backup are
-over its tree): ``tree`` keeps the board in step with the node being visited, ``gather``
-selects a minibatch, ``backup`` expands evaluated leaves and backs their values up,
-``stoppers`` decide when to stop and ``report`` reads the results. ``Search`` (search.py) owns
-one state and the threads, and runs the phases in its loop.
-"""
+"""What a running search's reports read (:class:`SearchState`), and its NN cache."""
 
 from __future__ import annotations
 
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import chess
 import numpy as np
 
-from engine import encoding
-from engine.backend import BackendAttributes, Network
-from engine.encoding.formats import FormatRules
-from engine.encoding.planes import EncodedMasks
-from engine.search.cache import NNCache
+from engine.backend import Network
+from engine.search.core import backup as cbackup
+from engine.search.core import cache as ccache
+from engine.search.core import tree as ctree
+from engine.search.core.view import NodeView
 from engine.search.limit import Limit
-from engine.search.node import Node
 from engine.search.params import SearchParams
-from engine.tablebase import Tablebase
-
-STOP_CHECK_EVERY = 8
-"""Nodes handled between checks of stop / the deadline while gathering or expanding."""
+from engine.search.result import SearchStats
 
 
-@dataclass(frozen=True)
-class SearchStats:
-    """Counters of the running search, as the reports read them (lc0's IterationStats part).
+class NNCache:
+    """The NN cache as the reports and the controller see it (hashfull, clear, resize)."""
 
-    nodes: visits of the root, reused ones included; playouts: visits this search added;
-    depth_sum: sum of the depths of those playouts; tb_hits: tablebase probes that answered.
-    """
+    def __init__(self, capacity: int) -> None:
+        self.arrays = ccache.new_cache(capacity)
 
-    elapsed_ms: float
-    nodes: int
-    playouts: int
-    depth_sum: int
-    max_depth: int
-    tb_hits: int
-    hashfull: int
+    def hashfull(self) -> int:
+        return ccache.hashfull(self.arrays)
 
-    @property
-    def average_depth(self) -> int:
-        return int(self.depth_sum // self.playouts) if self.playouts else 0
+    def clear(self) -> None:
+        self.arrays = ccache.new_cache(int(self.arrays.meta[ccache.CAPACITY]))
 
-    @property
-    def nps(self) -> int:
-        return int(self.playouts * 1000 / self.elapsed_ms) if self.elapsed_ms > 0 else 0
+    def resize(self, capacity: int) -> None:
+        if capacity != int(self.arrays.meta[ccache.CAPACITY]):
+            self.arrays = ccache.new_cache(capacity)
+
+    def __len__(self) -> int:
+        return int(self.arrays.meta[ccache.USED])
 
 
-@dataclass
-class Request:
-    """A leaf sent to the network: its node, cache key, legal moves and their policy indices."""
-
-    node: Node | None  # None: a prefetched position, for the NN cache only
-    key: object
-    moves: list[chess.Move]
-    indices: list[int]
-    depth: int
-
-
-@dataclass
-class Batch:
-    """One minibatch being gathered, with the collisions and out-of-order work it met."""
-
-    requests: list[Request] = field(default_factory=list)
-    # Planes are encoded as bitboard masks per leaf and turned into dense planes once per batch.
-    masks: list[EncodedMasks] = field(default_factory=list)
-    collisions: list[tuple[Node, int]] = field(default_factory=list)
-    collision_events: int = 0
-    out_of_order: int = 0
-
-
-@dataclass(eq=False)
 class SearchState:
-    """Everything the search phases read and write.
+    """What the stoppers and the reports read of a running search, over the array tree."""
 
-    The tree: ``root`` and ``root_board`` (the game up to the root). The walker: ``board`` shows
-    the position of the last node synced (``tree.sync``), reached by pushing the nodes in
-    ``pushed``; ``keys`` are the position keys of the game and then of that path.
-    The current search: its ``limit``, counters and the root filters; ``stop`` is set to
-    end it (by the UCI thread or a deadline).
-    """
+    def __init__(self, network: Network, params: SearchParams, cache: NNCache) -> None:
+        self.network = network
+        self.params = params
+        self.cache = cache
+        self.tree = ctree.new_tree()
+        self.counters = np.zeros(4, np.int64)
+        self.root_board = chess.Board()
+        self.limit = Limit()
+        self.start = 0.0
+        self.batches = 0
+        self.first_eval_time: float | None = None
+        self.initial_visits = 0
+        self.searchmoves: set[chess.Move] = set()
+        self.root_in_tablebase = False
+        self.mask: np.ndarray | None = None
+        self.remaining_hint = math.inf
+        self.stop = threading.Event()
+        self._root: NodeView | None = None
+        self.cached_q: Callable[[chess.Move | None], float | None] | None = None
 
-    network: Network
-    params: SearchParams
-    cache: NNCache
-    tablebase: Tablebase | None = None
-    stop: threading.Event = field(default_factory=threading.Event)
+    def network_q(self, move: chess.Move | None) -> float | None:
+        """The network's q of the root, or of the position after the root ``move``, from the
+        NN cache (the search that owns this state answers); None when it does not have it."""
+        return None if self.cached_q is None else self.cached_q(move)
 
-    root: Node = field(default_factory=Node)
-    root_board: chess.Board = field(default_factory=chess.Board)
-    board: chess.Board = field(default_factory=chess.Board)
-    pushed: list[Node] = field(default_factory=list)
-    keys: list = field(default_factory=list)
-    root_ply: int = 0
-    twofold: list[tuple[Node, int]] = field(default_factory=list)
-    """Two-fold draws in the tree with the ply of their first occurrence (reverted on reuse)."""
-    twofold_first: int = 0
-    """Ply of the first occurrence of the two-fold draw ``tree.draw_kind`` found last."""
+    @property
+    def root(self) -> NodeView:
+        if self._root is None:
+            self._root = NodeView(self.tree, 0, self.root_board.chess960)
+        return self._root
 
-    limit: Limit = field(default_factory=Limit)
-    start: float = 0.0
-    total_playouts: int = 0
-    cum_depth: int = 0
-    max_depth: int = 0
-    batches: int = 0
-    first_eval_time: float | None = None
-    initial_visits: int = 0
-    tb_hits: int = 0
-    searchmoves: set = field(default_factory=set)
-    root_in_tablebase: bool = False
-    mask: np.ndarray | None = None
-    """Root moves allowed by searchmoves (and the tables), or None for all."""
-    remaining_hint: float = math.inf
-    """Playouts the stoppers expect to remain (lc0's StoppersHints): scales the collision budget
-    and decides which root moves can still catch the best one."""
-    root_filter: list[bool] | None = None
-    """Root moves that get visits in the minibatch being gathered (None: every move)."""
+    def changed(self) -> None:
+        """The tree changed: views read it anew."""
+        self._root = None
 
-    attributes: BackendAttributes = field(init=False)
-    """The network's attributes (batch sizes, padding, concurrency), read once."""
-    rules: FormatRules = field(init=False)
-    """The encoding rules of the network's input format (engine.encoding.format_rules)."""
-    fill: encoding.HistoryFill = field(init=False)
-    """How history before the game start is filled: encode_planes' default, as lc0."""
+    @property
+    def root_ply(self) -> int:
+        return len(self.root_board.move_stack)
 
-    def __post_init__(self) -> None:
-        self.attributes = self.network.attributes()
-        self.rules = encoding.format_rules(self.network.input_format)
-        self.fill = encoding.HistoryFill.FEN_ONLY
+    @property
+    def total_playouts(self) -> int:
+        return int(self.counters[cbackup.PLAYOUTS])
+
+    @property
+    def cum_depth(self) -> int:
+        return int(self.counters[cbackup.DEPTH_SUM])
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.counters[cbackup.MAX_DEPTH])
+
+    @property
+    def tb_hits(self) -> int:
+        return int(self.counters[cbackup.TB_HITS])
 
     def new_search(self, limit: Limit) -> None:
-        """Reset the counters of one search (the tree stays)."""
         self.start = limit.started_at if limit.started_at is not None else time.monotonic()
         self.limit = limit
-        self.total_playouts = 0
-        self.cum_depth = 0
-        self.max_depth = 0
+        self.counters[:] = 0
         self.batches = 0
         self.first_eval_time = None
-        self.initial_visits = self.root.n
+        self.initial_visits = int(self.tree.nodes["n"][0])
         self.searchmoves = set(limit.searchmoves)
         self.root_in_tablebase = False
-        self.tb_hits = 0
         self.mask = None
-        self.twofold_first = 0
         self.remaining_hint = math.inf
-        self.root_filter = None
+        self.changed()
 
     def draw_score(self, depth: int) -> float:
-        """lc0's GetDrawScore(is_odd_depth): DrawScore is White's at the root and its sign
-        alternates with the side to move ``depth`` plies below the root."""
+        """lc0's GetDrawScore: DrawScore is White's at the root, its sign alternating."""
         ds = self.params.draw_score
         root_black = self.root_board.turn == chess.BLACK
         return ds if ((depth % 2 == 1) == root_black) else -ds
-
-    def network_q(self, move: chess.Move | None) -> float | None:
-        """The network's q (side to move's view) of the root, or of the position after the
-        root ``move``, from the NN cache; None when the cache does not have it."""
-        board = self.root_board.copy(stack=False)
-        if move is not None:
-            board.push(move)
-        entry = self.cache.get((board._transposition_key(), board.halfmove_clock))
-        return None if entry is None else entry.q
 
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.start) * 1000.0
 
     def stats(self) -> SearchStats:
-        """The running search's counters as one record (what reports and stoppers read)."""
         return SearchStats(
             elapsed_ms=self.elapsed_ms(),
             nodes=self.total_playouts + self.initial_visits,

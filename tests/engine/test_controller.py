@@ -4,7 +4,6 @@ move only where it is legal after the best move)."""
 
 from __future__ import annotations
 
-import gc
 import io
 
 import chess
@@ -27,27 +26,6 @@ def _answer(session: UciEngine, position: str, go: str = "go nodes 10") -> str:
     session.handle(go)
     session.controller.wait(20)
     return session.out.getvalue().splitlines()[-1]
-
-
-def test_the_collector_is_paused_from_go_until_bestmove_is_sent(session, monkeypatch):
-    seen = {}
-    send = UciEngine.send
-
-    def spy(self, line):
-        if line.startswith("bestmove"):
-            seen["at bestmove"] = gc.isenabled()
-        send(self, line)
-
-    def run(self, limit, **kwargs):
-        seen["in search"] = gc.isenabled()
-        return SearchResult(chess.Move.from_uci("e2e4"), None, 0, 0, 0.0)
-
-    monkeypatch.setattr(UciEngine, "send", spy)
-    monkeypatch.setattr(Search, "run", run)
-    assert gc.isenabled()
-    assert _answer(session, "position startpos") == "bestmove e2e4"
-    assert seen == {"in search": False, "at bestmove": False}
-    assert gc.isenabled()
 
 
 @pytest.mark.parametrize("best, ponder, answer", [

@@ -601,8 +601,8 @@ def gather(
     nodes_left,
     pad,
 ):
-    """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch (see
-    engine/search/gather.py, whose rules this follows); ``nodes_left`` < 0: no node limit.
+    """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch;
+    ``nodes_left`` < 0: no node limit.
     A minibatch cut short by collisions is filled with prefetched positions up to
     ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer)."""
     batch.meta[:] = 0

@@ -130,9 +130,8 @@ class NodeView:
         return self._column(0, True)
 
     @property
-    def moves(self) -> tuple[chess.Move, ...] | None:
-        if not self.expanded:
-            return None
+    def moves(self) -> tuple[chess.Move, ...]:
+        """The legal moves by decreasing prior; empty until the node is expanded."""
         if self._moves is None:
             self._moves = tuple(to_chess_move(m, self._chess960) for m in self.move_words)
         return self._moves
@@ -162,9 +161,8 @@ class NodeView:
         return self._column(7, False)
 
     @property
-    def children(self) -> list[NodeView | None] | None:
-        if not self.expanded:
-            return None
+    def children(self) -> list[NodeView | None]:
+        """A view per edge, None where no child was made yet; empty until expanded."""
         if self._children is None:
             self._children = [
                 None if c < 0 else NodeView(self._tree, c, self._chess960)

@@ -10,11 +10,12 @@ import pytest
 
 from engine.backend import POLICY_SIZE, BackendAttributes, NetworkOutput
 from engine.encoding import policy_indices
-from engine.search import Limit, PySearch, Search, SearchParams
-from engine.search import backup, gather, tree
-from engine.search.state import STOP_CHECK_EVERY
-from engine.search.node import Node
-from engine.search.puct import assign_visits, child_scores, compute_cpuct, compute_fpu
+from engine.search import Limit, Search, SearchParams
+from engine.search.core import gather as cgather
+from engine.search.core import tree as ctree
+from engine.search.core.params import pack
+from engine.search.core.view import NodeView
+from engine.search.puct import compute_cpuct, compute_fpu
 
 NO_PRUNING = SearchParams(smart_pruning_factor=0.0)
 
@@ -61,39 +62,57 @@ def test_cpuct_matches_lc0_formula():
         assert compute_cpuct(p, n, at_root=False) == pytest.approx(expected, rel=1e-12)
 
 
+def star(priors, cn, cq=None, cd=None, cnif=None, n=0, wl=0.0, d=0.0, vpol=0.0) -> ctree.Tree:
+    """A tree of a root (n, wl, d, visited policy vpol) and one child per prior, each with its
+    visits cn, value cq, draw share cd and visits in flight cnif."""
+    k = len(priors)
+    zeros = [0] * k
+    cq, cd, cnif = cq or zeros, cd or zeros, cnif or zeros
+    tree = ctree.new_tree()
+    ctree.expand(tree, 0, np.arange(k, dtype=np.int32), np.asarray(priors, np.float32), k)
+    for j in range(k):
+        c = ctree.new_node(tree, 0, j)
+        tree.nodes["n"][c], tree.nodes["nif"][c] = cn[j], cnif[j]
+        tree.nodes["wl"][c], tree.nodes["d"][c] = cq[j], cd[j]
+    tree.nodes["n"][0], tree.nodes["wl"][0], tree.nodes["d"][0] = n, wl, d
+    tree.nodes["vpol"][0] = vpol
+    return tree
+
+
+def scores(params: SearchParams, tree: ctree.Tree, at_root: bool, draw_score: float):
+    """The compiled selection's (Q+M, P * cpuct * sqrt(N - 1), puct_mult) of the root's children."""
+    k = int(tree.nodes["nedges"][0])
+    qm, pu = np.zeros(k), np.zeros(k)
+    mult = cgather.child_scores(tree, pack(params, False), 0, at_root, draw_score, k, qm, pu)
+    return qm, pu, mult
+
+
 def test_child_scores_by_hand():
     """Q+U of each child against the formula written out with the numbers of a small node."""
     p = SearchParams()
-    node = Node()
-    node.expand((chess.Move.from_uci("e2e4"), chess.Move.from_uci("d2d4"), chess.Move.from_uci("a2a3")),
-                np.array([0.5, 0.3, 0.2], np.float32))
-    node.n, node.wl, node.d = 11, -0.1, 0.3     # node's own value, mover's view: -0.1
-    node.cn[:] = [6, 4, 0]
-    node.cq[:] = [0.2, -0.05, 0.0]
-    node.cd[:] = [0.3, 0.4, 0.0]
-    node.cnif[:] = [1, 0, 2]
-    node.visited_policy = 0.8
-    qm, pu, puct_mult = child_scores(p, node, at_root=False, draw_score=0.0, use_mlh=False)
+    tree = star([0.5, 0.3, 0.2], cn=[6, 4, 0], cq=[0.2, -0.05, 0.0], cd=[0.3, 0.4, 0.0],
+                cnif=[1, 0, 2], n=11, wl=-0.1, d=0.3, vpol=0.8)  # node's own value: -0.1
+    qm, pu, puct_mult = scores(p, tree, at_root=False, draw_score=0.0)
     cpuct = 1.745 + 3.894 * math.log((11 + 38739) / 38739)
     assert puct_mult == pytest.approx(cpuct * math.sqrt(10))
     fpu = 0.1 - 0.33 * math.sqrt(0.8)       # -Q_parent - FpuValue * sqrt(visited policy)
-    assert compute_fpu(p, node, False, 0.0) == pytest.approx(fpu)
+    assert compute_fpu(p, NodeView(tree, 0), False, 0.0) == pytest.approx(fpu)  # the reports'
     expected = [0.2 + puct_mult * 0.5 / (1 + 6 + 1),
                 -0.05 + puct_mult * 0.3 / (1 + 4 + 0),
                 fpu + puct_mult * 0.2 / (1 + 0 + 2)]
-    got = [q + u / (1 + n + f) for q, u, n, f in zip(qm, pu, node.cn, node.cnif)]
+    got = [q + u / (1 + n + f) for q, u, n, f in zip(qm, pu, [6, 4, 0], [1, 0, 2])]
     np.testing.assert_allclose(got, expected, rtol=1e-6)
     # DrawScore enters visited children's Q as draw_score * D.
-    qm2, _, _ = child_scores(p, node, at_root=False, draw_score=0.5, use_mlh=False)
+    qm2, _, _ = scores(p, tree, at_root=False, draw_score=0.5)
     assert qm2[0] == pytest.approx(0.2 + 0.5 * 0.3)
 
 
 def test_fpu_absolute_at_root():
     p = SearchParams(fpu_absolute_at_root=True, fpu_value_at_root=-1.0)
-    node = Node()
-    node.n, node.wl = 5, 0.4
-    assert compute_fpu(p, node, True, 0.0) == -1.0
-    assert compute_fpu(p, node, False, 0.0) == pytest.approx(-0.4)
+    tree = star([0.6, 0.4], cn=[0, 0], n=5, wl=0.4)
+    assert scores(p, tree, at_root=True, draw_score=0.0)[0][1] == -1.0
+    assert scores(p, tree, at_root=False, draw_score=0.0)[0][1] == pytest.approx(-0.4)
+    assert compute_fpu(p, NodeView(tree, 0), True, 0.0) == -1.0
 
 
 def _assign_visits_numpy(qm, pu, cn, cnif, visits, mask=None):
@@ -123,6 +142,23 @@ def _assign_visits_numpy(qm, pu, cn, cnif, visits, mask=None):
     return out
 
 
+def assign(qm, pu, cn, visits, mask=None) -> tuple[dict[int, int], np.ndarray]:
+    """The compiled multi-visit picking (_assign) on a star tree: {child: visits} in the order
+    given, and the children's visits in flight after it."""
+    k = len(qm)
+    tree = star([1.0 / k] * k, cn=[int(c) for c in cn], n=int(sum(cn)) + 1)
+    out_child, out_k = np.zeros(k, np.int64), np.zeros(k, np.int64)
+    use_mask = mask is not None
+    mask_u8 = np.asarray(mask, np.uint8) if use_mask else np.zeros(0, np.uint8)
+    given = cgather._assign(tree, 0, np.asarray(qm, np.float64), np.asarray(pu, np.float64), k,
+                            visits, mask_u8, use_mask, out_child, out_k, np.zeros((3, k)))
+    got = {int(out_child[g]): int(out_k[g]) for g in range(given)}
+    nif = np.zeros(k)
+    for c, v in got.items():
+        nif[c] = v
+    return got, nif
+
+
 def test_assign_visits_equals_one_at_a_time():
     """Multi-visit picking gives each child what picking one visit at a time would give, in the
     same order, masked children none."""
@@ -135,9 +171,8 @@ def test_assign_visits_equals_one_at_a_time():
         mask = rng.random(k) < 0.7 if trial % 3 == 0 else None
         if mask is not None and not mask.any():
             mask[0] = True
-        cnif_a = [0] * k
         cnif_b = np.zeros(k)
-        got = assign_visits(qm.tolist(), pu.tolist(), cn.tolist(), cnif_a, visits, mask)
+        got, cnif_a = assign(qm, pu, cn, visits, mask)
         order = []
         for _ in range(visits):
             score = qm + pu / (1 + cn + cnif_b)
@@ -153,8 +188,8 @@ def test_assign_visits_equals_one_at_a_time():
 
 
 def test_assign_visits_equals_numpy_reference_with_ties():
-    """The heap gives exactly the plain argmax/partition algorithm's visits and order, also with
-    equal scores (coarse values) where one-at-a-time picking may differ at the boundary."""
+    """The picking gives exactly the plain argmax/partition algorithm's visits and order, also
+    with equal scores (coarse values) where one-at-a-time picking may differ at the boundary."""
     rng = np.random.default_rng(8)
     for trial in range(300):
         k = int(rng.integers(1, 40))
@@ -165,8 +200,8 @@ def test_assign_visits_equals_numpy_reference_with_ties():
         mask = rng.random(k) < 0.7 if trial % 3 == 0 else None
         if mask is not None and not mask.any():
             mask[0] = True
-        cnif_a, cnif_b = [0] * k, np.zeros(k)
-        got = assign_visits(qm.tolist(), pu.tolist(), cn.tolist(), cnif_a, visits, mask)
+        cnif_b = np.zeros(k)
+        got, cnif_a = assign(qm, pu, cn, visits, mask)
         expected = _assign_visits_numpy(qm, pu, cn, cnif_b, visits, mask)
         assert list(got.items()) == list(expected.items())
         np.testing.assert_array_equal(cnif_a, cnif_b)
@@ -227,51 +262,59 @@ def test_root_without_moves():
     assert s.run(Limit(nodes=10)).bestmove is None
 
 
-def test_twofold_inside_tree_is_draw():
-    """Knights going out and back repeat the root position: a draw inside the tree."""
+class KnightsNetwork(ConstNetwork):
+    """Policy logit 8 on the knight moves g1f3 and f3g1 (the same indices for Black's g8f6
+    and f6g8: lc0's policy is the side to move's), 0 elsewhere: knights out and back."""
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        out = super().evaluate(planes)
+        out.policy[:, policy_indices(chess.Board())[chess.Move.from_uci("g1f3")]] = 8.0
+        back = chess.Board()
+        back.push_uci("g1f3")
+        back.push_uci("g8f6")
+        out.policy[:, policy_indices(back)[chess.Move.from_uci("f3g1")]] = 8.0
+        return out
+
+
+def _node(search: Search, path: str) -> NodeView | None:
+    node: NodeView | None = search.root
+    for uci in path.split():
+        assert node is not None and node.expanded
+        node = node.children[node.moves.index(chess.Move.from_uci(uci))]
+    return node
+
+
+@pytest.mark.parametrize("two_fold", [True, False])
+def test_repetitions_inside_the_tree(two_fold):
+    """Knights out and back: the root position repeated inside the tree (4 plies down) is a
+    two-fold draw with TwoFoldDraws (python-chess sees the repetition), else a position like
+    any other; after the game has repeated it twice, the third time is a draw either way."""
     board = chess.Board()
-    s = PySearch(ConstNetwork(q=-0.5), NO_PRUNING)  # the Python search's own phase functions
+    s = Search(KnightsNetwork(q=-0.5), SearchParams(smart_pruning_factor=0.0, two_fold_draws=two_fold))
     s.set_position(board)
-    state = s.state
-    gather.ensure_root_expanded(state)
-    # Walk g1f3 g8f6 f3g1 f6g8 by hand and check the draw detection at the end of the path.
-    node = s.root
-    for depth, uci in enumerate(("g1f3", "g8f6", "f3g1", "f6g8"), 1):
-        node = node.child(node.moves.index(chess.Move.from_uci(uci)))
-        if not node.expanded and uci != "f6g8":
-            tree.sync(state, node, depth)
-            entry = gather.evaluate_now(state, tree.cache_key(state, 0))
-            node.expand(entry.moves, entry.priors)
-    tree.sync(state, node, 4)
-    assert state.board.move_stack == [chess.Move.from_uci(u) for u in ("g1f3", "g8f6", "f3g1", "f6g8")]
-    assert tree.draw_kind(state, 4) == "twofold"
-    s.params = SearchParams(smart_pruning_factor=0.0, two_fold_draws=False)
-    assert tree.draw_kind(state, 4) is None
-
-
-def test_sync_reaches_any_node_from_any_other():
-    """The search board follows jumps between arbitrary tree nodes (pop to the common ancestor,
-    push down): its moves, and the position keys kept for repetitions, match the node's path."""
-    import random
-    s = PySearch(ConstNetwork(), NO_PRUNING)  # the Python search's board walker
-    start = chess.Board()
-    start.push_uci("e2e4")  # game history before the root must stay untouched
-    s.set_position(start)
     s.run(Limit(nodes=300))
-    nodes, stack = [], [(s.root, 0)]
-    while stack:
-        node, depth = stack.pop()
-        nodes.append((node, depth))
-        stack.extend((c, depth + 1) for c in (node.children or ()) if c is not None)
-    rng = random.Random(3)
-    for node, depth in rng.sample(nodes, min(200, len(nodes))):
-        tree.sync(s.state, node, depth)
-        assert s.state.board.move_stack == start.move_stack + node.move_path()
-        replay = start.copy()
-        for move in node.move_path():
-            replay.push(move)
-        keys = s.state.keys
-        assert keys[-1] == replay._transposition_key() and len(keys) == len(s.state.board.move_stack) + 1
+    node = _node(s, "g1f3 g8f6 f3g1 f6g8")
+    after = board.copy()
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
+        after.push_uci(uci)
+    assert after.is_repetition(2) and node is not None and node.n > 0
+    if two_fold:
+        assert node.terminal is not None and node.terminal.kind == "twofold"
+        assert node.wl == 0.0 and node.d == 1.0
+    else:
+        assert node.terminal is None and node.expanded
+    # The game itself has the start position twice: the third occurrence is a draw at depth 1.
+    s.set_position(after.copy())  # a new root: the tree below it is kept
+    game = after.copy()
+    for uci in ("g1f3", "g8f6", "f3g1"):
+        game.push_uci(uci)
+    s.set_position(game)
+    s.run(Limit(nodes=100))
+    child = _node(s, "f6g8")
+    game.push_uci("f6g8")
+    assert game.is_repetition(3)
+    assert child is not None and child.terminal is not None and child.terminal.kind == "threefold"
+    s.close()
 
 
 def test_tree_reuse_keeps_subtree():
@@ -394,11 +437,11 @@ def test_stop_does_not_wait_for_the_evaluation_in_flight():
     assert not thread.is_alive()
     assert time.monotonic() - t0 < 1.5, "run() waited for the evaluation instead of stopping"
     assert result["r"].bestmove in chess.Board().legal_moves
-    assert search.root.cnif is None or not any(search.root.cnif)
+    assert not any(search.root.cnif)
     search.close()
 
 
-def _assert_tree_consistent(root: Node) -> None:
+def _assert_tree_consistent(root: NodeView) -> None:
     """No node left pending or with visits in flight; every node's visits = 1 + its children's."""
     stack = [root]
     while stack:
@@ -411,48 +454,31 @@ def _assert_tree_consistent(root: Node) -> None:
             stack += children
 
 
+class StoppingNetwork(ConstNetwork):
+    """Calls ``search.stop()`` during its ``calls``-th evaluation (a stop while a batch is out)."""
 
-def test_processing_stops_at_stop_and_keeps_the_tree_consistent(monkeypatch):
-    """A stop that arrives while a batch is processed leaves the rest of the batch unexpanded:
-    no node stays pending and every node's visits equal 1 + its children's (no phantom or lost
-    visits)."""
-    net = ConstNetwork(q=0.1)
+    def __init__(self, calls: int) -> None:
+        super().__init__(q=0.1)
+        self.calls, self.search = calls, None
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        self.calls -= 1
+        if self.calls == 0:
+            self.search.stop()
+        return super().evaluate(planes)
+
+
+def test_stop_while_a_batch_is_evaluated_keeps_the_tree_consistent():
+    """A stop that arrives while a batch is evaluated drops that batch: no node stays pending,
+    no visit stays in flight, every node's visits equal 1 + its children's."""
+    net = StoppingNetwork(calls=12)
     search = Search(net, NO_PRUNING)
+    net.search = search
     search.set_position(chess.Board())
-    original = backup.backup
-    calls = []
-
-    def backup_then_stop(*args):
-        original(*args)
-        calls.append(1)
-        if len(calls) == 40:
-            search.stop()
-    monkeypatch.setattr(backup, "backup", backup_then_stop)
-    result = search.run(Limit(nodes=5000))
+    result = search.run(Limit(nodes=50_000))
     assert result.bestmove in chess.Board().legal_moves
-    assert search.params.batch_size(net.max_batch, net.max_batch) >= 2 * STOP_CHECK_EVERY
-    assert len(calls) < 40 + STOP_CHECK_EVERY, "the batch was processed to its end after stop"
+    assert 0 < search.root.n < 12 * net.max_batch
     _assert_tree_consistent(search.root)
-    search.close()
-
-
-def test_collector_pauses_nest_and_run_leaves_the_collector_to_its_caller():
-    """An inner pause ends without resuming the collector (the controller holds the outer one
-    until bestmove is sent); Search.run neither pauses nor resumes it."""
-    import gc
-
-    from engine.search import collector_paused
-    search = Search(ConstNetwork(), NO_PRUNING)
-    search.set_position(chess.Board())
-    assert gc.isenabled()
-    with collector_paused():
-        with collector_paused():
-            assert not gc.isenabled()
-        search.run(Limit(nodes=50))
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    search.run(Limit(nodes=50))
-    assert gc.isenabled()
     search.close()
 
 

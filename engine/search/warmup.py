@@ -48,12 +48,12 @@ def warm_up() -> None:
     with _lock:
         if _done.is_set():
             return
-        from engine.search.core.search import CoreSearch  # the compiled modules load here
+        from engine.search.search import Search  # the compiled modules load here
 
         board = chess.Board()
         for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
             board.push_uci(uci)
-        search = CoreSearch(_Instant(), from_options({"SmartPruningFactor": 0.0}))
+        search = Search(_Instant(), from_options({"SmartPruningFactor": 0.0}))
         try:
             search.set_position(board)
             search.run(Limit(nodes=200), on_info=lambda infos: None)

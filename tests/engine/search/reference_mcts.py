@@ -1,0 +1,112 @@
+"""A plain reference of lc0's classic PUCT search at one visit a step, written from lc0's
+formulas (search.cc: ComputeCpuct, GetFpu, the PUCT score, the running-mean backup) over
+python-chess boards and the Python encoder: the truth the compiled search must equal, visit for
+visit, at MinibatchSize=1 and Threads=1 (where lc0's gathering, collisions and multi-visit
+picking reduce to one PUCT descent a visit). As lc0 with its default CacheHistoryLength=0, a
+position met again by another move order (a transposition) takes the NN cache's result of the
+first one, though the network would see another history.
+
+It knows no terminal position on purpose: it raises when a walk reaches one, so that a test
+using it covers positions and node counts where no mate, stalemate or draw rule is in reach
+(terminals and certainty propagation have their own tests against python-chess).
+"""
+
+from __future__ import annotations
+
+import math
+
+import chess
+import numpy as np
+
+from engine.encoding import encode_batch, policy_indices
+from engine.search import SearchParams
+
+
+class TerminalReached(Exception):
+    """The walk reached a position the reference does not model."""
+
+
+class RefNode:
+    """wl: mean value from the view of the player who moved into the node."""
+
+    def __init__(self) -> None:
+        self.moves: list[chess.Move] = []
+        self.priors: list[float] = []
+        self.children: list[RefNode | None] = []
+        self.n = 0
+        self.wl = 0.0
+        self.vpol = np.float32(0.0)
+
+
+def _expand(node: RefNode, board: chess.Board, net, temperature: float, cache: dict) -> float:
+    """Evaluate ``board``: the node's priors (softmax at ``temperature``, largest first) and
+    the value from the view of the player who moved into it."""
+    # lc0's cache key: the position and its rule50 count; lc0 marks en passant only where an
+    # enemy pawn attacks the square passed.
+    ep = board.ep_square if board.has_pseudo_legal_en_passant() else None
+    key = (board.board_fen(), board.turn, board.castling_rights, ep, board.halfmove_clock)
+    if key not in cache:
+        cache[key] = net.evaluate(encode_batch([board]))
+    out = cache[key]
+    indices = policy_indices(board)
+    moves = list(indices)
+    logits = np.array([out.policy[0][indices[m]] for m in moves], np.float64)
+    x = np.exp((logits - logits.max()) / temperature)
+    order = sorted(range(len(moves)), key=lambda j: -x[j])
+    total = x.sum()
+    node.moves = [moves[j] for j in order]
+    node.priors = [float(np.float32(x[j] / total)) for j in order]
+    node.children = [None] * len(moves)
+    return -float(out.q[0])
+
+
+def _pick(node: RefNode, params: SearchParams, at_root: bool) -> int:
+    init, base, factor = params.cpuct_params(at_root)
+    cpuct = init + (factor * math.log((node.n + base) / base) if factor else 0.0)
+    mult = cpuct * math.sqrt(max(node.n - 1, 1))
+    value = params.fpu_value_at_root if at_root else params.fpu_value
+    fpu = -node.wl - value * math.sqrt(float(node.vpol))
+    best, best_score = 0, -math.inf
+    for j, child in enumerate(node.children):
+        visited = child is not None and child.n > 0
+        q = child.wl if visited else fpu
+        n = child.n if visited else 0
+        score = q + mult * node.priors[j] / (1 + n)
+        if score > best_score:
+            best, best_score = j, score
+    return best
+
+
+def _is_terminal(board: chess.Board, depth: int, params: SearchParams) -> bool:
+    if board.is_checkmate() or board.is_stalemate() or board.is_insufficient_material():
+        return True
+    if board.halfmove_clock >= 100 or board.is_repetition(3):
+        return True
+    return params.two_fold_draws and depth >= 2 and board.is_repetition(2)
+
+
+def search(board: chess.Board, net, params: SearchParams, visits: int) -> RefNode:
+    """The tree after ``visits`` visits from ``board`` (its move stack is the game)."""
+    root = RefNode()
+    cache: dict = {}
+    for _ in range(visits):
+        node, path, walk = root, [root], board.copy()
+        while node.moves:
+            j = _pick(node, params, node is root)
+            if node.children[j] is None:
+                node.children[j] = RefNode()
+            child = node.children[j]
+            assert child is not None
+            if child.n == 0:
+                node.vpol += np.float32(node.priors[j])
+            walk.push(node.moves[j])
+            node = child
+            path.append(node)
+        if _is_terminal(walk, len(path) - 1, params):
+            raise TerminalReached(walk.fen())
+        v = _expand(node, walk, net, params.policy_softmax_temp, cache)
+        for visited in reversed(path):
+            visited.n += 1
+            visited.wl += (v - visited.wl) / visited.n
+            v = -v
+    return root
