@@ -9,7 +9,7 @@ from numba import njit
 
 from .bitboards import NO_SQUARE, ONE, PAWN_ATTACKS, RANK_1, RANK_8, ZERO, bit
 from .movegen import legal_moves
-from .moves import CASTLE, EN_PASSANT, MAX_MOVES
+from .moves import CASTLE, EN_PASSANT, KIND_MASK, MAX_MOVES
 from .position import (
     CASTLING,
     EP,
@@ -54,7 +54,8 @@ def make_move(pos, move, out):
     us = np.int64(pos[TURN])
     them = 1 - us
     frm, to = np.int64(move & 63), np.int64((move >> 6) & 63)
-    promo = np.int64((move >> 12) & 7)
+    kind = np.int64((move >> 12) & 7)
+    promo = kind if kind > 1 else np.int64(0)
     h = pos[HASH] ^ ZOBRIST_BLACK
     if pos[EP] != NO_SQUARE:
         h ^= ZOBRIST_EP[pos[EP] & np.uint64(7)]
@@ -76,7 +77,7 @@ def make_move(pos, move, out):
         h ^= _toggle(out, us, ROOKS, rook_to)
         rights &= ~backrank
     else:
-        if move & EN_PASSANT:
+        if (move & KIND_MASK) == EN_PASSANT:
             h ^= _toggle(out, them, PAWNS, to - 8 if us == 0 else to + 8)
         elif pos[them] & bit(to) != ZERO:
             h ^= _toggle(out, them, _piece_field(pos, bit(to)), to)
@@ -109,7 +110,8 @@ def find_move(pos, frm, to, promo):
     n = legal_moves(pos, np.int64(0), moves, indices)
     for i in range(n):
         m = moves[i]
-        if (m & 63) == frm and ((m >> 6) & 63) == to and ((m >> 12) & 7) == promo:
+        kind = (m >> 12) & 7
+        if (m & 63) == frm and ((m >> 6) & 63) == to and (kind if kind > 1 else 0) == promo:
             return m
     return -1
 

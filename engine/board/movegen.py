@@ -189,6 +189,7 @@ def legal_moves(pos, transform, moves, indices):
                 )
                 == ZERO
             ):
+                # En passant is the move word's kind 1 (16-bit words, engine/board/moves.py).
                 n = _add(moves, indices, n, encode(frm, ep, 0, EN_PASSANT), frame_row)
 
     if n_checkers == 0:

@@ -1,7 +1,9 @@
-"""Moves of the compiled board as int32 words, and their lc0 policy indices.
+"""Moves of the compiled board as 16-bit words, and their lc0 policy indices.
 
-A move word is ``from | to << 6 | promotion << 12 | flags``: squares absolute, the promotion a
-python-chess piece type (0 for none), flags CASTLE / EN_PASSANT. Castling is written as lc0
+A move word is ``from | to << 6 | kind << 12 | castle << 15``: squares absolute; ``kind`` the
+promotion as a python-chess piece type (2-5), 1 for en passant (a pawn is never a promotion, so
+the two share the field and a word fits the tree's 16-bit edges), 0 for any other move.
+Castling is written as lc0
 writes it, the king taking its own rook (e1h1), in standard chess and Chess960 alike; UCI
 output turns it into e1g1 unless the game is Chess960 (:func:`to_chess_move`).
 
@@ -20,7 +22,10 @@ from numba import njit
 from engine.backend import POLICY_MOVES
 
 CASTLE = 1 << 15
-EN_PASSANT = 1 << 16
+EN_PASSANT = 1 << 12
+"""The ``kind`` field's en-passant value: test it with :func:`is_en_passant`, not ``&`` (a
+bishop or queen promotion sets the same bit)."""
+KIND_MASK = 7 << 12
 MAX_MOVES = 256
 """Room for the legal moves of any position (218 at most)."""
 
@@ -82,7 +87,14 @@ def to_square(move):
 
 @njit(cache=True)
 def promotion(move):
-    return np.int64((move >> 12) & 7)
+    """The promotion's piece type, 0 for none."""
+    kind = np.int64((move >> 12) & 7)
+    return kind if kind > 1 else np.int64(0)
+
+
+@njit(cache=True)
+def is_en_passant(move):
+    return (move & KIND_MASK) == EN_PASSANT
 
 
 @njit(cache=True)
@@ -102,14 +114,16 @@ def policy_index(move, frame_row):
 def to_chess_move(move: int, chess960: bool = False) -> chess.Move:
     """The python-chess move (UCI form: e1g1 castling unless ``chess960``)."""
     move = int(move)
-    frm, to, promo = move & 63, (move >> 6) & 63, (move >> 12) & 7
+    frm, to, kind = move & 63, (move >> 6) & 63, (move >> 12) & 7
     if move & CASTLE and not chess960:
         to = (to & 56) | (2 if to < frm else 6)
-    return chess.Move(frm, to, promo or None)
+    return chess.Move(frm, to, kind if kind > 1 else None)
 
 
 def describe(move: int) -> str:
     """Readable form for errors and tests: king-takes-rook UCI with the flags."""
     move = int(move)
-    text = chess.Move(move & 63, (move >> 6) & 63, ((move >> 12) & 7) or None).uci()
-    return text + ("(castle)" if move & CASTLE else "") + ("(ep)" if move & EN_PASSANT else "")
+    ep = (move & KIND_MASK) == EN_PASSANT
+    promo = 0 if ep else (move >> 12) & 7
+    text = chess.Move(move & 63, (move >> 6) & 63, promo or None).uci()
+    return text + ("(castle)" if move & CASTLE else "") + ("(ep)" if ep else "")

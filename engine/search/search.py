@@ -534,7 +534,7 @@ class Search:
         """The root's legal moves by decreasing prior, if the NN cache has the root."""
         row = len(self._game) - 1
         moves = np.zeros(MAX_MOVES, np.int32)
-        priors = np.zeros(MAX_MOVES, np.float32)
+        priors = np.zeros(MAX_MOVES, np.uint16)
         slot = _cached_slot(self._hist, row, -1, self._packed, self._cache.arrays)
         count = 0 if slot < 0 else ccache.read_moves(self._cache.arrays, slot, moves, priors)
         return moves[:count].tolist()
@@ -693,6 +693,6 @@ def _revert_stale_twofolds(tree, hist, game_len):
                 tree.nodes.m[anc] = (tree.nodes.m[anc] * tree.nodes.n[anc] - (m + up) * n) / left
                 tree.nodes.n[anc] = left
             sign, up, anc = -sign, up + 1, tree.nodes.parent[anc]
-        tree.nodes.vpol[p] -= tree.edges.prior[tree.nodes.pedge[i]]
+        tree.nodes.vpol[p] -= ctree.prior(tree.edges.prior[tree.nodes.pedge[i]])
         tree.nodes.n[i], tree.nodes.wl[i], tree.nodes.d[i], tree.nodes.m[i] = 0, 0.0, 0.0, 0.0
         tree.nodes.kind[i] = ctree.NONE

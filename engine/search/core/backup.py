@@ -13,7 +13,7 @@ from numba import njit
 
 from .cache import insert
 from .params import POLICY_TEMP, STICKY
-from .tree import NONE, PENDING, PROVEN, TABLEBASE, expand
+from .tree import NONE, PENDING, PROVEN, TABLEBASE, compress_prior, expand, prior
 
 PLAYOUTS, DEPTH_SUM, MAX_DEPTH, TB_HITS = 0, 1, 2, 3
 
@@ -77,7 +77,7 @@ def backup(tree, params, counters, node, k, v, d, m, depth):
             tree.nodes.m[node] += fix_n * dm / n
         if parent >= 0:
             if n == k:
-                tree.nodes.vpol[parent] += tree.edges.prior[tree.nodes.pedge[node]]
+                tree.nodes.vpol[parent] += prior(tree.edges.prior[tree.nodes.pedge[node]])
             tree.nodes.nif[node] -= k
             if became_terminal and sticky:
                 became_terminal = prove(tree, parent)
@@ -136,7 +136,7 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
     order_descending(x, count, order)
     for j in range(count):
         out_moves[j] = moves[order[j]]
-        out_priors[j] = np.float32(x[order[j]] / total)
+        out_priors[j] = compress_prior(np.float32(x[order[j]] / total))  # lc0: float, then 16 bits
 
 
 @njit(cache=True, nogil=True)
@@ -145,7 +145,7 @@ def expand_and_backup(tree, params, counters, cache, req, moves, indices, policy
     position, cached only); every result goes into the NN cache. Room for the edges has been
     reserved."""
     sorted_moves = np.empty(moves.shape[1], np.int32)
-    priors = np.empty(moves.shape[1], np.float32)
+    priors = np.empty(moves.shape[1], np.uint16)
     temperature = params[POLICY_TEMP]
     for r in range(n):
         k = req.count[r]

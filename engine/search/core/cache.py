@@ -31,7 +31,8 @@ ENTRY = np.dtype(
     ],
     align=True,
 )
-SLOT = np.dtype([("move", np.int32), ("prior", np.float32)], align=True)
+SLOT = np.dtype([("move", np.uint16), ("prior", np.uint16)], align=True)
+"""A legal move's 16-bit word and its prior in lc0's 16-bit form (core/tree.py)."""
 Cache = namedtuple("Cache", "entries ring meta")
 """entries: ENTRY records [slots] (key 0: free; start: the entry's first ring slot, counted
 from the ring's creation); ring: SLOT records; meta int64 [3]: ring write position, slots ever

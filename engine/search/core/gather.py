@@ -62,6 +62,7 @@ from .tree import (
     TWOFOLD,
     expand,
     new_node,
+    prior,
 )
 from .tree import (
     RULE50 as KIND_RULE50,
@@ -161,7 +162,7 @@ def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
         if use_mu and visited:
             q += _moves_left_utility(params, tree.nodes.m[c] - tree.nodes.m[node], q)
         qm[j] = q
-        pu[j] = puct_mult * tree.edges.prior[f + j]
+        pu[j] = puct_mult * prior(tree.edges.prior[f + j])
     return puct_mult
 
 
@@ -348,7 +349,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     )
     room = tree.count[1] + MAX_MOVES <= tree.edges.move.shape[0]
     if slot >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
-        priors = np.empty(MAX_MOVES, np.float32)
+        priors = np.empty(MAX_MOVES, np.uint16)
         got = read_moves(cache, slot, batch.moves[r], priors)
         expand(tree, I(node), batch.moves[r], priors, I(got))
         backup(
@@ -508,7 +509,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
     order_descending(scores, np.int64(width), order)
     kept = 0
     for j in range(width):
-        if tree.edges.prior[f + order[j]] > 0.0:
+        if tree.edges.prior[f + order[j]] > 0:
             frames.order[level, kept] = order[j]
             kept += 1
     frame_meta[level, 0] = node

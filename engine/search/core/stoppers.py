@@ -15,7 +15,7 @@ from numba import njit
 from engine.search.limit import Limit
 from engine.search.params import SearchParams
 
-from .tree import NONE
+from .tree import NONE, prior
 
 SMART_PRUNING_TOLERANCE_MS = 200
 SMART_PRUNING_TOLERANCE_NODES = 300
@@ -53,7 +53,7 @@ def best_edge(tree, node, draw_score, mask, use_mask):
             g, k1, k2, k3 = 0, tree.nodes.t_m[c], 0.0, 0.0
         else:
             q = tree.nodes.wl[c] + draw_score * tree.nodes.d[c] if n > 0 else 0.0
-            g, k1, k2, k3 = 2, np.float64(n), q, np.float64(tree.edges.prior[f + j])
+            g, k1, k2, k3 = 2, np.float64(n), q, prior(tree.edges.prior[f + j])
         if best < 0 or _better(g, k1, k2, k3, bg, b1, b2, b3):
             best, bg, b1, b2, b3 = j, g, k1, k2, k3
     return best

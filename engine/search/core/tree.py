@@ -14,6 +14,7 @@ NONE) has its proven value in ``t_wl``, ``t_d``, ``t_m``.
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -56,7 +57,9 @@ NODE = np.dtype(
     ],
     align=True,
 )
-EDGE = np.dtype([("move", np.int32), ("prior", np.float32), ("child", np.int32)], align=True)
+EDGE = np.dtype([("move", np.uint16), ("prior", np.uint16), ("child", np.int32)], align=True)
+"""An edge in 8 bytes, as lc0's: the 16-bit move word (engine/board/moves.py), the prior in lc0's
+16-bit form (:func:`compress_prior`) and the child's index (-1 until it is made)."""
 BYTES_PER_NODE = NODE.itemsize
 BYTES_PER_EDGE = EDGE.itemsize
 
@@ -65,6 +68,23 @@ Tree = namedtuple("Tree", "nodes edges count")
 record arrays, not one array a field: numba compiles a function of three arrays several times
 faster than one of twenty.)"""
 NODES, EDGES = 0, 1
+
+
+@njit(cache=True)
+def compress_prior(p):
+    """lc0's 16-bit prior (Edge::SetP): the float32's exponent less 96 in 5 bits (2^-31 up to
+    2^0) and its mantissa rounded to 11 bits; 0 below 2^-31."""
+    if p <= 0.0:
+        return np.uint16(0)
+    m, e = math.frexp(p)  # p = m * 2^e, 0.5 <= m < 1; the float32 exponent field is e + 126
+    v = ((e + 126 - 96) << 11) + int((2.0 * m - 1.0) * 2048.0 + 0.5)
+    return np.uint16(v if 0 <= v <= 65535 else (0 if v < 0 else 65535))
+
+
+@njit(cache=True)
+def prior(v):
+    """The prior of lc0's 16-bit form ``v`` (Edge::GetP), exact as lc0 stores it."""
+    return math.ldexp(1.0 + (v & 2047) / 2048.0, int(v >> 11) + 96 - 127)
 
 
 def new_tree(node_capacity: int = 1024, edge_capacity: int = 32 * 1024) -> Tree:

@@ -16,7 +16,7 @@ from numba import njit
 
 from engine.board.moves import to_chess_move
 
-from .tree import KIND_NAMES, NONE, PENDING, Tree
+from .tree import KIND_NAMES, NONE, PENDING, Tree, prior
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def _edge_stats(tree, node, out):
     for j in range(tree.nodes.nedges[node]):
         c = tree.edges.child[f + j]
         out[0, j] = tree.edges.move[f + j]
-        out[1, j] = tree.edges.prior[f + j]
+        out[1, j] = prior(tree.edges.prior[f + j])
         out[2, j] = c
         if c >= 0:
             out[3, j] = tree.nodes.n[c]

@@ -38,6 +38,14 @@ class RefNode:
         self.vpol = np.float32(0.0)
 
 
+def lc0_prior(p: float) -> float:
+    """``p`` as lc0 stores it (Edge::SetP and GetP): the float32's bits rounded to 16, the
+    exponent less 96 in 5 of them, the mantissa in 11."""
+    bits = int(np.array([p], np.float32).view(np.int32)[0]) + (1 << 11) - (3 << 28)
+    stored = 0 if bits < 0 else (bits >> 12) & 0xFFFF
+    return float(np.array([(stored << 12) | (3 << 28)], np.uint32).view(np.float32)[0])
+
+
 def _expand(node: RefNode, board: chess.Board, net, temperature: float, cache: dict) -> float:
     """Evaluate ``board``: the node's priors (softmax at ``temperature``, largest first) and
     the value from the view of the player who moved into it."""
@@ -55,7 +63,7 @@ def _expand(node: RefNode, board: chess.Board, net, temperature: float, cache: d
     order = sorted(range(len(moves)), key=lambda j: -x[j])
     total = x.sum()
     node.moves = [moves[j] for j in order]
-    node.priors = [float(np.float32(x[j] / total)) for j in order]
+    node.priors = [lc0_prior(x[j] / total) for j in order]
     node.children = [None] * len(moves)
     return -float(out.q[0])
 
@@ -98,7 +106,7 @@ def search(board: chess.Board, net, params: SearchParams, visits: int) -> RefNod
             child = node.children[j]
             assert child is not None
             if child.n == 0:
-                node.vpol += np.float32(node.priors[j])
+                node.vpol += np.float32(node.priors[j])  # lc0 sums visited priors in a float
             walk.push(node.moves[j])
             node = child
             path.append(node)

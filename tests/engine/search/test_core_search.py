@@ -145,14 +145,14 @@ def test_keep_subtree_copies_the_statistics():
 def test_nn_cache_finds_evicts_and_bounds_its_entries():
     cache = ccache.new_cache(64)
     moves = np.arange(30, dtype=np.int32)
-    priors = np.linspace(1, 0, 30).astype(np.float32)
+    priors = np.array([ctree.compress_prior(p) for p in np.linspace(1, 0, 30)], np.uint16)
     for key in range(1, 200):
         ccache.insert(cache, np.uint64(key), 0.5, 0.25, 7.0, moves, priors, 30)
     live = [k for k in range(1, 200) if ccache.lookup(cache, np.uint64(k)) >= 0]
     assert 0 < len(live) <= 64 and 199 in live  # the newest is always there
     slot = ccache.lookup(cache, np.uint64(199))
     got_m = np.empty(256, np.int32)
-    got_p = np.empty(256, np.float32)
+    got_p = np.empty(256, np.uint16)
     assert ccache.read_moves(cache, slot, got_m, got_p) == 30
     assert (got_m[:30] == moves).all() and (got_p[:30] == priors).all()
     assert ccache.lookup(cache, np.uint64(1)) == -1  # overwritten long ago

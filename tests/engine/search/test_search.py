@@ -16,6 +16,7 @@ from engine.search.core import tree as ctree
 from engine.search.core.params import pack
 from engine.search.core.view import NodeView
 from engine.search.puct import compute_cpuct, compute_fpu
+from reference_mcts import lc0_prior
 
 NO_PRUNING = SearchParams(smart_pruning_factor=0.0)
 
@@ -69,7 +70,8 @@ def star(priors, cn, cq=None, cd=None, cnif=None, n=0, wl=0.0, d=0.0, vpol=0.0) 
     zeros = [0] * k
     cq, cd, cnif = cq or zeros, cd or zeros, cnif or zeros
     tree = ctree.new_tree()
-    ctree.expand(tree, 0, np.arange(k, dtype=np.int32), np.asarray(priors, np.float32), k)
+    stored = np.array([ctree.compress_prior(p) for p in priors], np.uint16)  # lc0's 16 bits
+    ctree.expand(tree, 0, np.arange(k, dtype=np.int32), stored, k)
     for j in range(k):
         c = ctree.new_node(tree, 0, j)
         tree.nodes["n"][c], tree.nodes["nif"][c] = cn[j], cnif[j]
@@ -97,9 +99,11 @@ def test_child_scores_by_hand():
     assert puct_mult == pytest.approx(cpuct * math.sqrt(10))
     fpu = 0.1 - 0.33 * math.sqrt(0.8)       # -Q_parent - FpuValue * sqrt(visited policy)
     assert compute_fpu(p, NodeView(tree, 0), False, 0.0) == pytest.approx(fpu)  # the reports'
-    expected = [0.2 + puct_mult * 0.5 / (1 + 6 + 1),
-                -0.05 + puct_mult * 0.3 / (1 + 4 + 0),
-                fpu + puct_mult * 0.2 / (1 + 0 + 2)]
+    p0, p1, p2 = (ctree.prior(ctree.compress_prior(p)) for p in (0.5, 0.3, 0.2))
+    assert p0 == 0.5 and p1 == pytest.approx(0.3, rel=5e-4) and p2 == pytest.approx(0.2, rel=5e-4)
+    expected = [0.2 + puct_mult * p0 / (1 + 6 + 1),
+                -0.05 + puct_mult * p1 / (1 + 4 + 0),
+                fpu + puct_mult * p2 / (1 + 0 + 2)]
     got = [q + u / (1 + n + f) for q, u, n, f in zip(qm, pu, [6, 4, 0], [1, 0, 2])]
     np.testing.assert_allclose(got, expected, rtol=1e-6)
     # DrawScore enters visited children's Q as draw_score * D.
@@ -223,8 +227,10 @@ def test_priors_are_softmax_with_policy_temperature():
     s.run(Limit(nodes=1))
     k = 20
     top = math.exp(1.0 / 1.359)
-    assert s.root.p[0] == pytest.approx(top / (top + k - 1), rel=1e-5)
-    assert sum(s.root.p) == pytest.approx(1.0, rel=1e-5)
+    # Stored as lc0 stores a prior: 16 bits, an 11-bit mantissa (reference_mcts.lc0_prior).
+    assert s.root.p[0] == lc0_prior(top / (top + k - 1))
+    assert s.root.p[1] == lc0_prior(1 / (top + k - 1))
+    assert sum(s.root.p) == pytest.approx(1.0, rel=5e-4)
 
 
 def test_node_limit_is_exact_without_pruning():
