@@ -32,6 +32,7 @@ from engine.search.core import cache as ccache
 from engine.search.core import gather as cgather
 from engine.search.core import stoppers as cstop
 from engine.search.core import tree as ctree
+from engine.search.core.calls import direct
 from engine.search.core.params import CACHE_HISTORY, pack
 from engine.search.core.view import NodeView
 from engine.search.limit import Limit
@@ -47,6 +48,10 @@ from engine.search.result import (
 )
 from engine.search.state import NNCache, SearchState
 from engine.tablebase import Tablebase
+
+gather_minibatch = direct(cgather.gather)
+expand_and_backup = direct(cbackup.expand_and_backup)
+"""The loop's compiled calls of every minibatch, without numba's per-call dispatch."""
 
 HISTORY_ROOM = 1024
 """Plies of path the history buffer holds beyond the game (grown when a search goes deeper)."""
@@ -303,7 +308,7 @@ class Search:
         pad = self._pad_table(batch_size)
         info, draw_scores = self._walk_consts
         walk = cgather.Walk(self._hist, info, draw_scores, self._root_filter(), self._stop_flag)
-        cgather.gather(
+        gather_minibatch(
             state.tree,
             self._packed,
             state.counters,
@@ -355,7 +360,7 @@ class Search:
             self._abandon(batch)
             return
         state.tree = ctree.reserve(state.tree, 0, int(batch.req["count"][:n].sum()))
-        cbackup.expand_and_backup(
+        expand_and_backup(
             state.tree,
             self._packed,
             state.counters,

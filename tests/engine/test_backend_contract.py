@@ -4,10 +4,12 @@ names the backend and what is missing."""
 
 from __future__ import annotations
 
+import chess
+import numpy as np
 import pytest
 
 import engine.backend as backend
-from engine.backend import BackendAttributes, BackendError, load_network
+from engine.backend import POLICY_SIZE, BackendAttributes, BackendError, load_network
 from engine.backends.random import RandomNetwork
 
 
@@ -80,3 +82,40 @@ def test_the_record_is_frozen_and_the_random_backend_fills_every_field():
     assert attributes.padded_size is not None and attributes.padded_size(5) == 7
     with pytest.raises(AttributeError):
         attributes.max_batch = 1  # type: ignore[misc]  # frozen: the point of the test
+
+
+def _numpy_random_outputs(planes: np.ndarray):
+    """The random backend's outputs written plainly with numpy: the hash of the set squares
+    (packbits, read as little-endian 64-bit words) and of each plane's first value, then a
+    window of the random logits and a row of the random W/D/L."""
+    from engine.backends import random as rnd
+
+    n = planes.shape[0]
+    bits = np.packbits(planes.reshape(n, -1) != 0, axis=1).view(np.uint64)
+    first = planes[:, :, 0, 0].view(np.uint32).astype(np.uint64)
+    h = (np.concatenate([bits, first], axis=1) * rnd._HASH_WORDS).sum(axis=1, dtype=np.uint64)
+    h ^= h >> np.uint64(29)
+    windows = np.lib.stride_tricks.sliding_window_view(rnd._LOGITS, POLICY_SIZE)
+    policy = windows[(h % np.uint64(rnd.TABLE_SIZE)).astype(np.intp)]
+    w, d, l = rnd._WDL[((h >> np.uint64(32)) % np.uint64(rnd.TABLE_SIZE)).astype(np.intp)].T
+    return policy, w - l, d
+
+
+def test_the_random_backend_equals_its_numpy_definition_and_depends_on_the_planes_only():
+    from engine.backends.random import RandomNetwork
+    from engine.encoding import encode_batch
+
+    boards = [chess.Board()]
+    for uci in ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5"):
+        boards.append(boards[-1].copy())
+        boards[-1].push_uci(uci)
+    planes = encode_batch(boards)
+    planes[2, 104] = 0.37  # a non-binary constant plane
+    out = RandomNetwork().evaluate(planes)
+    policy, q, d = _numpy_random_outputs(planes)
+    np.testing.assert_array_equal(out.policy, policy)
+    np.testing.assert_array_equal(out.q, q)
+    np.testing.assert_array_equal(out.d, d)
+    alone = RandomNetwork().evaluate(planes[3:4])
+    np.testing.assert_array_equal(alone.policy[0], out.policy[3])
+    assert len({float(v) for v in out.q}) == len(boards)

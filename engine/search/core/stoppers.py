@@ -7,7 +7,7 @@ root, compiled, and the counters) and return a decision and a hint, nothing else
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -15,6 +15,7 @@ from numba import njit
 from engine.search.limit import Limit
 from engine.search.params import SearchParams
 
+from .calls import direct
 from .tree import NONE, prior
 
 SMART_PRUNING_TOLERANCE_MS = 200
@@ -101,9 +102,9 @@ def root_filter(tree, best, remaining, mask, use_mask, out):
         out[j] = (j == best or remaining >= best_n - n) and (not use_mask or mask[j] != 0)
 
 
-@dataclass(frozen=True)
-class RootSummary:
-    """What the stoppers read of the root (see :func:`summarize`)."""
+class RootSummary(NamedTuple):
+    """What the stoppers read of the root (see :func:`summarize`). A named tuple: one is made
+    every minibatch."""
 
     expanded: bool
     visits: int
@@ -118,13 +119,18 @@ class RootSummary:
     mate_plies: int
 
 
+_NO_MASK = np.zeros(0, np.uint8)
+_summary_direct = direct(_summary)
+
+
 def summarize(tree, draw_score: float, mask: np.ndarray | None) -> RootSummary:
+    """The root's summary; ``mask`` (bool or uint8 [root edges]): the moves allowed."""
     out = np.zeros(7, np.int64)
     use = mask is not None
-    m = np.zeros(0, np.uint8) if mask is None else mask.astype(np.uint8)
+    m = _NO_MASK if mask is None else mask.view(np.uint8)
     expanded = int(tree.nodes["nedges"][0]) > 0
     if expanded:
-        _summary(tree, draw_score, m, use, out)
+        _summary_direct(tree, float(draw_score), m, use, out)
     return RootSummary(
         expanded,
         int(tree.nodes["n"][0]),
@@ -138,9 +144,8 @@ def summarize(tree, draw_score: float, mask: np.ndarray | None) -> RootSummary:
     )
 
 
-@dataclass(frozen=True)
-class Progress:
-    """The search's counters as the stoppers read them."""
+class Progress(NamedTuple):
+    """The search's counters as the stoppers read them (made every minibatch)."""
 
     elapsed_ms: float
     playouts: int
