@@ -11,10 +11,11 @@ from engine import options as opts
 DEFAULT_MAX_TREE_NODES = 2**62
 """No cap on the tree when RamLimitMb is 0: it grows as memory allows, as lc0's."""
 
-BYTES_PER_NODE = 620
-"""Memory a visit costs the compiled search, as measured (engine/search/core): a 64-byte node
-with ~25 edges of 12 bytes (370 bytes), and the NN cache's entry with its moves (240 bytes)
-until the cache is full."""
+BYTES_PER_NODE = 400
+"""Memory a visit costs the compiled search: measured 364 bytes (the RSS slope of a 10-minute
+``go infinite`` with Maia-1100, bin/treemem), a 64-byte node with ~30 edges of 8 bytes and the
+NN cache's entry with its moves' 4-byte slots until the cache is full; rounded up so that the
+limit errs on the safe side."""
 
 
 def _field_values(values: Mapping[str, Any]) -> dict[str, Any]:
