@@ -2,12 +2,18 @@
 first ``go``: a small search on an instant network that takes every path once (selection,
 leaves, prefetch, expansion, backup, root filter, tree reuse, searchmoves, the reports).
 
-A fresh install compiles them (tens of seconds on a small CPU); later starts load them from
-numba's cache beside the sources, or from its user-wide cache when the install is read-only.
+A fresh install compiles them (tens of seconds on a small CPU), in two processes: a helper
+compiles the functions the search needs last (expansion and backup, the stoppers' summary, tree
+reuse, the reports' views) while this process compiles the minibatch's gathering, the longest
+chain; each then finds the other's work in numba's cache (engine/compiled_cache.py). Later
+starts load everything from the cache.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 
 import chess
@@ -41,6 +47,62 @@ class _Instant:
         )
 
 
+HELPER_CODE = "from engine.search.warmup import compile_the_rest; compile_the_rest()"
+HELPER_GRACE_S = 10.0
+
+
+def compile_the_rest() -> None:
+    """Compile, with the argument types the search passes, the functions a search calls last
+    (run by the warm-up's helper process; a no-op where numba's cache has them)."""
+    from engine.search import search as s
+    from engine.search.core import backup, gather, params, stoppers, tree, view
+    from engine.search.params import from_options
+
+    packed = params.pack(from_options({}), True)
+    t = tree.new_tree()
+    cache = s.NNCache(64).arrays
+    batch = gather.new_batch(8)
+    counters = np.zeros(4, np.int64)
+    stoppers._summary(t, 0.0, np.zeros(0, np.uint8), False, np.zeros(7, np.int64))
+    rows = np.zeros((2, s.FIELDS), np.uint64)
+    f32 = np.zeros(1, np.float32)
+    backup.expand_and_backup(
+        t, packed, counters, cache, batch.req, batch.moves, batch.indices,
+        np.zeros((1, POLICY_SIZE), np.float32), f32, f32, f32, 0,
+    )  # fmt: skip
+    tree.keep_subtree(t, 0)
+    view._edge_stats(t, 0, np.zeros((9, 0)))
+    s._abandon(t, batch.req, 0)
+    s._drop_request(batch, 0, 0)
+    s._tablebase_terminal(t, packed, counters, 0, 0.0, 0)
+    s._cached_slot(rows, 0, -1, packed, cache)
+
+
+def _start_helper() -> subprocess.Popen | None:
+    """The helper process compiling :func:`compile_the_rest`, when numba's cache lacks it."""
+    if os.environ.get("XLAZERO_WARM_UP_HELPER") == "0":
+        return None
+    env = dict(os.environ, XLAZERO_WARM_UP_HELPER="0")
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-c", HELPER_CODE],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None  # this process compiles everything itself
+
+
+def _cache_is_warm() -> bool:
+    """Whether numba's cache holds the search's entry points (a quick look for its index)."""
+    from engine.compiled_cache import configure
+
+    folder = configure()
+    return folder.is_dir() and any(folder.rglob("gather.gather-*.nbi"))
+
+
 def warm_up() -> None:
     """Make every compiled function of the search ready (once a process; thread-safe)."""
     if _done.is_set():
@@ -48,20 +110,34 @@ def warm_up() -> None:
     with _lock:
         if _done.is_set():
             return
-        from engine.search.search import Search  # the compiled modules load here
-
-        board = chess.Board()
-        for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
-            board.push_uci(uci)
-        search = Search(_Instant(), from_options({"SmartPruningFactor": 0.0}))
+        helper = None if _cache_is_warm() else _start_helper()
         try:
-            search.set_position(board)
-            search.run(Limit(nodes=200), on_info=lambda infos: None)
-            result = search.run(Limit(nodes=220, searchmoves=(chess.Move.from_uci("e2e4"),)))
-            assert result.bestmove is not None
-            board.push(result.bestmove)
-            search.set_position(board)  # tree reuse
-            search.run(Limit(nodes=50))
+            _warm_up_search()
         finally:
-            search.close()
+            if helper is not None:
+                try:  # it is usually done by now; what it has not finished, this process did
+                    helper.wait(timeout=HELPER_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    helper.kill()
+                    helper.wait()
         _done.set()
+
+
+def _warm_up_search() -> None:
+    """A small search that takes every path once."""
+    from engine.search.search import Search  # the compiled modules load here
+
+    board = chess.Board()
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
+        board.push_uci(uci)
+    search = Search(_Instant(), from_options({"SmartPruningFactor": 0.0}))
+    try:
+        search.set_position(board)
+        search.run(Limit(nodes=200), on_info=lambda infos: None)
+        result = search.run(Limit(nodes=220, searchmoves=(chess.Move.from_uci("e2e4"),)))
+        assert result.bestmove is not None
+        board.push(result.bestmove)
+        search.set_position(board)  # tree reuse
+        search.run(Limit(nodes=50))
+    finally:
+        search.close()

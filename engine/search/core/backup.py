@@ -133,7 +133,7 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
         x[j] = np.exp((x[j] - top) / temperature)
         total += x[j]
     order = np.empty(count, np.int64)
-    order_descending(x, count, order)
+    order_descending(x, np.int64(count), order)
     for j in range(count):
         out_moves[j] = moves[order[j]]
         out_priors[j] = compress_prior(np.float32(x[order[j]] / total))  # lc0: float, then 16 bits

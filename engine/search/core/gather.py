@@ -359,9 +359,9 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
             I(node),
             I(1),
             -F(cache.entries.q[slot]),
-            cache.entries.d[slot],
-            cache.entries.m[slot],
-            depth,
+            F(cache.entries.d[slot]),
+            F(cache.entries.m[slot]),
+            I(depth),
         )
         batch.meta[OUT_OF_ORDER_DONE] += 1
     else:

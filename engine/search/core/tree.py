@@ -194,9 +194,14 @@ def _copy_subtree(src, root, dst):
         k = src.nodes.nedges[old]
         if k > 0:
             f = src.nodes.first[old]
-            expand(
-                dst, np.int64(i), src.edges.move[f : f + k], src.edges.prior[f : f + k], np.int64(k)
-            )
+            first = dst.count[EDGES]  # (expand's work, on record slices it would compile twice)
+            dst.count[EDGES] = first + k
+            dst.nodes.first[i] = first
+            dst.nodes.nedges[i] = k
+            for j in range(k):
+                dst.edges.move[first + j] = src.edges.move[f + j]
+                dst.edges.prior[first + j] = src.edges.prior[f + j]
+                dst.edges.child[first + j] = -1
             for j in range(k):
                 c = src.edges.child[f + j]
                 if c >= 0:
