@@ -368,10 +368,12 @@ class Search:
             batch.req,
             batch.moves,
             batch.indices,
+            # Contiguous float32 whatever the backend returns: the call skips numba's dispatch,
+            # so its argument types must never change (engine/search/core/calls.py).
             np.ascontiguousarray(out.policy, np.float32),
-            np.asarray(out.q, np.float32),
-            np.asarray(out.d, np.float32),
-            np.asarray(out.m, np.float32),
+            np.ascontiguousarray(out.q, np.float32),
+            np.ascontiguousarray(out.d, np.float32),
+            np.ascontiguousarray(out.m, np.float32),
             n,
         )
         state.batches += 1

@@ -184,3 +184,27 @@ def test_verbose_move_stats_show_the_network_values():
         assert float(value) == pytest.approx(-q, abs=6e-5), move
         checked += 1
     assert checked > 5
+
+
+class StridedOutputs(RandomNetwork):
+    """The random network's outputs as non-contiguous views (as a backend may return them)."""
+
+    def evaluate(self, planes):
+        out = super().evaluate(planes)
+        spread = lambda a: np.repeat(a, 2, axis=0)[::2]  # noqa: E731  (same values, strided)
+        return type(out)(spread(out.policy), spread(out.q), spread(out.d), spread(out.m))
+
+
+def test_backend_outputs_in_any_memory_layout_give_the_same_search():
+    """The expansion is called straight at its machine code (engine/search/core/calls.py), so
+    the search hands it contiguous arrays whatever the backend returns: strided outputs give
+    the tree contiguous ones give."""
+    trees = []
+    for net in (RandomNetwork(), StridedOutputs()):
+        search = Search(net, from_options({"SmartPruningFactor": 0.0}))
+        search.set_position(chess.Board())
+        search.run(Limit(nodes=500))
+        trees.append(tree_visits(search.root, None))
+        search.close()
+    assert trees[0] == trees[1]
+    assert not StridedOutputs().evaluate(np.zeros((3, 112, 8, 8), np.float32)).q.flags.c_contiguous
