@@ -28,9 +28,9 @@ FOLD_LIMIT_BYTES = 64 << 20
 """Weight-only nodes whose outputs total more than this are computed in the graph, not at load."""
 WINOGRAD_SUFFIX = "#winograd2"
 """Key of a filter's load-time Winograd transform among the parameters (not an ONNX name)."""
-WINOGRAD_MAX_CHANNELS = 64
-"""Widest filter (input or output channels) ``conv_method=auto`` runs as Winograd: Maia's 64 was
-measured (docs/performance.md, issue 32)."""
+WINOGRAD_MAX_CHANNELS = 128
+"""Widest filter (input or output channels) ``conv_method=auto`` runs as Winograd: Maia's (64 to
+112 channels) were measured (docs/performance.md, issue 32); wider ones keep XLA's convolution."""
 MICRO_BATCH_ROWS = 8
 """A Winograd program runs larger batches in chunks of at most this many rows, one after the
 other (``lax.map``): at 8 rows a 64-filter conv's Winograd temporaries (~0.5 MB each) stay in
@@ -196,8 +196,8 @@ class Converter:
         """Filters of 3×3 stride-1 'same' convs that may run as Winograd F(2×2), with their
         weight shapes: their filter transform is made once at load (:meth:`params_for`) instead
         of on every call (at batch 8 Maia ran 1.2× faster with it made at load, 0.4× with it in
-        the graph: docs/performance.md, issue 32). Only for ``conv_method`` auto or winograd2
-        in the NHWC layout; a program uses them for the batch sizes :func:`winograd_batch` allows.
+        the graph: docs/performance.md, issue 32). Only for ``conv_method`` winograd2, or auto
+        up to :data:`WINOGRAD_MAX_CHANNELS` channels, in the NHWC layout.
         """
         from .ops.conv_methods import is_fast_3x3
 
@@ -220,6 +220,7 @@ class Converter:
                 and readers.get(name) == {"Conv"}
                 and name not in self.output_names
                 and attrs.get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET", b"", "")
+                and (self.conv_method == "winograd2" or max(w.shape[:2]) <= WINOGRAD_MAX_CHANNELS)
                 and is_fast_3x3(
                     w.shape,
                     attrs.get("strides"),
@@ -232,16 +233,10 @@ class Converter:
         return out
 
     def winograd_batch(self, batch_size: int) -> bool:
-        """Whether a program for ``batch_size`` rows (per device) runs its 3×3 convs as Winograd
-        F(2×2) on the filters transformed at load: always for ``conv_method=winograd2``; for
-        auto, when no filter has more than :data:`WINOGRAD_MAX_CHANNELS` channels (measured
-        faster than XLA's convolution at every batch size in micro-batches of
-        :data:`MICRO_BATCH_ROWS` rows; wider filters are unmeasured)."""
-        if not self.winograd_weights:
-            return False
-        if self.conv_method == "winograd2":
-            return True
-        return all(max(s[:2]) <= WINOGRAD_MAX_CHANNELS for s in self.winograd_weights.values())
+        """Whether a program for ``batch_size`` rows (per device) runs the convs of
+        :attr:`winograd_weights` as Winograd F(2×2): measured faster than XLA's convolution at
+        every batch size, in micro-batches of :data:`MICRO_BATCH_ROWS` rows."""
+        return bool(self.winograd_weights)
 
     def params_for(self, hwio_filters: bool) -> dict[str, np.ndarray]:
         """The parameters for a program built with ``function(..., hwio_filters)``: those of the

@@ -77,7 +77,7 @@ OPTIONS: tuple[Option, ...] = (
         "choice",
         "auto",
         "convolution formulation in the NHWC layout (backend_xla.ops.conv_methods): auto runs "
-        "3×3 convs of up to 64 filters as Winograd F(2×2) on filters transformed at load, in "
+        "3×3 convs of up to 128 channels as Winograd F(2×2) on filters transformed at load, in "
         "micro-batches of 8 rows (1.2× XLA's convolution on Maia), the others as lax",
         choices=("lax", "auto", "im2col", "im2row", "shifted", "winograd2", "winograd4"),
     ),
