@@ -281,7 +281,7 @@ class XlaNetwork:
             chunk = planes[start : start + size]
             parts.append(self._run(size, chunk))
             start += len(chunk)
-        outs = [np.concatenate(col) for col in zip(*parts)]
+        outs = parts[0] if len(parts) == 1 else [np.concatenate(col) for col in zip(*parts)]
         return self._heads(outs)
 
     def _run(self, size: int, chunk: np.ndarray) -> list[np.ndarray]:
@@ -291,13 +291,14 @@ class XlaNetwork:
         rows = executable.rows  # >= size: a split batch is rounded up to a multiple of devices
         if n < rows:
             chunk = np.concatenate([chunk, np.zeros((rows - n,) + chunk.shape[1:], chunk.dtype)])
-        chunk = chunk.astype(self.converter.input_specs(rows)[0].dtype, copy=False)
+        chunk = chunk.astype(executable.input_dtype, copy=False)
         # A program with copies takes a device no other call is using (one core each on a CPU),
         # until its results are read back (np.asarray waits for the device).
         copy = self._free_devices.get() if executable.copies > 1 else None
         try:
             results = executable(chunk, copy=copy or 0)
-            return [np.asarray(r)[:n].astype(np.float32) for r in results]
+            # Views of the device's buffers where it allows (a CPU's): no copy of the logits.
+            return [np.asarray(r)[:n].astype(np.float32, copy=False) for r in results]
         finally:
             if copy is not None:
                 self._free_devices.put(copy)
