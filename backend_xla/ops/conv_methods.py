@@ -281,15 +281,17 @@ def _winograd_nhwc(x: Any, w: Any, method: str, u: Any = None) -> Any:
     th, tw = -(-h // m), -(-wd // m)  # tiles per column / row
     # Pad 1 on top/left (the conv's own), and enough on bottom/right to cover th·m + 2 rows.
     xp_ = jnp.pad(x, ((0, 0), (1, th * m + 1 - h), (1, tw * m + 1 - wd), (0, 0)))
-    # d[i][j]: element (i, j) of every tile, [N, th, tw, Cin] (stride-m slices).
-    d = [
-        [xp_[:, i : i + (th - 1) * m + 1 : m, j : j + (tw - 1) * m + 1 : m, :] for j in range(a)]
-        for i in range(a)
-    ]
-    # V = Bᵀ d B, separably: rows first, then columns.
-    rows = [[_lincomb(bt[r], [d[i][j] for i in range(a)]) for j in range(a)] for r in range(a)]
-    tiles = [_lincomb(bt[c], rows[r]) for r in range(a) for c in range(a)]
-    v = jnp.stack(tiles, axis=0).reshape(a * a, n * th * tw, cin)
+    # V = Bᵀ d B separably, each step one stack along a new leading axis: rows of every tile
+    # over the padded width first ([a, N, th, W+2, Cin]), then its columns ([a, a, N, th, tw,
+    # Cin]). XLA fuses each step into one loop; sixteen separate sums and a stack of them were
+    # sixteen independent fusions, which XLA's executor hands to its thread pool, shared by the
+    # host devices: two programs running at once (the search's two batches) then contended.
+    span_h, span_w = (th - 1) * m + 1, (tw - 1) * m + 1
+    row_terms = [xp_[:, i : i + span_h : m] for i in range(a)]
+    rows = jnp.stack([_lincomb(bt[r], row_terms) for r in range(a)])
+    col_terms = [rows[:, :, :, j : j + span_w : m] for j in range(a)]
+    v = jnp.stack([_lincomb(bt[c], col_terms) for c in range(a)], axis=1)
+    v = v.reshape(a * a, n * th * tw, cin)
     u = winograd_weights(w, method) if u is None else u
     u = u.astype(x.dtype) if hasattr(u, "astype") else u
     mm = lax.dot_general(
