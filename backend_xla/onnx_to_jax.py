@@ -409,7 +409,15 @@ class Converter:
         handler = ops.handler_for(node.op_type)
         assert handler is not None  # _check_ops refused unsupported ops
         try:
-            result = handler(ctx, *args)
+            if static:
+                result = handler(ctx, *args)
+            else:
+                import jax
+
+                # The node's name in the HLO metadata: XLA's per-op profile then names the ONNX
+                # node each fusion came from (docs/performance.md, issue 32).
+                with jax.named_scope(node.name or node.op_type):
+                    result = handler(ctx, *args)
         except NetworkError:
             raise
         except Exception as exc:
