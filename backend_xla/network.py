@@ -112,6 +112,13 @@ class XlaNetwork:
                 f"{self.source}: metadata {INPUT_FORMAT_KEY}: expected an integer, got {fmt!r}"
             ) from None
         data_type = self.options["data_type"]
+        self.devices = runtime.setup(self.options)
+        self.device = self.devices[0]
+        conv_method = self.options["conv_method"]
+        if conv_method == "auto" and self.device.platform != "cpu":
+            # auto's Winograd in 8-row chunks suits a CPU core's cache (docs/performance.md
+            # §6); an accelerator's own convolution takes the whole batch at once.
+            conv_method = "lax"
         self.converter = Converter(
             model,
             self.source,
@@ -121,10 +128,8 @@ class XlaNetwork:
             io_dtype=parse_dtype(self.options["io_datatype"]),
             max_inline_constant_size=self.options["max_inline_constant_size"],
             layout=self.options["layout"],
-            conv_method=self.options["conv_method"],
+            conv_method=conv_method,
         )
-        self.devices = runtime.setup(self.options)
-        self.device = self.devices[0]
         minibatch = preferred_minibatch(self.device.platform)
         self.sizes = batch_sizes(self.options, minibatch)
         self.max_batch = self.sizes[-1]
