@@ -112,6 +112,13 @@ class XlaNetwork:
                 f"{self.source}: metadata {INPUT_FORMAT_KEY}: expected an integer, got {fmt!r}"
             ) from None
         data_type = self.options["data_type"]
+        self.devices = runtime.setup(self.options)
+        self.device = self.devices[0]
+        conv_method = self.options["conv_method"]
+        if conv_method == "auto" and self.device.platform != "cpu":
+            # auto's Winograd in 8-row chunks suits a CPU core's cache (docs/performance.md
+            # §6); an accelerator's own convolution takes the whole batch at once.
+            conv_method = "lax"
         self.converter = Converter(
             model,
             self.source,
@@ -121,10 +128,8 @@ class XlaNetwork:
             io_dtype=parse_dtype(self.options["io_datatype"]),
             max_inline_constant_size=self.options["max_inline_constant_size"],
             layout=self.options["layout"],
-            conv_method=self.options["conv_method"],
+            conv_method=conv_method,
         )
-        self.devices = runtime.setup(self.options)
-        self.device = self.devices[0]
         minibatch = preferred_minibatch(self.device.platform)
         self.sizes = batch_sizes(self.options, minibatch)
         self.max_batch = self.sizes[-1]
@@ -281,7 +286,7 @@ class XlaNetwork:
             chunk = planes[start : start + size]
             parts.append(self._run(size, chunk))
             start += len(chunk)
-        outs = [np.concatenate(col) for col in zip(*parts)]
+        outs = parts[0] if len(parts) == 1 else [np.concatenate(col) for col in zip(*parts)]
         return self._heads(outs)
 
     def _run(self, size: int, chunk: np.ndarray) -> list[np.ndarray]:
@@ -291,13 +296,14 @@ class XlaNetwork:
         rows = executable.rows  # >= size: a split batch is rounded up to a multiple of devices
         if n < rows:
             chunk = np.concatenate([chunk, np.zeros((rows - n,) + chunk.shape[1:], chunk.dtype)])
-        chunk = chunk.astype(self.converter.input_specs(rows)[0].dtype, copy=False)
+        chunk = chunk.astype(executable.input_dtype, copy=False)
         # A program with copies takes a device no other call is using (one core each on a CPU),
         # until its results are read back (np.asarray waits for the device).
         copy = self._free_devices.get() if executable.copies > 1 else None
         try:
             results = executable(chunk, copy=copy or 0)
-            return [np.asarray(r)[:n].astype(np.float32) for r in results]
+            # Views of the device's buffers where it allows (a CPU's): no copy of the logits.
+            return [np.asarray(r)[:n].astype(np.float32, copy=False) for r in results]
         finally:
             if copy is not None:
                 self._free_devices.put(copy)

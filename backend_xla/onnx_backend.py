@@ -133,7 +133,7 @@ class XlaBackendRep(onnx.backend.base.BackendRep):
             else onnx_to_np_dtype(v.type.tensor_type.elem_type, self.source)
             for v in self.model.graph.output
         ]
-        return jax.jit(fn), conv.params, [i.name for i in conv.inputs], dtypes
+        return jax.jit(fn), conv.params_for(False), [i.name for i in conv.inputs], dtypes
 
 
 class XlaBackend(onnx.backend.base.Backend):

@@ -26,6 +26,16 @@ DEFAULT_MAX_INLINE_CONSTANT_SIZE = 1024
 ONNX_DOMAINS = ("", "ai.onnx")
 FOLD_LIMIT_BYTES = 64 << 20
 """Weight-only nodes whose outputs total more than this are computed in the graph, not at load."""
+WINOGRAD_SUFFIX = "#winograd2"
+"""Key of a filter's load-time Winograd transform among the parameters (not an ONNX name)."""
+WINOGRAD_MAX_CHANNELS = 128
+"""Widest filter (input or output channels) ``conv_method=auto`` runs as Winograd: Maia's (64 to
+112 channels) were measured (docs/performance.md, issue 32); wider ones keep XLA's convolution."""
+MICRO_BATCH_ROWS = 8
+"""A Winograd program runs larger batches in chunks of at most this many rows, one after the
+other (``lax.map``): at 8 rows a 64-filter conv's Winograd temporaries (~0.5 MB each) stay in
+the core's L2 cache; whole batches of 32 ran 1.16× and of 128 1.27× slower than chunks of 8
+(Maia, one core, docs/performance.md)."""
 LAYOUTS = ("NHWC", "NCHW")
 """Activation layouts: "NHWC" keeps conv outputs channels-last through the ops that allow it
 (:mod:`backend_xla.ops.nhwc`); "NCHW" converts op by op in ONNX layout."""
@@ -65,7 +75,7 @@ class Converter:
         base_dir=None,
         max_inline_constant_size: int = DEFAULT_MAX_INLINE_CONSTANT_SIZE,
         layout: str = "NHWC",
-        conv_method: str = "lax",
+        conv_method: str = "auto",
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
@@ -103,7 +113,8 @@ class Converter:
         self.max_inline_constant_size = max_inline_constant_size
         self.folded_nodes = self._fold_weights()
         self.hwio_weights = self._conv_weights_to_hwio()
-        self._hwio_params: dict[str, np.ndarray] | None = None
+        self.winograd_weights = self._conv_weights_for_winograd()
+        self._prepared: dict[bool, dict[str, np.ndarray]] = {}
         used = {i for n in self.nodes for i in n.input} | set(self.output_names)
         self.params = {k: v for k, v in self.params.items() if k in used}
         self.inputs = [i for i in self.inputs if i.name in used]
@@ -162,9 +173,10 @@ class Converter:
         HWIO filters). Programs split over host devices measured the other way (OIHW 1.15–1.2×
         faster at batch 32/256, Maia, same run), so :meth:`params_for` and :meth:`function` take
         the choice per program. Only weights read by nothing but ``Conv`` nodes qualify, and only
-        for ``conv_method=lax`` (the formulations in backend_xla.ops.conv_methods take OIHW).
+        for ``conv_method`` lax or auto (the formulations in backend_xla.ops.conv_methods take
+        OIHW).
         """
-        if self.conv_method != "lax":
+        if self.conv_method not in ("lax", "auto"):
             return set()
         readers: dict[str, set[str]] = {}
         for node in self.nodes:
@@ -180,18 +192,72 @@ class Converter:
             and name not in self.output_names
         }
 
+    def _conv_weights_for_winograd(self) -> dict[str, tuple]:
+        """Filters of 3×3 stride-1 'same' convs that may run as Winograd F(2×2), with their
+        weight shapes: their filter transform is made once at load (:meth:`params_for`) instead
+        of on every call (at batch 8 Maia ran 1.2× faster with it made at load, 0.4× with it in
+        the graph: docs/performance.md, issue 32). Only for ``conv_method`` winograd2, or auto
+        up to :data:`WINOGRAD_MAX_CHANNELS` channels, in the NHWC layout.
+        """
+        from .ops.conv_methods import is_fast_3x3
+
+        if self.layout != "NHWC" or self.conv_method not in ("auto", "winograd2"):
+            return {}
+        readers: dict[str, set[str]] = {}
+        for node in self.nodes:
+            for i, name in enumerate(node.input):
+                readers.setdefault(name, set()).add(node.op_type if i == 1 else "other")
+        out = {}
+        for node in self.nodes:
+            if node.op_type != "Conv" or len(node.input) < 2:
+                continue
+            name = node.input[1]
+            w = self.params.get(name)
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            if (
+                w is not None
+                and w.ndim == 4
+                and readers.get(name) == {"Conv"}
+                and name not in self.output_names
+                and attrs.get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET", b"", "")
+                and (self.conv_method == "winograd2" or max(w.shape[:2]) <= WINOGRAD_MAX_CHANNELS)
+                and is_fast_3x3(
+                    w.shape,
+                    attrs.get("strides"),
+                    attrs.get("pads"),
+                    attrs.get("dilations"),
+                    attrs.get("group", 1),
+                )
+            ):
+                out[name] = w.shape
+        return out
+
+    def winograd_batch(self, batch_size: int) -> bool:
+        """Whether a program for ``batch_size`` rows (per device) runs the convs of
+        :attr:`winograd_weights` as Winograd F(2×2): measured faster than XLA's convolution at
+        every batch size, in micro-batches of :data:`MICRO_BATCH_ROWS` rows."""
+        return bool(self.winograd_weights)
+
     def params_for(self, hwio_filters: bool) -> dict[str, np.ndarray]:
-        """The parameters for a program built with ``function(..., hwio_filters)``."""
-        if not hwio_filters:
-            return self.params
-        if self._hwio_params is None:
-            self._hwio_params = {
+        """The parameters for a program built with ``function(..., hwio_filters)``: those of the
+        file, conv filters HWIO if asked, and the Winograd transform of each filter in
+        :attr:`winograd_weights` under ``name + WINOGRAD_SUFFIX``."""
+        if hwio_filters not in self._prepared:
+            params = {
                 k: np.ascontiguousarray(np.transpose(v, (2, 3, 1, 0)))
-                if k in self.hwio_weights
+                if hwio_filters and k in self.hwio_weights
                 else v
                 for k, v in self.params.items()
             }
-        return self._hwio_params
+            if self.winograd_weights:
+                from .ops.conv_methods import winograd_weights
+
+                for name in self.winograd_weights:
+                    params[name + WINOGRAD_SUFFIX] = winograd_weights(
+                        self.params[name], "winograd2"
+                    )
+            self._prepared[hwio_filters] = params
+        return self._prepared[hwio_filters]
 
     def _needed_nodes(self) -> list[onnx.NodeProto]:
         """Nodes the requested outputs depend on, in graph (topological) order."""
@@ -256,10 +322,38 @@ class Converter:
         """``fn(params: dict, *inputs) -> tuple(outputs)`` for ``batch_size`` and its input specs.
 
         ``hwio_filters``: ``params`` hold the filters of :attr:`hwio_weights` as HWIO
-        (``params_for(True)``); otherwise every parameter is as in the ONNX file.
+        (``params_for(True)``); otherwise every parameter is as in the ONNX file. A Winograd
+        program (:meth:`winograd_batch`) runs in micro-batches of :data:`MICRO_BATCH_ROWS` rows.
         """
-        hwio = self.hwio_weights if hwio_filters else frozenset()
         specs = self.input_specs(batch_size)
+        winograd = self.winograd_batch(batch_size)
+        chunks = -(-batch_size // MICRO_BATCH_ROWS) if winograd else 1
+        rows = -(-batch_size // chunks)
+        fn = self._function(rows, hwio_filters, winograd)
+        if chunks == 1 or not self._rows_lead(fn, rows, hwio_filters):
+            return (
+                fn if chunks == 1 else self._function(batch_size, hwio_filters, winograd)
+            ), specs
+        return _micro_batched(fn, batch_size, rows, chunks), specs
+
+    def _rows_lead(self, fn: Callable, rows: int, hwio_filters: bool) -> bool:
+        """Whether every input and output of ``fn`` (built for ``rows``) has the rows on axis 0,
+        so that a batch may be cut into chunks of ``rows``."""
+        import jax
+
+        specs = self.input_specs(rows)
+        if any(not s.shape or s.shape[0] != rows for s in specs):
+            return False
+        params = {
+            k: jax.ShapeDtypeStruct(v.shape, v.dtype)
+            for k, v in self.params_for(hwio_filters).items()
+        }
+        outs = jax.eval_shape(fn, params, *[jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs])
+        return all(o.shape and o.shape[0] == rows for o in outs)
+
+    def _function(self, batch_size: int, hwio_filters: bool, winograd: bool) -> Callable:
+        hwio = self.hwio_weights if hwio_filters else frozenset()
+        prepared = self.winograd_weights.keys() if winograd else frozenset()
         model_dtypes = [onnx_to_np_dtype(v.type.tensor_type.elem_type) for v in self.inputs]
 
         def fn(params: dict, *inputs):
@@ -268,7 +362,7 @@ class Converter:
             for value, x, dtype in zip(self.inputs, inputs, model_dtypes):
                 env[value.name] = x.astype(device_dtype(self._compute(dtype)))
             for node in self.nodes:
-                self._run_node(node, env, hwio)
+                self._run_node(node, env, hwio, prepared)
             outs = []
             for name in self.output_names:
                 y = ops.as_nchw(env[name])
@@ -279,9 +373,11 @@ class Converter:
                 outs.append(y.astype(device_dtype(self._io(y.dtype))))
             return tuple(outs)
 
-        return fn, specs
+        return fn
 
-    def _run_node(self, node: onnx.NodeProto, env: dict[str, Any], hwio=frozenset()) -> None:
+    def _run_node(
+        self, node: onnx.NodeProto, env: dict[str, Any], hwio=frozenset(), winograd=frozenset()
+    ) -> None:
         try:
             args = [env[name] if name else None for name in node.input]
         except KeyError as exc:
@@ -306,11 +402,22 @@ class Converter:
             layout=self.layout,
             conv_method=self.conv_method,
             hwio_filter=len(node.input) > 1 and node.input[1] in hwio,
+            winograd_filter=env[node.input[1] + WINOGRAD_SUFFIX]
+            if node.op_type == "Conv" and len(node.input) > 1 and node.input[1] in winograd
+            else None,
         )
         handler = ops.handler_for(node.op_type)
         assert handler is not None  # _check_ops refused unsupported ops
         try:
-            result = handler(ctx, *args)
+            if static:
+                result = handler(ctx, *args)
+            else:
+                import jax
+
+                # The node's name in the HLO metadata: XLA's per-op profile then names the ONNX
+                # node each fusion came from (docs/performance.md, issue 32).
+                with jax.named_scope(node.name or node.op_type):
+                    result = handler(ctx, *args)
         except NetworkError:
             raise
         except Exception as exc:
@@ -319,3 +426,24 @@ class Converter:
         for name, value in zip(node.output, results):
             if name:
                 env[name] = np.asarray(value) if static and not hasattr(value, "aval") else value
+
+
+def _micro_batched(fn: Callable, batch_size: int, rows: int, chunks: int) -> Callable:
+    """``fn`` (built for ``rows``) over ``batch_size`` rows as ``chunks`` chunks run one after the
+    other; the last chunk is padded with zero rows, cut off the outputs."""
+
+    def run(params: dict, *inputs):
+        import jax
+        import jax.numpy as jnp
+
+        padded = chunks * rows
+        stacked = tuple(
+            jnp.pad(x, [(0, padded - batch_size)] + [(0, 0)] * (x.ndim - 1)).reshape(
+                (chunks, rows) + x.shape[1:]
+            )
+            for x in inputs
+        )
+        outs = jax.lax.map(lambda xs: fn(params, *xs), stacked)
+        return tuple(y.reshape((padded,) + y.shape[2:])[:batch_size] for y in outs)
+
+    return run

@@ -245,6 +245,8 @@ class Executable:
     ) -> None:
         self.programs, self.params, self.rows, self.devices = compiled, params, rows, devices
         self.input_sharding = input_sharding
+        self.input_dtype = np.dtype(np.float32)
+        """The planes' dtype the program takes (set by :func:`compile_function`)."""
 
     @property
     def copies(self) -> int:
@@ -287,6 +289,16 @@ def compile_function(
     :func:`backend_xla.devices.split_rows` says so, else one program on each of the first
     ``copies`` devices (a batch runs whole on one of them). With ``hlo_dump_dir``, the HLO is
     written there first (:func:`dump_hlo`)."""
+    executable = _compile_executable(
+        converter, batch_size, params, min_rows_per_device, hlo_dump_dir, copies
+    )
+    executable.input_dtype = np.dtype(converter.input_specs(executable.rows)[0].dtype)
+    return executable
+
+
+def _compile_executable(
+    converter, batch_size, params, min_rows_per_device, hlo_dump_dir, copies
+) -> Executable:
     import jax
 
     n = len(params.devices)

@@ -67,6 +67,13 @@ def onnx2hlo_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--io-data-type", choices=("f32", "f16", "bf16"), default=None)
     parser.add_argument("--max-inline-constant-size", type=int, default=1024)
     parser.add_argument(
+        "--conv-method",
+        choices=("lax", "auto", "winograd2"),
+        default="lax",
+        help="lax (default): one convolution per Conv, as lc0's own conversion, for any XLA "
+        "device; auto: as backend_xla runs it on a CPU (Winograd, parameters made at load)",
+    )
+    parser.add_argument(
         "--allow-partial-result",
         action="store_true",
         help="on an unsupported op, emit the graph up to it instead of failing",
@@ -87,9 +94,12 @@ def onnx2hlo_main(argv: list[str] | None = None) -> int:
             float_override=parse_dtype(args.data_type) if args.data_type else None,
             io_dtype=parse_dtype(args.io_data_type) if args.io_data_type else None,
             max_inline_constant_size=args.max_inline_constant_size,
+            conv_method=args.conv_method,
         )
         fn, specs = conv.function(args.batch_size)
-        params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in conv.params.items()}
+        params = {
+            k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in conv.params_for(False).items()
+        }
         lowered = jax.jit(fn).lower(
             params, *[jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
         )

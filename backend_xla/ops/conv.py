@@ -6,8 +6,9 @@
 * Filters: ONNX's OIHW, or ``[KH, KW, Cin, Cout]`` when the converter stored this filter HWIO at
   load (``ctx.hwio_filter``; see ``Converter._conv_weights_to_hwio``: from OIHW parameters XLA
   transposes every filter on every call of a one-device program).
-* Formulation: ``lax.conv_general_dilated``, or for ``conv_method`` other than ``lax`` (NHWC, OIHW
-  filters) one of the matmul/Winograd rewrites of :mod:`backend_xla.ops.conv_methods`.
+* Formulation: ``lax.conv_general_dilated``; Winograd F(2×2) on a filter transformed at load
+  (``ctx.winograd_filter``: ``conv_method`` auto at small batches, or winograd2); or for another
+  ``conv_method`` (NHWC, OIHW filters) one of the rewrites of :mod:`backend_xla.ops.conv_methods`.
 """
 
 from __future__ import annotations
@@ -71,10 +72,13 @@ def conv(ctx: NodeContext, x, w, b=None):
     group = ctx.attr("group", 1)
     spatial = "DHW"[-n:]
     padding = _conv_padding(ctx, x.shape[1:3] if nhwc else x.shape[2:], kernel, strides, dilations)
-    if nhwc and ctx.conv_method != "lax" and not hwio:
+    winograd = nhwc and ctx.winograd_filter is not None
+    if winograd or (nhwc and ctx.conv_method not in ("lax", "auto") and not hwio):
         from .conv_methods import conv2d
 
         pads = [padding[0][0], padding[1][0], padding[0][1], padding[1][1]]
+        if hwio:  # conv2d reads OIHW; with a load-time transform only for its shape (no copy runs)
+            w = w.transpose(3, 2, 0, 1)
         return Nhwc(
             conv2d(
                 x,
@@ -85,7 +89,8 @@ def conv(ctx: NodeContext, x, w, b=None):
                 dilations=dilations,
                 group=group,
                 layout="NHWC",
-                method=ctx.conv_method,
+                method="winograd2" if winograd else ctx.conv_method,
+                winograd_filter=ctx.winograd_filter,
             )
         )
     activations = "N" + spatial + "C" if nhwc else "NC" + spatial

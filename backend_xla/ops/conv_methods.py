@@ -261,8 +261,11 @@ def _lincomb(coeffs: np.ndarray, terms: list[Any]) -> Any:
     return out
 
 
-def _winograd_nhwc(x: Any, w: Any, method: str) -> Any:
+def _winograd_nhwc(x: Any, w: Any, method: str, u: Any = None) -> Any:
     """3×3 / stride 1 / pad 1 conv by Winograd F(m×m, 3×3). x NHWC, w OIHW → NHWC.
+
+    ``u``: the filter transform ``winograd_weights(w, method)`` made at load (then ``w`` is only
+    read for its shape): from a parameter ``w`` the transform would run on every call.
 
     Boards whose size is not a multiple of m are zero-padded on the bottom/right and cropped.
     Inputs narrower than float32 (bf16, f16) are transformed and multiplied in float32: the
@@ -270,7 +273,7 @@ def _winograd_nhwc(x: Any, w: Any, method: str) -> Any:
     (F(4×4) measured 12 % max error in bf16 against ~1 % for direct convolution).
     """
     if jnp.dtype(x.dtype).itemsize < 4:
-        return _winograd_nhwc(x.astype(jnp.float32), w, method).astype(x.dtype)
+        return _winograd_nhwc(x.astype(jnp.float32), w, method, u).astype(x.dtype)
     m, bt, _, at = WINOGRAD[method]
     a = m + 2  # input tile size
     n, h, wd, cin = x.shape
@@ -278,16 +281,18 @@ def _winograd_nhwc(x: Any, w: Any, method: str) -> Any:
     th, tw = -(-h // m), -(-wd // m)  # tiles per column / row
     # Pad 1 on top/left (the conv's own), and enough on bottom/right to cover th·m + 2 rows.
     xp_ = jnp.pad(x, ((0, 0), (1, th * m + 1 - h), (1, tw * m + 1 - wd), (0, 0)))
-    # d[i][j]: element (i, j) of every tile, [N, th, tw, Cin] (stride-m slices).
-    d = [
-        [xp_[:, i : i + (th - 1) * m + 1 : m, j : j + (tw - 1) * m + 1 : m, :] for j in range(a)]
-        for i in range(a)
-    ]
-    # V = Bᵀ d B, separably: rows first, then columns.
-    rows = [[_lincomb(bt[r], [d[i][j] for i in range(a)]) for j in range(a)] for r in range(a)]
-    tiles = [_lincomb(bt[c], rows[r]) for r in range(a) for c in range(a)]
-    v = jnp.stack(tiles, axis=0).reshape(a * a, n * th * tw, cin)
-    u = winograd_weights(w, method)
+    # V = Bᵀ d B separably, each step one stack along a new leading axis: rows of every tile
+    # over the padded width first ([a, N, th, W+2, Cin]), then its columns ([a, a, N, th, tw,
+    # Cin]). XLA fuses each step into one loop; sixteen separate sums and a stack of them were
+    # sixteen independent fusions, which XLA's executor hands to its thread pool, shared by the
+    # host devices: two programs running at once (the search's two batches) then contended.
+    span_h, span_w = (th - 1) * m + 1, (tw - 1) * m + 1
+    row_terms = [xp_[:, i : i + span_h : m] for i in range(a)]
+    rows = jnp.stack([_lincomb(bt[r], row_terms) for r in range(a)])
+    col_terms = [rows[:, :, :, j : j + span_w : m] for j in range(a)]
+    v = jnp.stack([_lincomb(bt[c], col_terms) for c in range(a)], axis=1)
+    v = v.reshape(a * a, n * th * tw, cin)
+    u = winograd_weights(w, method) if u is None else u
     u = u.astype(x.dtype) if hasattr(u, "astype") else u
     mm = lax.dot_general(
         v, jnp.asarray(u, x.dtype), (((2,), (1,)), ((0,), (0,))), preferred_element_type=x.dtype
@@ -333,6 +338,7 @@ def conv2d(
     layout: str = "NCHW",
     method: str = "auto",
     activation: str | None = None,
+    winograd_filter: Any = None,
 ) -> Any:
     """ONNX ``Conv`` (2-D), optionally followed by ``Relu``.
 
@@ -344,6 +350,7 @@ def conv2d(
     method: one of :data:`METHODS`; a method that cannot do this case (e.g. Winograd on a strided
        conv) falls back to ``"lax"``.
     activation: ``None`` or ``"relu"`` (XLA fuses it with the bias add into one loop).
+    winograd_filter: for a Winograd ``method``, ``winograd_weights(w, method)`` made beforehand.
     Returns ``[N, Cout, OH, OW]`` or ``[N, OH, OW, Cout]`` matching ``layout``.
     """
     if layout not in LAYOUTS:
@@ -372,7 +379,7 @@ def conv2d(
         elif method == "shifted":
             y = _shifted_nhwc(xn, w, pads4)
         else:
-            y = _winograd_nhwc(xn, w, method)
+            y = _winograd_nhwc(xn, w, method, winograd_filter)
         channel_axis = 3
     if b is not None:
         shape = [1, 1, 1, 1]

@@ -79,7 +79,8 @@ class NodeContext:
     ``layout``: the converter's activation layout (``"NHWC"``: ``Conv`` outputs are stored
     channels-last); ``conv_method``: the convolution formulation asked for (option
     ``conv_method``); ``hwio_filter``: this ``Conv``'s filter input was stored ``[KH, KW, Cin,
-    Cout]`` at load instead of ONNX's OIHW (``Converter.params_for``).
+    Cout]`` at load instead of ONNX's OIHW (``Converter.params_for``); ``winograd_filter``: this
+    3×3 ``Conv`` runs as Winograd F(2×2) on this filter transform, made at load.
     """
 
     node: onnx.NodeProto
@@ -90,6 +91,7 @@ class NodeContext:
     layout: str = "NCHW"
     conv_method: str = "lax"
     hwio_filter: bool = False
+    winograd_filter: Any = None
     attrs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -39,7 +39,7 @@ def run_ours(model: onnx.ModelProto, feeds: dict, inline_limit: int = 1024) -> l
 
     conv = Converter(model, "<test>", max_inline_constant_size=inline_limit)
     fn, _ = conv.function(1)
-    out = jax.jit(fn)(conv.params, *[feeds[i.name] for i in conv.inputs])
+    out = jax.jit(fn)(conv.params_for(False), *[feeds[i.name] for i in conv.inputs])
     return [np.asarray(o) for o in out]
 
 

@@ -67,7 +67,7 @@ def test_layout_pass_keeps_activations_nhwc_between_convs():
     model = onnx.load(need_shared("maia", "maia-1100.onnx"))
     texts = {}
     for layout in ("NHWC", "NCHW"):
-        conv = Converter(model, "maia", layout=layout)
+        conv = Converter(model, "maia", layout=layout, conv_method="lax")
         fn, specs = conv.function(8, hwio_filters=True)  # as a one-device program
         params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype)
                   for k, v in conv.params_for(hwio_filters=True).items()}
@@ -80,6 +80,31 @@ def test_layout_pass_keeps_activations_nhwc_between_convs():
     # the SE blocks' [N, C, 1, 1] <-> [N, 1, 1, C] changes are reshapes.
     assert texts["NCHW"].count("stablehlo.transpose") == 0
     assert texts["NHWC"].count("stablehlo.transpose") == 3
+
+
+def test_winograd_filters_made_at_load_match_xla_convolution():
+    """conv_method=auto: Maia's 3×3 convs as Winograd F(2×2) on filters transformed at load, in
+    micro-batches of 8 rows (13 rows: two chunks of 7, one padding row), no convolution left but
+    the 1×1 value conv; outputs as XLA's own convolution gives them, one-device and split."""
+    import jax
+
+    model = onnx.load(need_shared("maia", "maia-1100.onnx"))
+    records = read_jsonl(need_shared("maia", "ref-maia-1100.jsonl.gz"))[:13]
+    planes = lc0_planes_batch(records)
+    lax_conv = Converter(model, "maia", conv_method="lax")
+    auto = Converter(model, "maia")
+    assert len(auto.winograd_weights) == 15  # 12 tower, input, two policy convs
+    for hwio in (True, False):
+        for rows in (8, 13):
+            fn, _ = auto.function(rows, hwio_filters=hwio)
+            text = jax.jit(fn).lower(auto.params_for(hwio), planes[:rows]).as_text()
+            assert text.count("stablehlo.convolution") == 1
+            assert ("stablehlo.while" in text) == (rows > 8)
+            got = jax.jit(fn)(auto.params_for(hwio), planes[:rows])
+            ref_fn, _ = lax_conv.function(rows, hwio_filters=hwio)
+            want = jax.jit(ref_fn)(lax_conv.params_for(hwio), planes[:rows])
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=2e-4, rtol=1e-4)
 
 
 # ------------------------------------------------------------------------------ weight folding
