@@ -141,14 +141,14 @@ class Search:
         if reused:
             state.tree = ctree.keep_subtree(state.tree, node) if node != 0 else state.tree
         else:
-            state.tree = ctree.new_tree()
+            state.tree = ctree.emptied(state.tree)
         self._set_game(board, rows)
         state.changed()
         return reused
 
     def clear(self) -> None:
         """Forget the tree and the NN cache (ucinewgame)."""
-        self.state.tree = ctree.new_tree()
+        self.state.tree = ctree.emptied(self.state.tree)
         self._cache.clear()
         self.state.changed()
 

@@ -30,7 +30,11 @@ class NNCache:
         return ccache.hashfull(self.arrays)
 
     def clear(self) -> None:
-        self.arrays = ccache.new_cache(int(self.arrays.meta[ccache.CAPACITY]))
+        """Forget every entry, keeping the arrays: freeing hundreds of MB would delay the
+        ``ucinewgame`` that asks for it."""
+        self.arrays.entries["key"][:] = 0
+        self.arrays.meta[ccache.WRITE] = 0
+        self.arrays.meta[ccache.USED] = 0
 
     def resize(self, capacity: int) -> None:
         if capacity != int(self.arrays.meta[ccache.CAPACITY]):

@@ -53,9 +53,16 @@ search stopped, and smart pruning may stop only 200 ms after the first evaluatio
 so the tree sizes depend on the machine's speed: 0.033 over all 120 searches on an idle machine,
 0.050 over the first game's 30 on a loaded one (a fresh-clone run beside other work)."""
 
+GAMES_TOTAL_RATIO = (0.9, 1.25)
+"""Bounds of the in-game searches' median root-visit ratio. For the same reason it depends on
+speed: a search that reaches 400 nodes before smart pruning's 200 ms leaves a bigger tree to
+the next one. 0.98-1.01 at about 1,250 nodes/s a search; 1.14 once the search and the network
+had become faster (about 1,900 nodes/s, Maia-1900, 2026-11-26)."""
+
 
 def _check(net, records: list[dict], same_best_min: float = SAME_BEST_MIN,
-           distance_max: float = MEAN_DISTANCE_MAX) -> fidelity.Summary:
+           distance_max: float = MEAN_DISTANCE_MAX,
+           total_ratio: tuple[float, float] = TOTAL_RATIO) -> fidelity.Summary:
     assert records, "expected records with root visits"
     results = fidelity.compare(net, from_options({}), records, workers=FIDELITY_WORKERS)
     summary = fidelity.summarize(results)
@@ -66,7 +73,7 @@ def _check(net, records: list[dict], same_best_min: float = SAME_BEST_MIN,
     assert summary.mean_distance <= distance_max, f"{summary.line()}; worst: {detail}"
     # Smart pruning stops where lc0's does: root visit totals alike (a proven win or a single
     # move stops at once, a decided best move before the node limit).
-    assert TOTAL_RATIO[0] <= summary.median_total_ratio <= TOTAL_RATIO[1], summary.line()
+    assert total_ratio[0] <= summary.median_total_ratio <= total_ratio[1], summary.line()
     return summary
 
 
@@ -115,10 +122,11 @@ def test_fidelity_inside_games_with_tree_reuse(maia1900):
     games (60 searches) in CI."""
     records = [r for r in _heldout("games") if r["game"] < 2]
     assert len(records) == 60 and any(r["total"] >= 400 for r in records)
-    _check(maia1900, records, HELDOUT_SAME_BEST_MIN, GAMES_DISTANCE_MAX)
+    _check(maia1900, records, HELDOUT_SAME_BEST_MIN, GAMES_DISTANCE_MAX, GAMES_TOTAL_RATIO)
 
 
 @pytest.mark.slow
 def test_fidelity_on_all_heldout_positions(maia1900):
     _check(maia1900, _heldout("random"), HELDOUT_SAME_BEST_MIN)
-    _check(maia1900, _heldout("games"), HELDOUT_SAME_BEST_MIN, GAMES_DISTANCE_MAX)
+    _check(maia1900, _heldout("games"), HELDOUT_SAME_BEST_MIN, GAMES_DISTANCE_MAX,
+           GAMES_TOTAL_RATIO)
