@@ -94,17 +94,16 @@ def test_winograd_filters_made_at_load_match_xla_convolution():
     lax_conv = Converter(model, "maia", conv_method="lax")
     auto = Converter(model, "maia")
     assert len(auto.winograd_weights) == 15  # 12 tower, input, two policy convs
-    for hwio in (True, False):
-        for rows in (8, 13):
-            fn, _ = auto.function(rows, hwio_filters=hwio)
-            text = jax.jit(fn).lower(auto.params_for(hwio), planes[:rows]).as_text()
-            assert text.count("stablehlo.convolution") == 1
-            assert ("stablehlo.while" in text) == (rows > 8)
-            got = jax.jit(fn)(auto.params_for(hwio), planes[:rows])
-            ref_fn, _ = lax_conv.function(rows, hwio_filters=hwio)
-            want = jax.jit(ref_fn)(lax_conv.params_for(hwio), planes[:rows])
-            for g, w in zip(got, want):
-                np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=2e-4, rtol=1e-4)
+    for hwio, rows in ((True, 8), (False, 13)):  # each filter layout, each chunking (a pair
+        fn, _ = auto.function(rows, hwio_filters=hwio)  # each: every compile costs seconds)
+        text = jax.jit(fn).lower(auto.params_for(hwio), planes[:rows]).as_text()
+        assert text.count("stablehlo.convolution") == 1
+        assert ("stablehlo.while" in text) == (rows > 8)
+        got = jax.jit(fn)(auto.params_for(hwio), planes[:rows])
+        ref_fn, _ = lax_conv.function(rows, hwio_filters=hwio)
+        want = jax.jit(ref_fn)(lax_conv.params_for(hwio), planes[:rows])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=2e-4, rtol=1e-4)
 
 
 # ------------------------------------------------------------------------------ weight folding
