@@ -34,7 +34,9 @@ def _has_conv(path) -> bool:
 # The layout pass only changes graphs with convolutions (the attention-body nets have none).
 CONV_ZOO_FILES = sorted(p.name for p in (LC0 / "zoo").glob("*.onnx")
                         if _has_conv(p)) if (LC0 / "zoo").is_dir() else []
-FAST = "batch_buckets=4,cache_dir=none,background_compile=0,device=0"
+FAST = "batch_buckets=4,cache_dir=none,background_compile=0,device=0,conv_method=lax"
+"""XLA's own convolution in both layouts: the layout pass alone differs (the Winograd programs,
+twice as slow to compile, are checked against lc0 in test_backend_zoo.py)."""
 LAYOUT_POSITIONS = 4
 # Same float ops in another order (XLA picks different conv loops per layout): rounding only.
 LAYOUT_TOL = 2e-5

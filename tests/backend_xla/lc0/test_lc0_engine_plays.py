@@ -22,10 +22,12 @@ CI_MAIAS = ("maia/maia-1100.pb.gz", "maia/maia-1900.pb.gz")
 def _marked(name: str):
     slow = name.startswith("maia/") and name not in CI_MAIAS
     return pytest.param(name, marks=pytest.mark.slow) if slow else name
-OPTIONS = "batch_buckets=7,background_compile=0,host_devices=1"
-"""One size (the minibatch of 7; the root pads to it), on one device: what is checked here
-(encoding, legal moves) does not depend on the devices, and a second device would compile a
-second copy of every program (tests/backend_xla/test_backend_concurrency.py covers those)."""
+OPTIONS = "batch_buckets=7,background_compile=0,host_devices=1,conv_method=lax"
+"""One size (the minibatch of 7; the root pads to it), on one device, XLA's own convolution:
+what is checked here (encoding, legal moves) depends neither on the devices, and a second device
+would compile a second copy of every program (tests/backend_xla/test_backend_concurrency.py
+covers those), nor on the convolution's formulation, whose Winograd programs take twice as long
+to compile (test_backend_zoo.py checks them against lc0 on every network)."""
 HISTORY_POSITION = 9
 """A shared position with moves played (history planes differ between formats)."""
 
