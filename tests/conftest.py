@@ -154,7 +154,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     done = Path(tempfile.mkdtemp(prefix="xlazero-warmup-")) / "done"
     os.environ[WARM_UP_DONE] = str(done)  # the test processes inherit it
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    # No warm-up helper process: the test processes keep both cores busy, so a second compiling
+    # process would only add the functions both compile (engine/search/warmup.py).
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), XLAZERO_WARM_UP_HELPER="0")
     subprocess.Popen([sys.executable, "-c", WARM_UP_CODE, str(done)], env=env, cwd=REPO_ROOT)
 
 
