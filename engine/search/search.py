@@ -308,11 +308,7 @@ class Search:
         pad = self._pad_table(batch_size)
         info, draw_scores = self._walk_consts
         walk = cgather.Walk(self._hist, info, draw_scores, self._root_filter(), self._stop_flag)
-        gather_minibatch(
-            state.tree,
-            self._packed,
-            state.counters,
-            self._cache.arrays,
+        self._run_gather(
             batch,
             walk,
             batch_size,
@@ -330,6 +326,14 @@ class Search:
             requests, hits = self._probe(batch, requests)
             ooo += hits
         return requests, ooo
+
+    def _run_gather(self, batch: cgather.Batch, walk: cgather.Walk, *limits) -> None:
+        """The compiled gather into ``batch``; ``limits``: batch size, out-of-order budget,
+        collisions left, collision events, nodes left (-1: none), prefetch table (int64)."""
+        state = self.state
+        gather_minibatch(
+            state.tree, self._packed, state.counters, self._cache.arrays, batch, walk, *limits
+        )
 
     def _pad_table(self, batch_size: int) -> np.ndarray:
         """Prefetch target by request count: MaxPrefetch (lc0), but no further than the rows
@@ -488,20 +492,7 @@ class Search:
             np.zeros(0, np.uint8),
             self._stop_flag,
         )
-        cgather.gather(
-            state.tree,
-            self._packed,
-            state.counters,
-            self._cache.arrays,
-            batch,
-            walk,
-            1,
-            1,
-            1,
-            1,
-            -1,
-            np.zeros(2, np.int64),
-        )
+        self._run_gather(batch, walk, 1, 1, 1, 1, -1, np.zeros(2, np.int64))
         n = int(batch.meta[cgather.REQUESTS])
         if n:
             self._process(batch, self.network.evaluate(batch.planes[:n]))
