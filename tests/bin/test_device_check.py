@@ -1,0 +1,44 @@
+"""bin/device-check on a machine without a GPU: says so, skips every step by name, exits 0, fast.
+
+(Its full run needs a GPU; ``bin/device-check OUT --cpu-rehearsal`` runs every step on the CPU
+at tiny sizes and takes minutes, so it is not a test.)"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+
+DEVICE_CHECK = REPO_ROOT / "bin" / "device-check"
+STEPS = ["env", "gpu-tests", "backend", "engine", "startup", "cuda-extra"]
+
+
+@pytest.mark.skipif(
+    bool(shutil.which("nvidia-smi") or list(Path("/dev").glob("nvidia*"))),
+    reason="a GPU may be here: bin/device-check would run its full checks",
+)
+def test_without_a_gpu_every_step_is_skipped_and_reported(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([str(DEVICE_CHECK), str(out)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "no GPU found" in proc.stdout, proc.stdout
+    report = (out / "results.md").read_text()
+    assert "no GPU found" in report
+    for i, step in enumerate(STEPS, 1):
+        assert f"## {i}. {step}:" in report, report
+        assert f"{step}: skipped (no GPU)" in proc.stdout, proc.stdout
+    assert report.count("skipped: no GPU") == len(STEPS), report
+    assert [p.name for p in out.iterdir()] == ["results.md"]
+
+
+def test_wrong_arguments_exit_2(tmp_path):
+    proc = subprocess.run(
+        [str(DEVICE_CHECK), str(tmp_path), "--max-minutes", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "--max-minutes" in proc.stderr, proc.stderr
