@@ -235,7 +235,8 @@ class Converter:
     def winograd_batch(self, batch_size: int) -> bool:
         """Whether a program for ``batch_size`` rows (per device) runs the convs of
         :attr:`winograd_weights` as Winograd F(2×2): measured faster than XLA's convolution at
-        every batch size, in micro-batches of :data:`MICRO_BATCH_ROWS` rows."""
+        every batch size, in micro-batches of :data:`MICRO_BATCH_ROWS` rows (a device's share
+        of a split batch too, compiled as ``backend_xla.runtime.SPLIT_WINOGRAD_OPTIONS`` says)."""
         return bool(self.winograd_weights)
 
     def params_for(self, hwio_filters: bool) -> dict[str, np.ndarray]:

@@ -277,6 +277,19 @@ def dump_hlo(lowered, directory: str, source: str, batch_size: int) -> Path:
     return path
 
 
+SPLIT_WINOGRAD_OPTIONS: dict[str, Any] = {
+    "xla_cpu_experimental_ynn_fusion_type": "",
+    "xla_cpu_multi_thread_eigen": False,
+}
+"""XLA options of a CPU program that splits a batch over host devices and runs Winograd: its
+batched products as XLA's own single-threaded loops, not YNNPACK fusions. The devices' programs
+run at once, and YNNPACK spread each product over XLA's intra-op thread pool, which all host
+devices share: on the 2-core host Maia-1100 split over 2 devices ran 2,900-3,000 positions/s at
+batch 128-256, while two processes pinned one to each core ran 2,400 each. With these options
+the split program ran 4,100-4,260 (1.12-1.20× onnxruntime on both cores), at batch 32 1.05× the
+default; one-device programs keep the default, where YNNPACK is faster (docs/performance.md §6.5)."""
+
+
 def compile_function(
     converter,
     batch_size: int,
@@ -309,8 +322,17 @@ def _compile_executable(
             lowered, sharding = _lower_split(converter, rows, params)
             if hlo_dump_dir:
                 dump_hlo(lowered, hlo_dump_dir, converter.source, batch_size)
+            options = (
+                SPLIT_WINOGRAD_OPTIONS
+                if params.devices[0].platform == "cpu" and converter.winograd_batch(rows // n)
+                else None
+            )
             return Executable(
-                [_compile(converter, lowered, batch_size)], [params.split], rows, n, sharding
+                [_compile(converter, lowered, batch_size, options)],
+                [params.split],
+                rows,
+                n,
+                sharding,
             )
     programs, placed = [], []
     for i, device in enumerate(params.devices[: max(1, copies)]):
@@ -331,9 +353,9 @@ def _compile_executable(
     return Executable(programs, placed, batch_size, 1)
 
 
-def _compile(converter, lowered, batch_size: int):
+def _compile(converter, lowered, batch_size: int, options: dict[str, Any] | None = None):
     try:
-        return lowered.compile()
+        return lowered.compile(options)
     except Exception as exc:
         raise NetworkError(
             f"{converter.source}: compiling batch size {batch_size} failed: "

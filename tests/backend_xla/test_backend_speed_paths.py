@@ -31,9 +31,16 @@ def _has_conv(path) -> bool:
     return any(n.op_type == "Conv" for n in onnx.load(str(path), load_external_data=False).graph.node)
 
 
+def _one_per_architecture(names: list[str]) -> list[str]:
+    """The zoo's input-format variants (``-input2``, ``-input3``, ...) share one graph up to the
+    input planes, so the layout pass meets the same convolutions in each: one of them is kept."""
+    variants = [n for n in names if "-input" in n]
+    return [n for n in names if "-input" not in n] + variants[:1]
+
+
 # The layout pass only changes graphs with convolutions (the attention-body nets have none).
-CONV_ZOO_FILES = sorted(p.name for p in (LC0 / "zoo").glob("*.onnx")
-                        if _has_conv(p)) if (LC0 / "zoo").is_dir() else []
+CONV_ZOO_FILES = _one_per_architecture(sorted(
+    p.name for p in (LC0 / "zoo").glob("*.onnx") if _has_conv(p))) if (LC0 / "zoo").is_dir() else []
 FAST = "batch_buckets=4,cache_dir=none,background_compile=0,device=0,conv_method=lax"
 """XLA's own convolution in both layouts: the layout pass alone differs (the Winograd programs,
 twice as slow to compile, are checked against lc0 in test_backend_zoo.py)."""
@@ -202,7 +209,16 @@ for opts in ("device=0,host_devices=2", "host_devices=3", "device=0;2", "device=
         errors.append(str(exc))
 default = backend_xla.load_network({net!r}, "batch_buckets=8;16,cache_dir=none,background_compile=0,conv_method=lax")
 layout["default"] = {{str(s): [e.rows, e.devices] for s, e in default._compiled.items()}}
-print(json.dumps([jax.local_device_count(), layout, diffs, lc0_err, errors, named]))
+# conv_method=auto: the split program runs Winograd, compiled with its own XLA options.
+from backend_xla import runtime
+compiled_with = []
+plain_compile = runtime._compile
+runtime._compile = lambda *args: compiled_with.append(args[3:]) or plain_compile(*args)
+wino = backend_xla.load_network({net!r}, "batch_buckets=16,cache_dir=none,background_compile=0")
+a, b = wino.evaluate(planes[:16]), one.evaluate(planes[:16])
+wino_diff = max(float(np.abs(getattr(a, f) - getattr(b, f)).max()) for f in "policy q d m".split())
+winograd = [wino._compiled[16].devices, compiled_with == [(runtime.SPLIT_WINOGRAD_OPTIONS,)], wino_diff]
+print(json.dumps([jax.local_device_count(), layout, diffs, lc0_err, errors, named, winograd]))
 """
 
 
@@ -220,7 +236,7 @@ def test_batch_split_equals_one_device_and_lc0():
     ref = need_shared("zoo", SPLIT_NET + "-ref.jsonl.gz")
     code = SPLIT_CHILD.format(tests=str(REPO_ROOT / "tests" / "backend_xla"), ref=str(ref),
                               net=str(net))
-    count, layout, diffs, lc0_err, errors, named = _child(
+    count, layout, diffs, lc0_err, errors, named, winograd = _child(
         code, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
     assert count == 2
     # split_min_rows=8: under 8 rows per device one device; 17 rows: split, padded to 18.
@@ -239,6 +255,8 @@ def test_batch_split_equals_one_device_and_lc0():
     assert len(named["all"][0]) == 2
     for spec, (devices, diff, used) in named.items():
         assert used == 2 and diff <= 1e-5, (spec, devices, diff)
+    used, with_options, diff = winograd  # Winograd split, its XLA options, against XLA's conv
+    assert used == 2 and with_options and diff <= 2e-4, winograd
 
 
 IMPORT_CHILD = """
