@@ -8,7 +8,7 @@ import pytest
 import backend_xla
 from engine.backend import POLICY_SIZE, load_network
 from conftest import lc0_planes_batch
-from xla_testutil import TEST_OPTIONS, legal_logit_error, need_shared
+from xla_testutil import ONE_SIZE_OPTIONS, TEST_OPTIONS, legal_logit_error, need_shared
 
 # lc0's reference tolerances for f32 Maia (see ../shared/README.md).
 MAIA_LOGIT_TOL = 5e-3
@@ -48,7 +48,7 @@ def test_single_rows_equal_batched_rows(maia1100, maia1100_ref):
 
 
 def test_registered_with_engine(maia1100_ref):
-    net = load_network(str(need_shared("maia", "maia-1500.onnx")), TEST_OPTIONS, backend="xla")
+    net = load_network(str(need_shared("maia", "maia-1500.onnx")), ONE_SIZE_OPTIONS, backend="xla")
     from conftest import read_jsonl
 
     refs = read_jsonl(need_shared("maia", "ref-maia-1500.jsonl.gz"))[:64]

@@ -13,7 +13,7 @@ from onnx import helper
 import backend_xla
 from backend_xla.tools import describenet_main, onnx2hlo_main, truncate_at_unsupported
 from conftest import REPO_ROOT, lc0_planes_batch
-from xla_testutil import TEST_OPTIONS, legal_logit_error, need_shared
+from xla_testutil import ONE_SIZE_OPTIONS, TEST_OPTIONS, legal_logit_error, need_shared
 
 
 def test_onnx2hlo_text_matches_lc0_structure(tmp_path, capsys):
@@ -65,7 +65,7 @@ def test_bin_scripts_run_from_any_cwd(tmp_path):
 
 def test_pb_gz_delegates_to_lc0_reader(maia1100_ref):
     pytest.importorskip("backend_xla.lc0.build")
-    net = backend_xla.load_network(need_shared("maia", "maia-1100.pb.gz"), TEST_OPTIONS)
+    net = backend_xla.load_network(need_shared("maia", "maia-1100.pb.gz"), ONE_SIZE_OPTIONS)
     records = maia1100_ref[:64]
     out = net.evaluate(lc0_planes_batch(records))
     assert legal_logit_error(out.policy, records) < 5e-3

@@ -8,6 +8,8 @@ from conftest import LC0, read_jsonl, need_shared  # noqa: F401  (re-exported fo
 
 # Options that keep the tests fast: two small buckets, no persistent cache in the user's home.
 TEST_OPTIONS = "batch_buckets=1;64,cache_dir=none,background_compile=0"
+ONE_SIZE_OPTIONS = "batch_buckets=64,cache_dir=none,background_compile=0"
+"""For a test that evaluates one batch of 64: one compile instead of two."""
 
 
 def legal_logit_error(policy: np.ndarray, records: list[dict]) -> float:

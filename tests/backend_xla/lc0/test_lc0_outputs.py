@@ -88,7 +88,7 @@ def test_maia_reduced_precision_onnxruntime(data_type, policy_tol, value_tol):
 def test_backend_xla_loads_pb_gz(path, ref):
     backend_xla = pytest.importorskip("backend_xla")
     records = read_records(shared(*ref))
-    net = backend_xla.load_network(str(shared(*path)), "batch_buckets=64;512,background_compile=0")
+    net = backend_xla.load_network(str(shared(*path)), "batch_buckets=64,background_compile=0")
     out = net.evaluate(np.stack([lc0_planes(r) for r in records]))
     assert net.input_format == records[0]["input_format"]
     outputs = {"/output/policy": out.policy,
