@@ -161,7 +161,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 USES_THE_SEARCH = ("tests/engine/", "tests/bin/test_", "tests/nets/test_shipped_nets.py",
-                   "tests/nets/training/test_match")
+                   "tests/nets/training/test_match", "tests/backend_xla/lc0/test_lc0_engine_plays")
 """Tests that run the compiled search (in process or through an engine process)."""
 
 

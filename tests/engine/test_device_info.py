@@ -22,7 +22,7 @@ def _startup(env_extra: dict[str, str], *flags: str) -> list[str]:
 
 
 def test_startup_names_platform_devices_type_and_batch_sizes():
-    lines = _startup({})
+    lines = _startup({}, "--backend-opts=conv_method=lax")
     info = [ln for ln in lines if ln.startswith("info string backend xla:")]
     assert info, lines
     assert "platform cpu" in info[0] and "data type" in info[0]
