@@ -12,6 +12,11 @@ For each move a named player made in a PGN's games (within the first ``max_moves
 3. **value calibration**: the network's expected score W + D/2 (side to move) against Stockfish's
    expected score from its WDL (``UCI_ShowWDL``, as the training labels) and against the game's
    result, in bins of the network's prediction.
+4. **a second network on the same positions** (``compare_weights``, e.g. Maia-1100): both
+   networks' top-prior moves are scored by Stockfish like the played move (``root_moves``; no
+   extra search when the move was already scored), so policy agreement, the cp loss of following
+   the top prior, and value calibration can be set side by side, by game phase (``PHASES``). This
+   separates what the network knows from what the search and the time control made of it.
 
 Stockfish runs in ``workers`` processes (one engine each); the network runs in this process with
 ``backend_xla``, fed the engine's own input planes (``engine.encoding``, history from the game).
@@ -24,7 +29,7 @@ import io
 import json
 import multiprocessing
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import chess
@@ -40,6 +45,9 @@ BIG_LOSS = 300
 MEDIUM_LOSS = 150
 BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 """Calibration bins of the network's expected score (the last one closed on the right)."""
+PHASES = (("opening 1-15", 1, 15), ("middlegame 16-40", 16, 40), ("late 41+", 41, 10_000))
+"""Game phases by the full-move number of the position before the move (inclusive ranges): the
+split that nets/README.md's earlier analysis pointed at (wins not converted after move 40)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class Task:
     played: str
     result: float | None  # the game's result from the mover's view (None: unfinished "*")
     ply: int  # 0-based ply in the PGN's game (from its start position)
+    also: tuple[str, ...] = ()  # more moves for Stockfish to score (the networks' top priors)
 
     def board(self) -> chess.Board:
         board = chess.Board(self.start_fen)
@@ -74,6 +83,11 @@ class MoveResult:
     result: float | None
     net_top: str = ""
     net_expected: float = float("nan")
+    scored: dict[str, int] = field(default_factory=dict)  # cp after each ``Task.also`` move
+    net_top_loss: int = 0  # cp lost by the network's top-prior move
+    cmp_top: str = ""  # the same for the comparison network (compare_weights)
+    cmp_top_loss: int = 0
+    cmp_expected: float | None = None
 
 
 def read_tasks(pgn_text: str, player: str, max_moves: int) -> tuple[list[Task], int]:
@@ -130,13 +144,16 @@ class Analyser:
         best_move = best["pv"][0].uci()
         best_cp = capped_cp(best["score"], mover)
         wdl = best["wdl"].pov(mover)
-        played_cp = best_cp
-        if task.played != best_move:
-            info = self.engine.analyse(board, limit, game=game,
-                                       root_moves=[chess.Move.from_uci(task.played)])
-            played_cp = capped_cp(info["score"], mover)
+        cps = {best_move: best_cp}
+        for move in (task.played, *task.also):
+            if move not in cps:  # a move already scored is not searched again
+                info = self.engine.analyse(board, limit, game=game,
+                                           root_moves=[chess.Move.from_uci(move)])
+                cps[move] = capped_cp(info["score"], mover)
+        played_cp = cps[task.played]
         return MoveResult(task.game, task.ply, board.fullmove_number, task.played, best_move, best_cp,
-                          played_cp, max(0, best_cp - played_cp), wdl.expectation(), task.result)
+                          played_cp, max(0, best_cp - played_cp), wdl.expectation(), task.result,
+                          scored={m: cps[m] for m in task.also})
 
     def close(self) -> None:
         try:
@@ -241,6 +258,8 @@ class Report:
     mae_stockfish: float = float("nan")
     mae_result: float = float("nan")
     results_counted: int = 0
+    compare_weights: str = ""
+    phases: list[dict] = field(default_factory=list)
     per_move: list[dict] = field(default_factory=list)
 
 
@@ -249,11 +268,50 @@ def _pct(flags) -> float:
     return 100.0 * sum(flags) / len(flags) if flags else float("nan")
 
 
+def _network_columns(results: list[MoveResult], top: str, loss: str, expected: str) -> dict:
+    """One network's policy and value measures over ``results`` (attribute names of MoveResult)."""
+    top_loss = np.array([getattr(r, loss) for r in results])
+    pred = np.array([getattr(r, expected) for r in results])
+    sf = np.array([r.sf_expected for r in results])
+    res = np.array([np.nan if r.result is None else r.result for r in results])
+    has = ~np.isnan(res)
+    return {
+        "top1": _pct(getattr(r, top) == r.sf_best for r in results),
+        "top_loss_300": _pct(top_loss >= BIG_LOSS),
+        "top_loss_150_300": _pct((top_loss >= MEDIUM_LOSS) & (top_loss < BIG_LOSS)),
+        "top_mean_loss": float(top_loss.mean()),
+        "expected": float(pred.mean()),
+        "mae_stockfish": float(np.abs(pred - sf).mean()),
+        "mae_result": float(np.abs(pred - res)[has].mean()) if has.any() else float("nan"),
+    }
+
+
+def by_phase(results: list[MoveResult], compare: bool) -> list[dict]:
+    """Per game phase (``PHASES``): the played moves' losses, Stockfish's and the game's mean
+    expected score, and each network's columns (``net``; ``cmp`` when ``compare``); last, all moves."""
+    rows = []
+    for name, lo, hi in (*PHASES, ("all", 1, 10**9)):
+        sel = [r for r in results if lo <= r.fullmove <= hi]
+        row: dict = {"phase": name, "moves": len(sel)}
+        if sel:
+            played = np.array([r.loss for r in sel])
+            res = [r.result for r in sel if r.result is not None]
+            row |= {"played_loss_300": _pct(played >= BIG_LOSS), "played_mean_loss": float(played.mean()),
+                    "stockfish": float(np.mean([r.sf_expected for r in sel])),
+                    "result": float(np.mean(res)) if res else float("nan"),
+                    "net": _network_columns(sel, "net_top", "net_top_loss", "net_expected")}
+            if compare:
+                row["cmp"] = _network_columns(sel, "cmp_top", "cmp_top_loss", "cmp_expected")
+        rows.append(row)
+    return rows
+
+
 def summarise(results: list[MoveResult], report: Report) -> Report:
     report.moves = len(results)
     report.per_move = [asdict(r) for r in results]
     if not results:
         return report
+    report.phases = by_phase(results, bool(report.compare_weights))
     loss = np.array([r.loss for r in results])
     report.loss_300 = _pct(loss >= BIG_LOSS)
     report.loss_150_300 = _pct((loss >= MEDIUM_LOSS) & (loss < BIG_LOSS))
@@ -304,24 +362,57 @@ def format_report(r: Report) -> str:
         lo, hi = b["bin"]
         cells = [f"{b[k]:.3f}" if b[k] == b[k] else "  -  " for k in ("net", "stockfish", "result")]
         lines.append(f"  {lo:.1f}-{hi:.1f}  {b['count']:6d}  {cells[0]}  {cells[1]}      {cells[2]}")
-    return "\n".join(lines)
+    return "\n".join(lines + format_phases(r))
+
+
+def format_phases(r: Report) -> list[str]:
+    """The by-phase table: one row per phase and network (and the played moves' losses)."""
+    names = [("net", Path(r.weights).name)] + ([("cmp", Path(r.compare_weights).name)]
+                                                if r.compare_weights else [])
+    lines = [f"by game phase (full-move number), the top-prior move's cp loss and value (expected "
+             f"score, side to move); played moves' >= {BIG_LOSS} cp share and mean loss for reference:",
+             f"  {'phase':<17} {'moves':>5}  {'network':<24} {'top=SF':>6} {'>=300':>5} {'150-300':>7} "
+             f"{'mean':>5}  {'value':>5} {'SF':>5} {'result':>6} {'|-SF|':>6} {'|-res|':>6}"]
+    for p in r.phases:
+        if not p["moves"]:
+            lines.append(f"  {p['phase']:<17} {0:>5}")
+            continue
+        for key, name in names:
+            c = p[key]
+            lines.append(
+                f"  {p['phase']:<17} {p['moves']:>5}  {name[:24]:<24} {c['top1']:>5.1f}% {c['top_loss_300']:>4.1f}% "
+                f"{c['top_loss_150_300']:>6.1f}% {c['top_mean_loss']:>5.0f}  {c['expected']:>5.3f} "
+                f"{p['stockfish']:>5.3f} {p['result']:>6.3f} {c['mae_stockfish']:>6.3f} {c['mae_result']:>6.3f}")
+        lines.append(f"  {p['phase']:<17} {p['moves']:>5}  {'(played moves)':<24} {'':>6} "
+                     f"{p['played_loss_300']:>4.1f}% {'':>7} {p['played_mean_loss']:>5.0f}")
+    return lines
 
 
 def analyse_pgn(pgn_text: str, player: str, weights: str, max_moves: int = 40, nodes: int = 50_000,
                 workers: int = 1, max_minutes: float | None = None, stockfish: str | None = None,
-                log=print) -> Report:
+                log=print, compare_weights: str | None = None) -> Report:
+    """The report for ``player``'s moves; with ``compare_weights`` a second network's policy and
+    value on the same positions, its top-prior moves scored by the same Stockfish searches."""
     t0 = time.monotonic()
     deadline = None if max_minutes is None else t0 + 60.0 * max_minutes
     tasks, games = read_tasks(pgn_text, player, max_moves)
-    report = Report(player, games, len(tasks), 0, nodes, weights, 0.0, False, max_moves)
+    report = Report(player, games, len(tasks), 0, nodes, weights, 0.0, False, max_moves,
+                    compare_weights=compare_weights or "")
     if not tasks:
         log(f"no moves of {player!r} in the PGN (its White/Black tags)")
         return report
-    log(f"{len(tasks)} moves of {player} in {games} games; network first, then Stockfish")
+    log(f"{len(tasks)} moves of {player} in {games} games; network(s) first, then Stockfish")
     tops, expected = network_outputs(weights, tasks)
+    cmp_tops, cmp_expected = (network_outputs(compare_weights, tasks) if compare_weights
+                              else ([""] * len(tasks), np.zeros(len(tasks))))
+    tasks = [replace(t, also=tuple(m for m in (top, ct) if m)) for t, top, ct in zip(tasks, tops, cmp_tops)]
     results = stockfish_results(tasks, nodes, workers, stockfish, deadline, log)
-    for r, (top, e) in zip(results, zip(tops, expected)):
-        r.net_top, r.net_expected = top, float(e)
+    for k, r in enumerate(results):
+        r.net_top, r.net_expected = tops[k], float(expected[k])
+        r.net_top_loss = max(0, r.best_cp - r.scored[r.net_top])
+        if compare_weights:
+            r.cmp_top, r.cmp_expected = cmp_tops[k], float(cmp_expected[k])
+            r.cmp_top_loss = max(0, r.best_cp - r.scored[r.cmp_top])
     report.stopped_early = len(results) < len(tasks)
     report.seconds = time.monotonic() - t0
     return summarise(results, report)

@@ -197,6 +197,8 @@ def _analyse_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--player", required=True, help="the player's name in the White/Black tags")
     p.add_argument("--weights", default=f"nets/{DEFAULT_NETWORK_FILE}", help="network whose policy "
                    "and value are measured (default: %(default)s)")
+    p.add_argument("--compare-weights", default=None, help="a second network (e.g. Maia-1100) whose "
+                   "policy and value are measured on the same positions, side by side, by game phase")
     p.add_argument("--max-moves", type=int, default=40, help="moves of each game analysed (full moves)")
     p.add_argument("--nodes", type=int, default=50_000, help="Stockfish nodes per search")
     p.add_argument("--workers", type=int, default=1, help="Stockfish processes (Threads=1 each)")
@@ -210,7 +212,8 @@ def cmd_analyse(a: argparse.Namespace) -> None:
     from .analyse import analyse_pgn, format_report, write_json
     report = analyse_pgn(Path(a.pgn).read_text(), a.player, a.weights, max_moves=a.max_moves,
                          nodes=a.nodes, workers=a.workers, max_minutes=a.max_minutes,
-                         stockfish=a.stockfish, log=lambda m: print(m, flush=True))
+                         stockfish=a.stockfish, log=lambda m: print(m, flush=True),
+                         compare_weights=a.compare_weights)
     print(format_report(report))
     if a.json:
         write_json(report, a.json)

@@ -1,5 +1,6 @@
 """``bin/train-net analyse``: a player's moves read from a PGN, a hung queen counted as a blunder,
-agreement over the right moves, calibration bins that hold every position, the time limit.
+agreement over the right moves, calibration bins that hold every position, the time limit, a second
+network's columns computed from its own outputs.
 
 Runs the real Stockfish at few nodes (skips without it) and the shipped network.
 """
@@ -12,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from nets.training.analyse import BIG_LOSS, analyse_pgn, format_report, read_tasks, write_json
+from nets.training.analyse import (
+    BIG_LOSS,
+    PHASES,
+    analyse_pgn,
+    format_report,
+    read_tasks,
+    write_json,
+)
 from nets.training.stockfish import DEFAULT_STOCKFISH
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -99,3 +107,30 @@ def test_workers_and_the_time_limit(report):
     none = analyse_pgn(PGN, "net", WEIGHTS, nodes=NODES, max_minutes=0, log=lambda m: None)
     assert none.moves == 0 and none.moves_total == 6 and none.stopped_early
     assert "stopped at the time limit" in format_report(none)
+
+
+def test_a_second_network_on_the_same_positions(report):
+    """The untrained net against v6: its own top priors and values, each top prior scored by
+    Stockfish (the same loss as the played move's when they coincide); the shipped net's columns
+    equal the run without a comparison."""
+    untrained = str(ROOT / "nets" / "untrained.onnx")
+    both = analyse_pgn(PGN, "net", WEIGHTS, nodes=NODES, compare_weights=untrained, log=lambda m: None)
+    assert both.compare_weights == untrained and both.phases[0]["moves"] == 6
+    assert both.phases[0]["net"] == report.phases[0]["net"] and "cmp" not in report.phases[0]
+    moves = both.per_move
+    assert any(m["cmp_expected"] != m["net_expected"] for m in moves)
+    for m in moves:
+        assert set(m["scored"]) == {m["net_top"], m["cmp_top"]}
+        for top, loss in (("net_top", "net_top_loss"), ("cmp_top", "cmp_top_loss")):
+            assert m[loss] == max(0, m["best_cp"] - m["scored"][m[top]])
+            if m[top] == m["sf_best"]:
+                assert m[loss] == 0
+            if m[top] == m["played"]:
+                assert m[loss] == m["loss"]
+    cmp = both.phases[0]["cmp"]
+    assert cmp["top1"] == pytest.approx(100 * sum(m["cmp_top"] == m["sf_best"] for m in moves) / 6)
+    assert cmp["expected"] == pytest.approx(sum(m["cmp_expected"] for m in moves) / 6)
+    assert [p["phase"] for p in both.phases] == [name for name, _, _ in PHASES] + ["all"]
+    assert [p["moves"] for p in both.phases] == [6, 0, 0, 6]  # every move is in the first 15
+    text = format_report(both)
+    assert "untrained.onnx" in text and "xlazero-sf6x64.onnx" in text and "opening 1-15" in text
