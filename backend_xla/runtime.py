@@ -3,6 +3,7 @@ device, or split over several as :mod:`backend_xla.devices` decides)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -353,9 +354,49 @@ def _compile_executable(
     return Executable(programs, placed, batch_size, 1)
 
 
+@contextlib.contextmanager
+def _xla_threads_on_one_core():
+    """While XLA compiles, its own threads (every thread of the process that Python did not
+    start) may run on one core only, where the OS allows it; then they get their cores back.
+
+    Why: XLA's CPU compiler cuts each large loop fusion into as many parallel tasks as the
+    compiling thread may use cores. With one host device per core that only moves work between
+    cores: Maia-1100 in batches of 7 (51 of its loop fusions cut in two) kept 1.35 cores busy for
+    1,750-1,900 positions/s on one stream and ran 3,170-3,320 on two (the engine's two batches
+    in flight); compiled with one core in view, 2,190-2,250 on 1.05 cores and 4,190 on two
+    (docs/performance.md §6.7). XLA has no option for it; the count is read from the thread's
+    CPU affinity.
+    """
+    try:
+        allowed = os.sched_getaffinity(0)
+        python = {t.native_id for t in threading.enumerate()}
+        xla = [int(t) for t in os.listdir("/proc/self/task") if int(t) not in python]
+    except (AttributeError, OSError):
+        yield
+        return
+    if len(allowed) < 2:
+        yield
+        return
+    for tid in xla:
+        try:
+            os.sched_setaffinity(tid, {min(allowed)})
+        except OSError:
+            pass  # a thread that ended meanwhile
+    try:
+        yield
+    finally:
+        for name in os.listdir("/proc/self/task"):  # those XLA started meanwhile too
+            if int(name) not in python:
+                try:
+                    os.sched_setaffinity(int(name), allowed)
+                except OSError:
+                    pass
+
+
 def _compile(converter, lowered, batch_size: int, options: dict[str, Any] | None = None):
     try:
-        return lowered.compile(options)
+        with _xla_threads_on_one_core():
+            return lowered.compile(options)
     except Exception as exc:
         raise NetworkError(
             f"{converter.source}: compiling batch size {batch_size} failed: "

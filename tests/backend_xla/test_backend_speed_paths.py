@@ -363,3 +363,22 @@ def test_layout_pass_per_op_matches_onnx_reference(op, extras, attrs):
         got = np.asarray(jax.jit(fn)(conv.params_for(hwio), x, g)[0])
         assert got.shape == expected.shape
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=f"hwio={hwio}")
+
+
+def test_compiled_on_one_core_and_every_thread_gets_its_cores_back(maia1100_net):
+    """XLA compiles with its threads on one core (backend_xla.runtime): no loop fusion of the
+    program is cut into parallel tasks, and afterwards no thread of the process is left pinned."""
+    import os
+    import re
+
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("one usable core: nothing is pinned, nothing cut")
+    program = maia1100_net._compiled[7].programs[0].as_text()
+    cuts = re.findall(r'"outer_dimension_partitions":\[([^\]]*)\]', program)
+    assert cuts and not any(cuts), sorted(set(cuts))  # fusions are there, none of them cut
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            assert os.sched_getaffinity(int(tid)) == allowed, tid
+        except ProcessLookupError:
+            pass  # a thread that ended meanwhile
