@@ -354,6 +354,23 @@ def _compile_executable(
     return Executable(programs, placed, batch_size, 1)
 
 
+COMPILE_CORES_ENV = "XLAZERO_XLA_COMPILE_CORES"
+"""Set to ``all`` to let XLA compile with every core in view (its loop fusions then cut into
+parallel tasks): the test processes do, where two of them keep both cores busy and no program's
+speed is measured; a test checks the default."""
+CODEGEN_THREADS = "llvm-worker"
+"""XLA's code-generation threads (after the fusions are cut, or not): left on every core, so that
+compiling keeps its parallel code generation (a process's first compile starts them on one)."""
+
+
+def _thread_name(tid: str) -> str:
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 @contextlib.contextmanager
 def _xla_threads_on_one_core():
     """While XLA compiles, its own threads (every thread of the process that Python did not
@@ -367,10 +384,17 @@ def _xla_threads_on_one_core():
     (docs/performance.md §6.7). XLA has no option for it; the count is read from the thread's
     CPU affinity.
     """
+    if os.environ.get(COMPILE_CORES_ENV) == "all":
+        yield
+        return
     try:
         allowed = os.sched_getaffinity(0)
         python = {t.native_id for t in threading.enumerate()}
-        xla = [int(t) for t in os.listdir("/proc/self/task") if int(t) not in python]
+        xla = [
+            int(t)
+            for t in os.listdir("/proc/self/task")
+            if int(t) not in python and not _thread_name(t).startswith(CODEGEN_THREADS)
+        ]
     except (AttributeError, OSError):
         yield
         return

@@ -31,6 +31,12 @@ if DEVICE_COUNT_FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = " ".join(
         filter(None, [os.environ.get("XLA_FLAGS", ""), TEST_PROCESS_DEVICES_FLAG]))
 
+os.environ.setdefault("XLAZERO_XLA_COMPILE_CORES", "all")
+"""XLA compiles with every core in view in the test processes and the engines they start
+(backend_xla.runtime.COMPILE_CORES_ENV): its parallel code generation then fills a core the
+other test process leaves idle. What the engine ships, one core in view, only changes speed; its
+own test sets it back."""
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
 LC0 = SHARED / "lc0"

@@ -365,16 +365,21 @@ def test_layout_pass_per_op_matches_onnx_reference(op, extras, attrs):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=f"hwio={hwio}")
 
 
-def test_compiled_on_one_core_and_every_thread_gets_its_cores_back(maia1100_net):
+def test_compiled_on_one_core_and_every_thread_gets_its_cores_back(monkeypatch):
     """XLA compiles with its threads on one core (backend_xla.runtime): no loop fusion of the
     program is cut into parallel tasks, and afterwards no thread of the process is left pinned."""
     import os
     import re
 
+    from backend_xla.runtime import COMPILE_CORES_ENV
+
     allowed = os.sched_getaffinity(0)
     if len(allowed) < 2:
         pytest.skip("one usable core: nothing is pinned, nothing cut")
-    program = maia1100_net._compiled[7].programs[0].as_text()
+    monkeypatch.delenv(COMPILE_CORES_ENV, raising=False)  # the default (conftest sets "all")
+    net = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"),
+                                   "batch_buckets=7,cache_dir=none,background_compile=0")
+    program = net._compiled[7].programs[0].as_text()
     cuts = re.findall(r'"outer_dimension_partitions":\[([^\]]*)\]', program)
     assert cuts and not any(cuts), sorted(set(cuts))  # fusions are there, none of them cut
     for tid in os.listdir("/proc/self/task"):
