@@ -72,6 +72,14 @@ def _datagen_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--blunder", type=_probability, default=0.0,
                    help="probability that a move after the opening is a uniformly random legal one "
                         "(positions after blunders, as weak opponents reach)")
+    p.add_argument("--start-pgn", nargs="+", default=[], metavar="PGN",
+                   help="start games from positions of these PGNs' games instead of sampled "
+                        "openings (a random game at a random move of --start-min-move..--start-max-move)")
+    p.add_argument("--start-min-move", type=int, default=16,
+                   help="first full move (counted from the PGN game's start) a start may be at")
+    p.add_argument("--start-max-move", type=int, default=40, help="last such full move")
+    p.add_argument("--start-pgn-share", type=_probability, default=1.0,
+                   help="probability that a game starts from a PGN position (the rest: sampled openings)")
     p.add_argument("--workers", type=int, default=2, help="Stockfish processes (Threads=1 each)")
     p.add_argument("--stockfish", default=None, help="Stockfish binary (default: PATH, /usr/games)")
 
@@ -81,7 +89,9 @@ def cmd_datagen(a: argparse.Namespace) -> None:
     cfg = GenConfig(out_dir=a.data, seed=a.seed, chunks=a.chunks,
                     positions_per_chunk=a.positions_per_chunk, nodes=a.nodes,
                     multipv=a.multipv, blunder=a.blunder, workers=a.workers,
-                    stockfish=a.stockfish)
+                    stockfish=a.stockfish, start_pgn=tuple(a.start_pgn),
+                    start_min_move=a.start_min_move, start_max_move=a.start_max_move,
+                    start_pgn_share=a.start_pgn_share)
     t0 = time.time()
     generate(cfg)
     print(f"datagen done in {time.time() - t0:.0f} s")

@@ -17,6 +17,8 @@ Arrays of a chunk (N positions, G games, K = :data:`POLICY_TOP_K`):
     policy_prob  f32  [N, K]     their probabilities (sum 1 over the non-padding entries)
     legal        u8   [N, 233]   np.packbits of the 1858-entry legal-move mask
     wdl          f32  [N, 3]     value target: win / draw / loss for the side to move
+    starts       str  [G]        optional: each game's start FEN, "" for the standard start
+                                 (games begun from a position of a PGN game; absent otherwise)
 """
 
 from __future__ import annotations
@@ -51,14 +53,17 @@ class Chunk:
     policy_prob: np.ndarray
     legal: np.ndarray
     wdl: np.ndarray
+    starts: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.ply.shape[0])
 
     def board(self, i: int) -> chess.Board:
         """Position ``i`` with its full move history (python-chess board)."""
-        board = chess.Board()
-        moves = str(self.games[self.game_of[i]]).split()
+        g = self.game_of[i]
+        fen = str(self.starts[g]) if self.starts is not None else ""
+        board = chess.Board(fen) if fen else chess.Board()
+        moves = str(self.games[g]).split()
         for uci in moves[: int(self.ply[i])]:
             board.push_uci(uci)
         return board
@@ -71,13 +76,14 @@ def write_chunk(path: str | os.PathLike, chunk: Chunk) -> None:
     """Write ``chunk`` atomically (temporary file + rename), so a killed job leaves no half chunk."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(tmp, **{name: getattr(chunk, name) for name in _FIELDS})
+    np.savez_compressed(tmp, **{name: getattr(chunk, name) for name in _FIELDS
+                                if getattr(chunk, name) is not None})
     os.replace(tmp, path)
 
 
 def read_chunk(path: str | os.PathLike) -> Chunk:
     with np.load(path, allow_pickle=False) as z:
-        return Chunk(**{name: z[name] for name in _FIELDS})
+        return Chunk(**{name: z[name] for name in _FIELDS if name in z.files})
 
 
 def list_chunks(directory: str | os.PathLike) -> list[Path]:
