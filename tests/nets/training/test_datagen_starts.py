@@ -74,6 +74,12 @@ class BestFirstEngine:
         return [Line(m.uci(), 50 - 40 * k, (300, 500, 200)) for k, m in enumerate(legal)]
 
 
+def test_a_move_range_that_is_empty_is_an_error_with_both_values():
+    with pytest.raises(ValueError, match="expected 1 <= start_min_move <= start_max_move, got 30, 20"):
+        load_start_games(GenConfig(out_dir="unused", start_pgn=CFG.start_pgn,
+                                   start_min_move=30, start_max_move=20))
+
+
 def test_a_game_from_a_pgn_start_keeps_its_history_and_plays_no_opening():
     cfg = GenConfig(out_dir="unused", start_pgn=CFG.start_pgn, explore=0.0, multipv=3)
     starts = load_start_games(cfg)
