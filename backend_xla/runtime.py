@@ -288,7 +288,7 @@ run at once, and YNNPACK spread each product over XLA's intra-op thread pool, wh
 devices share: on the 2-core host Maia-1100 split over 2 devices ran 2,900-3,000 positions/s at
 batch 128-256, while two processes pinned one to each core ran 2,400 each. With these options
 the split program ran 4,100-4,260 (1.12-1.20× onnxruntime on both cores), at batch 32 1.05× the
-default; one-device programs keep the default, where YNNPACK is faster (docs/performance.md §6.5)."""
+default; one-device programs keep the default, where YNNPACK is faster (docs/performance.md §6.6)."""
 
 
 def compile_function(
@@ -384,7 +384,11 @@ def _xla_threads_on_one_core():
     (docs/performance.md §6.7). XLA has no option for it; the count is read from the thread's
     CPU affinity.
     """
-    if os.environ.get(COMPILE_CORES_ENV) == "all":
+    import jax
+
+    # On an accelerator the cut loop fusions are not XLA's CPU programs' concern, and its
+    # compiler (PTX assembly, autotuning) wants every core.
+    if os.environ.get(COMPILE_CORES_ENV) == "all" or jax.default_backend() != "cpu":
         yield
         return
     try:
