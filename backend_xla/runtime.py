@@ -371,6 +371,13 @@ def _thread_name(tid: str) -> str:
         return ""
 
 
+_pin_lock = threading.Lock()
+_pinned_compiles = 0
+"""How many compiles are inside :func:`_xla_threads_on_one_core` now: the first pins XLA's
+threads, the last gives them their cores back (a background compile and one the search asked
+for may overlap)."""
+
+
 @contextlib.contextmanager
 def _xla_threads_on_one_core():
     """While XLA compiles, its own threads (every thread of the process that Python did not
@@ -393,32 +400,40 @@ def _xla_threads_on_one_core():
         return
     try:
         allowed = os.sched_getaffinity(0)
-        python = {t.native_id for t in threading.enumerate()}
-        xla = [
-            int(t)
-            for t in os.listdir("/proc/self/task")
-            if int(t) not in python and not _thread_name(t).startswith(CODEGEN_THREADS)
-        ]
     except (AttributeError, OSError):
         yield
         return
     if len(allowed) < 2:
         yield
         return
-    for tid in xla:
-        try:
-            os.sched_setaffinity(tid, {min(allowed)})
-        except OSError:
-            pass  # a thread that ended meanwhile
+    global _pinned_compiles
+    with _pin_lock:
+        if _pinned_compiles == 0:
+            _set_xla_threads({min(allowed)}, skip_codegen=True)
+        _pinned_compiles += 1
     try:
         yield
     finally:
-        for name in os.listdir("/proc/self/task"):  # those XLA started meanwhile too
-            if int(name) not in python:
-                try:
-                    os.sched_setaffinity(int(name), allowed)
-                except OSError:
-                    pass
+        with _pin_lock:
+            _pinned_compiles -= 1
+            if _pinned_compiles == 0:  # those XLA started meanwhile too
+                _set_xla_threads(allowed, skip_codegen=False)
+
+
+def _set_xla_threads(cores: set[int], skip_codegen: bool) -> None:
+    """Set the CPU affinity of every thread of this process that Python did not start."""
+    python = {t.native_id for t in threading.enumerate()}
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return
+    for tid in tids:
+        if tid in python or (skip_codegen and _thread_name(str(tid)).startswith(CODEGEN_THREADS)):
+            continue
+        try:
+            os.sched_setaffinity(tid, cores)
+        except OSError:
+            pass  # a thread that ended meanwhile
 
 
 def _compile(converter, lowered, batch_size: int, options: dict[str, Any] | None = None):

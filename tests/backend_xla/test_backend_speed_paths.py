@@ -389,3 +389,50 @@ def test_compiled_on_one_core_and_every_thread_gets_its_cores_back(monkeypatch):
             assert os.sched_getaffinity(int(tid)) == allowed, tid
         except ProcessLookupError:
             pass  # a thread that ended meanwhile
+
+
+def test_overlapping_compiles_keep_xla_pinned_until_the_last_ends(monkeypatch):
+    """A background compile and one the search asks for may overlap: XLA's threads get their
+    cores back when the last of them ends, not the first."""
+    import os
+    import threading
+
+    import jax.numpy as jnp
+
+    from backend_xla import runtime
+
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("one usable core: nothing is pinned")
+    monkeypatch.delenv(runtime.COMPILE_CORES_ENV, raising=False)
+    (jnp.ones(64) * 2).block_until_ready()  # XLA's thread pools exist from here on
+
+    def xla_threads() -> list[int]:
+        python = {t.native_id for t in threading.enumerate()}
+        return [
+            int(t)
+            for t in os.listdir("/proc/self/task")
+            if int(t) not in python
+            and not runtime._thread_name(t).startswith(runtime.CODEGEN_THREADS)
+        ]
+
+    def pinned() -> bool:
+        cores = []
+        for tid in xla_threads():
+            try:
+                cores.append(os.sched_getaffinity(tid))
+            except OSError:
+                pass  # a thread that ended meanwhile
+        if not cores:
+            pytest.skip("no thread of XLA's own in this process")
+        return all(c == {min(allowed)} for c in cores)
+
+    first = runtime._xla_threads_on_one_core()
+    second = runtime._xla_threads_on_one_core()
+    first.__enter__()
+    assert pinned()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert pinned()  # the second compile is still running
+    second.__exit__(None, None, None)
+    assert not pinned() and all(os.sched_getaffinity(t) == allowed for t in xla_threads())
