@@ -6,9 +6,24 @@ policy and value, as with a real network. For tests, for exercising search and U
 JAX, and for measuring the search's own cost: a batch costs about a microsecond a row
 (compiled, without the GIL), so nearly all the time a search spends with this network is the
 search's.
+
+Options (lc0's ``--backend-opts`` syntax, ``--backend-opts=delay=2.5,seed=7``), as lc0's random
+backend takes them:
+
+- ``delay``: milliseconds each batch takes (a number >= 0; default 0). The evaluating thread
+  sleeps after computing the outputs, as it would wait for a device: a simulated accelerator
+  that answers any batch in ``delay`` ms, through UCI as well as in ``bin/bench``. The outputs
+  are the same with any delay.
+- ``seed``: an integer >= 0 (default 0) mixed into every position's hash: another seed, another
+  (equally deterministic) network.
+
+Any other key raises :class:`engine.backend.OptionError` naming it and the allowed keys.
 """
 
 from __future__ import annotations
+
+import math
+import time
 
 import numpy as np
 from numba import njit
@@ -18,9 +33,13 @@ from engine.backend import (
     POLICY_SIZE,
     BackendAttributes,
     NetworkOutput,
+    OptionError,
     register_backend,
+    split_options,
 )
 
+ACCELERATOR_MINIBATCH = 256
+"""The minibatch suggested with a ``delay`` (a simulated accelerator), as the XLA backend on a GPU."""
 RANDOM_POLICY_SCALE = 2.0
 """Standard deviation of the random policy logits (lc0's random backend uses a similar spread)."""
 
@@ -34,20 +53,29 @@ _LOGITS = _rng.normal(0.0, RANDOM_POLICY_SCALE, TABLE_SIZE + POLICY_SIZE).astype
 _WDL = _rng.dirichlet((1.0, 1.0, 1.0), TABLE_SIZE).astype(np.float32)
 _HASH_WORDS = np.random.default_rng(_SEED).integers(0, 2**63, 2 * INPUT_PLANES, np.uint64) * 2 + 1
 """One word a 64-bit mask of set squares and one a plane's first value, for each plane."""
+_SEED_WORD = 0x9E3779B97F4A7C15
+"""Odd multiplier spreading the ``seed`` option over the hash's 64 bits (seed 0: hash 0 start)."""
+
+OPTIONS: dict[str, str] = {
+    "delay": "milliseconds each batch takes (the thread sleeps, as waiting for a device)",
+    "seed": "an integer mixed into every position's hash (another seed, another network)",
+}
+"""The backend options this backend takes (lc0's random backend's), with their help."""
 
 
 @njit(cache=True, nogil=True)
-def _evaluate(bits, hash_words, logits, wdl, policy, q, d):
+def _evaluate(bits, hash_words, seed_word, logits, wdl, policy, q, d):
     """bits uint32 [N, 112, 8, 8]: the planes' float32 bit patterns. Each position's hash is
     the dot product (mod 2**64) of random odd words with, for each plane, the 64-bit mask of
     its set squares (bit 8 * rank + 7 - file: numpy's packbits order read as little-endian
     words) and the bit pattern of its first value (lc0's planes are 0/1 except the constant
     ones, such as rule50): exact integer arithmetic, so a position hashes alike in any batch.
-    The hash picks a window of ``logits`` for the policy and a row of ``wdl``."""
+    The sum starts at ``seed_word`` (0 for seed 0). The hash picks a window of ``logits`` for
+    the policy and a row of ``wdl``."""
     n, planes = bits.shape[0], bits.shape[1]
     flat = bits.reshape(n, planes, 64)
     for r in range(n):
-        h = np.uint64(0)
+        h = seed_word
         for p in range(planes):
             mask = np.uint64(0)
             row = flat[r, p]
@@ -74,19 +102,33 @@ class RandomNetwork:
     preferred_batch = 7  # as lc0's CPU backends: the search then behaves as with a real CPU network
     concurrency = 1
 
-    def __init__(self, name: str = "random") -> None:
+    def __init__(self, name: str = "random", delay_ms: float = 0.0, seed: int = 0) -> None:
         self.name = name
-        RandomNetwork.evaluate(self, np.zeros((1, INPUT_PLANES, 8, 8), np.float32))  # not in a go
+        self.delay_ms = float(delay_ms)
+        self.seed = int(seed)
+        self._seed_word = np.uint64((self.seed * _SEED_WORD) % 2**64)
+        # Compile (or load from numba's cache) now, not in a go; without the delay.
+        RandomNetwork._outputs(self, np.zeros((1, INPUT_PLANES, 8, 8), np.float32))
 
     def attributes(self) -> BackendAttributes:
+        """Without a delay, a CPU backend's (minibatch 7, batches padded to multiples of it);
+        with one, an accelerator's: a batch costs ``delay`` whatever its rows, so the search
+        gathers lc0's GPU minibatch and prefetches up to MaxPrefetch."""
+        accelerator = self.delay_ms > 0
         return BackendAttributes(
             name=self.name,
-            description=(),
+            description=self._description(),
             max_batch=self.max_batch,
-            preferred_batch=self.preferred_batch,
-            padded_size=self.padded_size,
+            preferred_batch=ACCELERATOR_MINIBATCH if accelerator else self.preferred_batch,
+            padded_size=None if accelerator else self.padded_size,
             concurrency=self.concurrency,
         )
+
+    def _description(self) -> tuple[str, ...]:
+        """The options that differ from the defaults, for the load message."""
+        if not self.delay_ms and not self.seed:
+            return ()
+        return (f"random backend: delay {self.delay_ms:g} ms a batch, seed {self.seed}",)
 
     def padded_size(self, n: int) -> int:
         """Rows a batch of ``n`` costs, as the XLA backend on a CPU (sizes that are multiples
@@ -95,19 +137,65 @@ class RandomNetwork:
         return -(-n // self.preferred_batch) * self.preferred_batch
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
-        """planes float32 [N, 112, 8, 8] -> policy [N, 1858], q/d/m [N]."""
+        """planes float32 [N, 112, 8, 8] -> policy [N, 1858], q/d/m [N]; then, with the
+        ``delay`` option, the thread sleeps ``delay_ms`` (a simulated accelerator's batch)."""
+        out = self._outputs(planes)
+        if self.delay_ms > 0:
+            time.sleep(self.delay_ms / 1000.0)
+        return out
+
+    def _outputs(self, planes: np.ndarray) -> NetworkOutput:
+        """The outputs, without the delay."""
         planes = np.ascontiguousarray(planes, dtype=np.float32)
         n = planes.shape[0]
         policy = np.empty((n, POLICY_SIZE), np.float32)
         q = np.empty(n, np.float32)
         d = np.empty(n, np.float32)
-        _evaluate(planes.view(np.uint32), _HASH_WORDS, _LOGITS, _WDL, policy, q, d)
+        _evaluate(planes.view(np.uint32), _HASH_WORDS, self._seed_word, _LOGITS, _WDL, policy, q, d)
         return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
 
 
+def _expected(key: str) -> str:
+    return "a number of milliseconds >= 0" if key == "delay" else "an integer >= 0"
+
+
+def parse_options(text: str) -> dict[str, float | int]:
+    """``delay=MS,seed=N`` -> {"delay": float, "seed": int}, defaults filled in. Raises
+    OptionError for an unknown key (naming it and the allowed keys), a key given twice, or a
+    bad value (naming the key and the value)."""
+    values: dict[str, float | int] = {"delay": 0.0, "seed": 0}
+    seen: dict[str, str] = {}
+    for key, raw in split_options(text):
+        item = f"{key}={raw}"
+        if key not in OPTIONS:
+            raise OptionError(
+                f"unknown backend option {key!r} for backend random: expected one of "
+                f"{', '.join(OPTIONS)}"
+            )
+        if key in seen:
+            raise OptionError(
+                f"backend option {key} given twice ({seen[key]!r} and {item!r}): "
+                "expected each key once"
+            )
+        seen[key] = item
+        value: float | int
+        try:
+            value = float(raw) if key == "delay" else int(raw)
+        except ValueError:
+            raise OptionError(
+                f"backend option {key}: expected {_expected(key)}, got {raw!r}"
+            ) from None
+        if value < 0 or not math.isfinite(value):
+            raise OptionError(f"backend option {key}: expected {_expected(key)}, got {raw!r}")
+        values[key] = value
+    return values
+
+
 def load(path: str, options: str) -> RandomNetwork:
-    """Loader for register_backend: ignores the weights path (as lc0's random backend does)."""
-    return RandomNetwork()
+    """Loader for register_backend: ignores the weights path (as lc0's random backend does);
+    ``options``: see the module docstring."""
+    values = parse_options(options)
+    return RandomNetwork(delay_ms=float(values["delay"]), seed=int(values["seed"]))
 
 
 register_backend("random", load)

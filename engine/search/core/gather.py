@@ -620,7 +620,11 @@ def gather(
         before_req, before_ooo = batch.meta[REQUESTS], batch.meta[OUT_OF_ORDER_DONE]
         first = batch.meta[COLLISIONS]
         select(tree, params, counters, cache, batch, walk, want)
-        if batch.meta[REQUESTS] == before_req and batch.meta[OUT_OF_ORDER_DONE] == before_ooo:
+        if (
+            batch.meta[REQUESTS] == before_req
+            and batch.meta[OUT_OF_ORDER_DONE] == before_ooo
+            and batch.meta[COLLISIONS] == first
+        ):
             break
         if batch.meta[OUT_OF_ORDER_DONE] > before_ooo:
             # Values arrived meanwhile: the collisions may be worth another look.
@@ -635,6 +639,7 @@ def gather(
             or batch.meta[EVENTS] >= max_events
             or walk.stop[0] != 0
             or batch.meta[NO_ROOM] != 0
+            or batch.meta[COLLISIONS] + want >= batch.coll.node.shape[0]
         ):
             break
     for c in range(batch.meta[COLLISIONS]):

@@ -12,6 +12,7 @@ import threading
 import time
 
 import chess
+import numpy as np
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
@@ -78,3 +79,38 @@ def test_threads_batches_are_in_flight_at_once():
         net = SlowNetwork(concurrency=4)
         _search(net, board, Threads=threads)
         assert net.max_in_flight == threads, (threads, net.max_in_flight)
+
+
+def _gather_two_without_backup(search: Search, batch_size: int) -> tuple[int, int]:
+    """Gather two minibatches on the current tree, the first still in flight (its leaves
+    pending) while the second is gathered, as in the loop with Threads=2; both are then
+    abandoned. Returns the two batches' request counts."""
+    search._ensure_batches(2, batch_size)
+    search._walk_consts = (search._walk_info(), np.zeros(2))
+    first, second = search._batches
+    n1, _ = search._gather(first, batch_size)
+    n2, _ = search._gather(second, batch_size)
+    search._abandon(second)
+    search._abandon(first)
+    return n1, n2
+
+
+def test_a_batch_gathered_while_another_is_in_flight_is_full():
+    """lc0's GatherMinibatch keeps picking while collision visits are left: a pass that only
+    collides with the batch in flight moves the next pass elsewhere (the collisions stay in
+    flight until the gather ends), so in a big tree the second batch is as full as the first.
+    (It stopped at the first pass without a new leaf: 14-60 of 256.) The tree is unchanged
+    after both are abandoned: no visit left in flight, and the root's
+    visits add up."""
+    search = Search(RandomNetwork(), from_options(NO_CLOCK | {"MinibatchSize": 256}))
+    search.set_position(chess.Board())
+    search.run(Limit(nodes=40_000))
+    tree = search.state.tree
+    before = int(tree.nodes["n"][0])
+    search.state.new_search(Limit(infinite=True))
+    n1, n2 = _gather_two_without_backup(search, 256)
+    assert n1 >= 240
+    assert n2 >= 240
+    assert (tree.nodes["nif"][: tree.count[0]] == 0).all()
+    root = search.root  # out-of-order backups (terminals, cache hits) are real visits
+    assert root.n == 1 + sum(root.cn) and root.n >= before

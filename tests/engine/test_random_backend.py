@@ -1,0 +1,134 @@
+"""The random backend's options (lc0's ``--backend-opts`` for ``--backend=random``): ``delay``
+(milliseconds a batch: a simulated accelerator) and ``seed``; unknown keys and bad values are
+refused with the key named."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from engine.backend import INPUT_PLANES, OptionError, load_network
+from engine.backends.random import OPTIONS, RandomNetwork, load, parse_options
+
+
+def _planes(n: int = 4) -> np.ndarray:
+    planes = (np.random.default_rng(7).random((n, INPUT_PLANES, 8, 8)) < 0.1).astype(np.float32)
+    planes[:, 109] = 0.25  # a constant plane (rule50-like)
+    return planes
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("policy", "q", "d", "m"))
+
+
+def test_defaults_and_no_argument_constructor():
+    assert parse_options("") == {"delay": 0.0, "seed": 0}
+    net = RandomNetwork()
+    assert net.delay_ms == 0.0 and net.seed == 0
+    assert net.attributes().description == ()
+    assert _same(net.evaluate(_planes()), load("ignored.pb.gz", "").evaluate(_planes()))
+
+
+def test_delay_is_applied_and_outputs_do_not_change():
+    planes = _planes()
+    net = load_network("ignored", "delay=20", backend="random")
+    assert isinstance(net, RandomNetwork) and net.delay_ms == 20.0
+    start = time.perf_counter()
+    delayed = net.evaluate(planes)
+    assert time.perf_counter() - start >= 0.020  # a lower bound only
+    assert _same(delayed, RandomNetwork().evaluate(planes))
+    assert "delay 20 ms" in net.attributes().description[0]
+
+
+def test_fractional_delay_and_seed():
+    assert parse_options(" delay = 2.5 , seed=7 ") == {"delay": 2.5, "seed": 7}
+    planes = _planes()
+    seeded = load("", "seed=7")
+    assert _same(seeded.evaluate(planes), load("", "seed=7").evaluate(planes))  # deterministic
+    assert not np.array_equal(
+        seeded.evaluate(planes).policy, RandomNetwork().evaluate(planes).policy
+    )
+
+
+def test_unknown_key_names_it_and_the_allowed_keys():
+    with pytest.raises(OptionError) as err:
+        load("", "delay=1,max_batch=64")
+    message = str(err.value)
+    assert "'max_batch'" in message and "expected one of delay, seed" in message
+    assert set(OPTIONS) == {"delay", "seed"}
+
+
+@pytest.mark.parametrize(
+    "text, key, value",
+    [
+        ("delay=abc", "delay", "'abc'"),
+        ("delay=-1", "delay", "'-1'"),
+        ("delay=nan", "delay", "'nan'"),
+        ("delay=inf", "delay", "'inf'"),
+        ("delay=", "delay", "''"),
+        ("seed=1.5", "seed", "'1.5'"),
+        ("seed=-3", "seed", "'-3'"),
+    ],
+)
+def test_bad_values_name_the_key_and_the_value(text, key, value):
+    with pytest.raises(OptionError, match=f"backend option {key}: expected .*, got {value}$"):
+        load("", text)
+
+
+def test_malformed_and_repeated_items():
+    with pytest.raises(OptionError, match="expected delay=VALUE"):
+        load("", "delay")
+    with pytest.raises(OptionError, match="given twice"):
+        load("", "delay=1,delay=2")
+
+
+def test_uci_reports_a_bad_backend_opts_and_goes_on():
+    """``--backend=random --backend-opts=...`` through the engine's command line and UCI loop (in
+    process): a bad option is an ``info string error`` naming it, every go answers bestmove 0000,
+    and a corrected BackendOptions loads the network with its delay."""
+    import io
+
+    import chess
+
+    from engine import options as opts
+    from engine.uci import UciEngine
+
+    values = opts.parse_command_line(["--backend=random", "--backend-opts=delay=5,speed=2"])
+    out = io.StringIO()
+    uci = UciEngine(out, values)
+
+    def answer(line: str) -> list[str]:
+        start = out.tell()
+        uci.handle(line)
+        uci.controller.wait(timeout=30)
+        return out.getvalue()[start:].splitlines()
+
+    try:
+        lines = answer("isready")
+        errors = [line for line in lines if line.startswith("info string error:")]
+        assert len(errors) == 1 and lines[-1] == "readyok", lines
+        assert "OptionError" in errors[0] and "'speed'" in errors[0]
+        assert "expected one of delay, seed" in errors[0]
+        assert answer("go nodes 5")[-1] == "bestmove 0000"
+        lines = answer("setoption name BackendOptions value delay=1")
+        lines += answer("go nodes 5")
+        assert any("random backend: delay 1 ms a batch" in line for line in lines), lines
+        move = lines[-1].split()[1]
+        assert chess.Move.from_uci(move) in chess.Board().legal_moves, lines
+    finally:
+        uci.handle("quit")
+
+
+def test_a_delay_makes_it_an_accelerator_for_the_search():
+    """With a delay a batch costs the same whatever its rows: the search is told so (no
+    padding to prefetch into, lc0's GPU minibatch), while without one it is a CPU backend."""
+    from engine.search.params import SearchParams
+
+    cpu, gpu = load("", "").attributes(), load("", "delay=1").attributes()
+    assert cpu.padded_size is not None and cpu.padded_size(1) == cpu.preferred_batch
+    assert gpu.padded_size is None
+    params = SearchParams()
+    assert params.batch_size(cpu.max_batch, cpu.preferred_batch) == 7
+    assert params.batch_size(gpu.max_batch, gpu.preferred_batch) == 256
