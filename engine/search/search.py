@@ -47,6 +47,7 @@ from engine.search.result import (
     ThinkingInfo,
 )
 from engine.search.state import NNCache, SearchState
+from engine.search.timeline import Timeline
 from engine.tablebase import Tablebase
 
 gather_minibatch = direct(cgather.gather)
@@ -92,6 +93,9 @@ class Search:
         self._ram_limited = False
         self._lock = threading.Lock()
         self._batches: list[cgather.Batch] = []
+        self._sequence = 0
+        self.timeline: Timeline | None = None
+        """Set by a caller (bin/bench --trace) to record each batch's phase times."""
         self.state.cached_q = self._cached_q
         start = chess.Board()
         self._set_game(start, game_rows(start))
@@ -219,7 +223,7 @@ class Search:
 
     def _loop(self, on_info, on_verbose, live_stats: bool) -> None:
         state = self.state
-        pending: list[tuple[Future, cgather.Batch]] = []
+        pending: list[tuple[Future, cgather.Batch, int]] = []
         attributes = self._attributes
         batch_size = state.params.batch_size(attributes.max_batch, attributes.preferred_batch)
         self._ensure_batches(state.params.threads, max(batch_size, state.params.max_prefetch))
@@ -248,7 +252,7 @@ class Search:
                             on_verbose(verbose_stats(state))
                         last_info, last_best = now, best
         finally:
-            for _future, batch in pending:
+            for _future, batch, _seq in pending:
                 self._abandon(batch)
             state.changed()
 
@@ -273,18 +277,26 @@ class Search:
             return False
         progressed = False
         in_flight = state.params.threads
+        timeline = self.timeline
         if not reached and len(pending) < in_flight and free:
             batch = free.pop()
+            start = Timeline.now() if timeline is not None else 0.0
             n, ooo = self._gather(batch, batch_size)
             if n:
-                pending.append((self._evaluate(batch, n), batch))
+                self._sequence += 1
+                if timeline is not None:
+                    timeline.add(self._sequence, "gather", start, Timeline.now(), n)
+                pending.append((self._evaluate(batch, n, self._sequence), batch, self._sequence))
             else:
                 free.append(batch)
             progressed = n > 0 or ooo > 0
         if pending and (len(pending) >= in_flight or not progressed or reached):
             if self._wait(pending[0][0]):
-                future, batch = pending.pop(0)
+                future, batch, seq = pending.pop(0)
+                start = Timeline.now() if timeline is not None else 0.0
                 self._process(batch, future.result())
+                if timeline is not None:
+                    timeline.add(seq, "backup", start, Timeline.now())
                 free.append(batch)
         elif not pending and not progressed:
             if not state.limit.until_stop:
@@ -352,8 +364,13 @@ class Search:
             self._pad_key = key
         return self._pad
 
-    def _evaluate(self, batch: cgather.Batch, n: int) -> Future:
-        future = self._executor.submit(self.network.evaluate, batch.planes[:n])
+    def _evaluate(self, batch: cgather.Batch, n: int, seq: int) -> Future:
+        planes = batch.planes[:n]
+        timeline = self.timeline
+        if timeline is None:
+            future = self._executor.submit(self.network.evaluate, planes)
+        else:
+            future = self._executor.submit(_timed_evaluate, self.network, planes, timeline, seq)
         future.add_done_callback(lambda _: self._wake.set())
         return future
 
@@ -574,6 +591,15 @@ class Search:
             if pb:
                 ponder = child_moves[pb[0]]
         return moves[i], ponder
+
+
+def _timed_evaluate(
+    network: Network, planes: np.ndarray, timeline: Timeline, seq: int
+) -> NetworkOutput:
+    start = Timeline.now()
+    out = network.evaluate(planes)
+    timeline.add(seq, "device", start, Timeline.now())
+    return out
 
 
 def _follow(tree: ctree.Tree, board: chess.Board, rows: np.ndarray, from_ply: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -68,6 +69,8 @@ def test_bench_runs_lc0_side_by_side(tmp_path):
         "Threads=1",
         "--json",
         str(tmp_path / "b.json"),
+        "--trace",
+        str(tmp_path / "t.csv"),
         cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -93,6 +96,20 @@ def test_bench_runs_lc0_side_by_side(tmp_path):
     assert len(report["positions"]) == 2
     assert report["lc0"]["nodes"] == 4 * 25 and report["xlazero"]["nodes"] >= 4 * 24
     assert report["ratio"]["total"] > 0 and len(report["ratio"]["per_round"]) == 2
+
+    # --trace: a row a batch of each measured search (positions x rounds), phases in order.
+    with (tmp_path / "t.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    names = {r["search"] for r in rows}
+    assert names == {f"position {p} round {r}" for p in (1, 2) for r in (1, 2)}, names
+    for r in rows:
+        times = [
+            float(r[f"{p}_{e}_ms"])
+            for p in ("gather", "device", "backup")
+            for e in ("start", "end")
+        ]
+        assert times == sorted(times) and int(r["rows"]) >= 1, r
+    assert text.count("batches, rows median") == 4, text
 
 
 def test_bench_lc0_weights_default_to_a_pb_gz_weights_file(tmp_path):
