@@ -91,6 +91,8 @@ class Search:
         self._packed_value = np.zeros(0)
         self._walk_consts = (np.zeros(5, np.int64), np.zeros(2))
         self._ram_limited = False
+        self._failure: BaseException | None = None
+        """The exception of a network call that failed in the current run (it stops the run)."""
         self._lock = threading.Lock()
         self._batches: list[cgather.Batch] = []
         self._sequence = 0
@@ -196,8 +198,17 @@ class Search:
             if not state.mask.any():
                 state.mask = None
         self._ram_limited = False
+        self._failure = None
         self._loop(on_info, on_verbose, live_stats)
         state.changed()
+        if self._failure is not None and on_verbose is not None:
+            exc = self._failure
+            on_verbose(
+                [
+                    f"error: network evaluation failed: {type(exc).__name__}: {exc}; the search "
+                    f"stopped at {int(state.tree.nodes['n'][0])} nodes"
+                ]
+            )
         if self._ram_limited and on_verbose is not None:
             mb = (ctree.memory_bytes(state.tree) + ccache.memory_in_use(self._cache.arrays)) / 1e6
             on_verbose(
@@ -294,7 +305,14 @@ class Search:
             if self._wait(pending[0][0]):
                 future, batch, seq = pending.pop(0)
                 start = Timeline.now() if timeline is not None else 0.0
-                self._process(batch, future.result())
+                try:
+                    out = future.result()
+                except Exception as exc:  # the network failed: keep the tree whole and stop
+                    self._abandon(batch)
+                    free.append(batch)
+                    self._failure = exc
+                    return False
+                self._process(batch, out)
                 if timeline is not None:
                     timeline.add(seq, "backup", start, Timeline.now())
                 free.append(batch)
@@ -512,7 +530,12 @@ class Search:
         self._run_gather(batch, walk, 1, 1, 1, 1, -1, np.zeros(2, np.int64))
         n = int(batch.meta[cgather.REQUESTS])
         if n:
-            self._process(batch, self.network.evaluate(batch.planes[:n]))
+            try:
+                out = self.network.evaluate(batch.planes[:n])
+            except Exception:
+                self._abandon(batch)  # the root's visit out of flight: the tree stays usable
+                raise
+            self._process(batch, out)
         state.changed()
 
     def _wait(self, future: Future) -> bool:

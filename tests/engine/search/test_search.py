@@ -35,15 +35,25 @@ class ConstNetwork:
 
     def attributes(self) -> BackendAttributes:
         """Minibatches of max_batch; no padding (prefetch up to MaxPrefetch); one call at a time."""
-        return BackendAttributes(name="const", description=(), max_batch=self.max_batch,
-                                 preferred_batch=self.max_batch, padded_size=None, concurrency=1)
+        return BackendAttributes(
+            name="const",
+            description=(),
+            max_batch=self.max_batch,
+            preferred_batch=self.max_batch,
+            padded_size=None,
+            concurrency=1,
+        )
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         n = planes.shape[0]
         self.evaluated += n
         policy = np.zeros((n, POLICY_SIZE), np.float32)
-        return NetworkOutput(policy, np.full(n, self.q, np.float32), np.full(n, self.d, np.float32),
-                             np.zeros(n, np.float32))
+        return NetworkOutput(
+            policy,
+            np.full(n, self.q, np.float32),
+            np.full(n, self.d, np.float32),
+            np.zeros(n, np.float32),
+        )
 
 
 class LogitNetwork(ConstNetwork):
@@ -92,18 +102,29 @@ def scores(params: SearchParams, tree: ctree.Tree, at_root: bool, draw_score: fl
 def test_child_scores_by_hand():
     """Q+U of each child against the formula written out with the numbers of a small node."""
     p = SearchParams()
-    tree = star([0.5, 0.3, 0.2], cn=[6, 4, 0], cq=[0.2, -0.05, 0.0], cd=[0.3, 0.4, 0.0],
-                cnif=[1, 0, 2], n=11, wl=-0.1, d=0.3, vpol=0.8)  # node's own value: -0.1
+    tree = star(
+        [0.5, 0.3, 0.2],
+        cn=[6, 4, 0],
+        cq=[0.2, -0.05, 0.0],
+        cd=[0.3, 0.4, 0.0],
+        cnif=[1, 0, 2],
+        n=11,
+        wl=-0.1,
+        d=0.3,
+        vpol=0.8,
+    )  # node's own value: -0.1
     qm, pu, puct_mult = scores(p, tree, at_root=False, draw_score=0.0)
     cpuct = 1.745 + 3.894 * math.log((11 + 38739) / 38739)
     assert puct_mult == pytest.approx(cpuct * math.sqrt(10))
-    fpu = 0.1 - 0.33 * math.sqrt(0.8)       # -Q_parent - FpuValue * sqrt(visited policy)
+    fpu = 0.1 - 0.33 * math.sqrt(0.8)  # -Q_parent - FpuValue * sqrt(visited policy)
     assert compute_fpu(p, NodeView(tree, 0), False, 0.0) == pytest.approx(fpu)  # the reports'
     p0, p1, p2 = (ctree.prior(ctree.compress_prior(p)) for p in (0.5, 0.3, 0.2))
     assert p0 == 0.5 and p1 == pytest.approx(0.3, rel=5e-4) and p2 == pytest.approx(0.2, rel=5e-4)
-    expected = [0.2 + puct_mult * p0 / (1 + 6 + 1),
-                -0.05 + puct_mult * p1 / (1 + 4 + 0),
-                fpu + puct_mult * p2 / (1 + 0 + 2)]
+    expected = [
+        0.2 + puct_mult * p0 / (1 + 6 + 1),
+        -0.05 + puct_mult * p1 / (1 + 4 + 0),
+        fpu + puct_mult * p2 / (1 + 0 + 2),
+    ]
     got = [q + u / (1 + n + f) for q, u, n, f in zip(qm, pu, [6, 4, 0], [1, 0, 2])]
     np.testing.assert_allclose(got, expected, rtol=1e-6)
     # DrawScore enters visited children's Q as draw_score * D.
@@ -154,8 +175,19 @@ def assign(qm, pu, cn, visits, mask=None) -> tuple[dict[int, int], np.ndarray]:
     out_child, out_k = np.zeros(k, np.int64), np.zeros(k, np.int64)
     use_mask = mask is not None
     mask_u8 = np.asarray(mask, np.uint8) if use_mask else np.zeros(0, np.uint8)
-    given = cgather._assign(tree, 0, np.asarray(qm, np.float64), np.asarray(pu, np.float64), k,
-                            visits, mask_u8, use_mask, out_child, out_k, np.zeros((3, k)))
+    given = cgather._assign(
+        tree,
+        0,
+        np.asarray(qm, np.float64),
+        np.asarray(pu, np.float64),
+        k,
+        visits,
+        mask_u8,
+        use_mask,
+        out_child,
+        out_k,
+        np.zeros((3, k)),
+    )
     got = {int(out_child[g]): int(out_k[g]) for g in range(given)}
     nif = np.zeros(k)
     for c, v in got.items():
@@ -296,7 +328,9 @@ def test_repetitions_inside_the_tree(two_fold):
     two-fold draw with TwoFoldDraws (python-chess sees the repetition), else a position like
     any other; after the game has repeated it twice, the third time is a draw either way."""
     board = chess.Board()
-    s = Search(KnightsNetwork(q=-0.5), SearchParams(smart_pruning_factor=0.0, two_fold_draws=two_fold))
+    s = Search(
+        KnightsNetwork(q=-0.5), SearchParams(smart_pruning_factor=0.0, two_fold_draws=two_fold)
+    )
     s.set_position(board)
     s.run(Limit(nodes=300))
     node = _node(s, "g1f3 g8f6 f3g1 f6g8")
@@ -359,15 +393,24 @@ def test_searchmoves_restricts_root():
     assert all(s.root.cn[i] == 0 for i, m in enumerate(s.root.moves) if m not in only)
 
 
-def test_search_exception_propagates():
+def test_a_network_that_always_fails_ends_the_search_with_a_legal_move_and_a_message():
+    """The search no longer propagates a network's exception (the controller would answer the
+    first legal move with the tree left in flight): it stops, says so, and answers from what it
+    has (here nothing: the first legal move)."""
+
     class Broken(ConstNetwork):
         def evaluate(self, planes):
             raise RuntimeError("boom")
 
     s = Search(Broken(), NO_PRUNING)
-    s.set_position(chess.Board())
-    with pytest.raises(RuntimeError, match="boom"):
-        s.run(Limit(nodes=10))
+    board = chess.Board()
+    s.set_position(board)
+    lines: list[str] = []
+    result = s.run(Limit(nodes=10), on_verbose=lines.extend)
+    assert result.bestmove in board.legal_moves and result.nodes == 0
+    assert lines == [
+        "error: network evaluation failed: RuntimeError: boom; the search stopped at 0 nodes"
+    ]
 
 
 def test_time_limit_counts_from_the_go_arrival():
@@ -409,7 +452,9 @@ def test_search_params_are_built_from_the_option_table():
     assert from_options({"CPuctAtRoot": 3.0}).cpuct_at_root == base.cpuct
     assert from_options({"CPuctAtRoot": 3.0, "RootHasOwnCpuctParams": True}).cpuct_at_root == 3.0
     assert from_options({"FpuStrategy": "absolute"}).fpu_absolute_at_root
-    assert not from_options({"FpuStrategy": "absolute", "FpuStrategyAtRoot": "reduction"}).fpu_absolute_at_root
+    assert not from_options(
+        {"FpuStrategy": "absolute", "FpuStrategyAtRoot": "reduction"}
+    ).fpu_absolute_at_root
     assert from_options({"RamLimitMb": 16}).max_tree_nodes < base.max_tree_nodes
 
 
@@ -422,6 +467,7 @@ class SlowNetwork(ConstNetwork):
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         import time
+
         time.sleep(self.delay)
         return super().evaluate(planes)
 
@@ -431,10 +477,13 @@ def test_stop_does_not_wait_for_the_evaluation_in_flight():
     and leaves no visits in flight behind."""
     import threading
     import time
+
     search = Search(SlowNetwork(3.0), NO_PRUNING)
     search.set_position(chess.Board())
     result = {}
-    thread = threading.Thread(target=lambda: result.setdefault("r", search.run(Limit(infinite=True))))
+    thread = threading.Thread(
+        target=lambda: result.setdefault("r", search.run(Limit(infinite=True)))
+    )
     thread.start()
     time.sleep(0.2)
     t0 = time.monotonic()
@@ -499,10 +548,8 @@ def test_collision_limit_scales_with_tree_size_as_lc0():
     for n in (100, 4_000, 50_000):
         expected = max(1, int(((n - 28) / (145_000 - 28)) ** 1.25 * 80_000))
         assert p.collision_visit_limit(n) == expected
-    assert p.collision_visit_limit(100) == 5    # ((72 / 144972) ** 1.25) * 80000 = 5.93
+    assert p.collision_visit_limit(100) == 5  # ((72 / 144972) ** 1.25) * 80000 = 5.93
     assert SearchParams(max_collision_visits_scaling_end=0).collision_visit_limit(5) == 80_000
-
-
 
 
 def test_prefetch_fills_small_batches_for_the_cache_only():

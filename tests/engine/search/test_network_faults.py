@@ -1,0 +1,48 @@
+"""A network call that fails mid-search (a fault-injecting backend): the search stops with a
+legal best move from the tree it has, says what happened, leaves no visit in flight, and the
+next search works once the network does."""
+
+from __future__ import annotations
+
+import chess
+
+from engine.backends.random import RandomNetwork
+from engine.search import Limit, Search, from_options
+
+
+class FailingNetwork(RandomNetwork):
+    """The random network, whose calls number ``fail_from`` and later raise (until reset)."""
+
+    def __init__(self, fail_from: int) -> None:
+        super().__init__()
+        self.fail_from = fail_from
+        self.calls = 0
+
+    def evaluate(self, planes):
+        self.calls += 1
+        if self.calls >= self.fail_from:
+            raise RuntimeError("device lost")
+        return super().evaluate(planes)
+
+
+def test_a_failing_network_call_stops_the_search_with_a_legal_move_and_a_message():
+    net = FailingNetwork(fail_from=40)
+    search = Search(net, from_options({"SmartPruningFactor": 0.0}))
+    board = chess.Board()
+    search.set_position(board)
+    lines: list[str] = []
+    result = search.run(Limit(nodes=5000), on_verbose=lines.extend)
+    assert result.bestmove in board.legal_moves
+    assert 0 < result.nodes < 5000
+    assert any("network evaluation failed: RuntimeError: device lost" in x for x in lines), lines
+    tree = search.state.tree
+    count = int(tree.count[0])
+    assert (tree.nodes["nif"][:count] == 0).all()  # every abandoned visit out of flight
+    root = search.root
+    assert root.n == 1 + sum(root.cn)
+
+    net.fail_from = 10**9  # the network is back: the next search goes on from the same tree
+    lines.clear()
+    again = search.run(Limit(nodes=3000), on_verbose=lines.extend)
+    assert again.bestmove in board.legal_moves and again.nodes >= 3000
+    assert not any("failed" in x for x in lines), lines
