@@ -56,6 +56,8 @@ expand_and_backup = direct(cbackup.expand_and_backup)
 
 HISTORY_ROOM = 1024
 """Plies of path the history buffer holds beyond the game (grown when a search goes deeper)."""
+NETWORK_STALL_S = 60.0
+"""A network call not back after this long has hung: the search stops and says so."""
 _ALL_MOVES = np.zeros(0, np.uint8)
 """The empty root filter: every root move may get visits."""
 
@@ -234,7 +236,8 @@ class Search:
 
     def _loop(self, on_info, on_verbose, live_stats: bool) -> None:
         state = self.state
-        pending: list[tuple[Future, cgather.Batch, int]] = []
+        pending: list[tuple[Future, cgather.Batch, int, float]] = []
+        """Batches in flight, oldest first: (evaluation, batch, sequence number, submitted at)."""
         attributes = self._attributes
         batch_size = state.params.batch_size(attributes.max_batch, attributes.preferred_batch)
         self._ensure_batches(state.params.threads, max(batch_size, state.params.max_prefetch))
@@ -263,7 +266,7 @@ class Search:
                             on_verbose(verbose_stats(state))
                         last_info, last_best = now, best
         finally:
-            for _future, batch, _seq in pending:
+            for _future, batch, _seq, _at in pending:
                 self._abandon(batch)
             state.changed()
 
@@ -297,13 +300,14 @@ class Search:
                 self._sequence += 1
                 if timeline is not None:
                     timeline.add(self._sequence, "gather", start, Timeline.now(), n)
-                pending.append((self._evaluate(batch, n, self._sequence), batch, self._sequence))
+                future = self._evaluate(batch, n, self._sequence)
+                pending.append((future, batch, self._sequence, time.monotonic()))
             else:
                 free.append(batch)
             progressed = n > 0 or ooo > 0
         if pending and (len(pending) >= in_flight or not progressed or reached):
-            if self._wait(pending[0][0]):
-                future, batch, seq = pending.pop(0)
+            if self._wait(pending[0][0], pending[0][3]):
+                future, batch, seq, _ = pending.pop(0)
                 start = Timeline.now() if timeline is not None else 0.0
                 try:
                     out = future.result()
@@ -316,6 +320,8 @@ class Search:
                 if timeline is not None:
                     timeline.add(seq, "backup", start, Timeline.now())
                 free.append(batch)
+            elif self._failure is not None:
+                return False
         elif not pending and not progressed:
             if not state.limit.until_stop:
                 return False
@@ -538,10 +544,21 @@ class Search:
             self._process(batch, out)
         state.changed()
 
-    def _wait(self, future: Future) -> bool:
+    def _wait(self, future: Future, submitted: float) -> bool:
+        """Wait for ``future``; False on a stop, the time limit, or a network call that has not
+        returned in NETWORK_STALL_S (then ``_failure`` says so, and the stalled worker is left
+        behind: the next search's calls go to a new one)."""
         state = self.state
         while not future.done():
             if state.stop.is_set() or cstop.time_up(state.limit, state.elapsed_ms()):
+                return False
+            stalled = time.monotonic() - submitted
+            if stalled > NETWORK_STALL_S:
+                self._failure = TimeoutError(f"no answer from the network in {stalled:.0f} s")
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self._attributes.concurrency, thread_name_prefix="nn-eval"
+                )
                 return False
             self._wake.wait(WAIT_SLICE_S)
             self._wake.clear()

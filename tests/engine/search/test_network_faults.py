@@ -4,10 +4,13 @@ next search works once the network does."""
 
 from __future__ import annotations
 
+import threading
+
 import chess
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
+from engine.search import search as search_module
 
 
 class FailingNetwork(RandomNetwork):
@@ -46,3 +49,42 @@ def test_a_failing_network_call_stops_the_search_with_a_legal_move_and_a_message
     again = search.run(Limit(nodes=3000), on_verbose=lines.extend)
     assert again.bestmove in board.legal_moves and again.nodes >= 3000
     assert not any("failed" in x for x in lines), lines
+
+
+class HangingNetwork(RandomNetwork):
+    """The random network, whose call number ``hang_at`` blocks until released."""
+
+    def __init__(self, hang_at: int) -> None:
+        super().__init__()
+        self.hang_at = hang_at
+        self.calls = 0
+        self.release = threading.Event()
+
+    def evaluate(self, planes):
+        self.calls += 1
+        if self.calls == self.hang_at:
+            self.release.wait(30)
+        return super().evaluate(planes)
+
+
+def test_a_hanging_network_call_stops_a_node_limited_search(monkeypatch):
+    """Without a time limit nothing else would end the wait: after NETWORK_STALL_S the search
+    stops with a legal move and says so; the next search runs on a new worker."""
+    monkeypatch.setattr(search_module, "NETWORK_STALL_S", 0.3)
+    net = HangingNetwork(hang_at=30)
+    search = Search(net, from_options({"SmartPruningFactor": 0.0}))
+    board = chess.Board()
+    search.set_position(board)
+    lines: list[str] = []
+    try:
+        result = search.run(Limit(nodes=5000), on_verbose=lines.extend)
+        assert result.bestmove in board.legal_moves and 0 < result.nodes < 5000
+        assert any("TimeoutError: no answer from the network in" in x for x in lines), lines
+        tree = search.state.tree
+        assert (tree.nodes["nif"][: int(tree.count[0])] == 0).all()
+        lines.clear()
+        again = search.run(Limit(nodes=3000), on_verbose=lines.extend)
+        assert again.nodes >= 3000 and not lines, lines
+    finally:
+        net.release.set()
+        search.close()
