@@ -70,6 +70,14 @@ ACCELERATOR_MINIBATCH = 256
 to keep the device busy."""
 
 
+COMPILE_AT_LOAD, COMPILE_ON_DEMAND, COMPILE_ALL_IN_BACKGROUND = 0, 1, 2
+"""Values of the ``background_compile`` option (backend_xla.options): every size at load; at load
+the size the search's minibatch needs, a larger one when a batch first outgrows every compiled
+size (in a background thread); that size at load and all the others at once in the background."""
+
+COMPILE_THREAD_NAME = "xlazero-compile"
+
+
 def preferred_minibatch(platform: str) -> int:
     """The minibatch size the search should gather for a device of ``platform`` (JAX's name)."""
     return CPU_MINIBATCH if platform == "cpu" else ACCELERATOR_MINIBATCH
@@ -80,8 +88,13 @@ class XlaNetwork:
 
     ``evaluate(planes)`` takes float32 [N, 112, 8, 8] for any N >= 1: it pads to the smallest
     ready bucket that fits (padding rows are zeros) and splits batches larger than the biggest.
-    The smallest bucket is compiled at load time, the others in a background thread
-    (``ready_sizes`` tells which are done; ``warmup()`` waits for all of them).
+    At load it compiles ``load_size``, the smallest bucket that holds the search's minibatch
+    (``preferred_batch``); what else depends on ``background_compile`` (:data:`COMPILE_AT_LOAD`
+    and the values beside it). By default a larger bucket is compiled only when ``evaluate`` first
+    gets a batch larger than every ready one, in a background thread, while that batch runs split
+    over the ready buckets: the search at its default minibatch never asks for one, and a warm
+    start leaves nothing to compile after it (issue 41). ``ready_sizes`` tells which buckets are
+    compiled, ``compiling`` whether the thread is at work; ``warmup()`` compiles every bucket.
     """
 
     def __init__(self, path: str | os.PathLike | onnx.ModelProto, options: str = "") -> None:
@@ -141,23 +154,27 @@ class XlaNetwork:
         for i in range(self.concurrency):
             self._free_devices.put(i)
         self._compiled: dict[int, Any] = {}
+        self._largest_ready = 0
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._queue: list[int] = []
+        """Sizes the background thread is to compile, in order (the thread runs while any is)."""
+        self._compiling_size: int | None = None
         self._error: BaseException | None = None
         self._closing = threading.Event()
         self.compile_seconds: dict[int, float] = {}
-        self._compile(self.sizes[0])
-        if len(self.sizes) > 1:
-            if self.options["background_compile"]:
-                self._thread = threading.Thread(
-                    target=self._compile_rest, daemon=True, name="xlazero-compile"
-                )
-                self._thread.start()
-                # A compile still running while the interpreter finalizes aborts the process
-                # ("terminate called ..."): stop between sizes and wait for the current one.
-                atexit.register(_close_at_exit, weakref.ref(self))
-            else:
-                self._compile_rest()
+        self.mode = self.options["background_compile"]
+        self.load_size = self._fitting(self.preferred_batch)
+        """The bucket compiled at load: the smallest that holds the search's minibatch."""
+        self._compile(self.load_size)
+        if self.mode == COMPILE_AT_LOAD:
+            self._compile_rest()
+        else:
+            # A compile still running while the interpreter finalizes aborts the process
+            # ("terminate called ..."): stop between sizes and wait for the current one.
+            atexit.register(_close_at_exit, weakref.ref(self))
+            if self.mode == COMPILE_ALL_IN_BACKGROUND:
+                self._request(self.sizes)
 
     # -- compilation -------------------------------------------------------------------------
     def _compile(self, batch_size: int) -> None:
@@ -172,26 +189,81 @@ class XlaNetwork:
         )
         with self._lock:
             self._compiled[batch_size] = executable
+            self._largest_ready = max(self._largest_ready, batch_size)
             self.compile_seconds[batch_size] = time.perf_counter() - start
 
-    def _compile_rest(self, progress: ProgressCallback | None = None) -> None:
-        try:
-            for size in self.sizes:
-                if self._closing.is_set():
+    def _fitting(self, n: int) -> int:
+        """The smallest bucket that holds ``n`` rows (the largest when none does)."""
+        return next((size for size in self.sizes if size >= n), self.sizes[-1])
+
+    def _request(self, sizes: list[int], first: bool = False) -> None:
+        """Have the background thread compile ``sizes`` (those not ready or being compiled);
+        ``first``: before the sizes already queued. Starts the thread if none runs."""
+        with self._lock:
+            if self._closing.is_set() or self._error is not None:
+                return
+            new = [s for s in sizes if s not in self._compiled and s != self._compiling_size]
+            if not new:
+                return
+            rest = [s for s in self._queue if s not in new]
+            self._queue = new + rest if first else rest + new
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._background, daemon=True, name=COMPILE_THREAD_NAME
+                )
+                self._thread.start()
+
+    def _background(self) -> None:
+        """The background thread: compile the queued sizes one by one, then end."""
+        while True:
+            with self._lock:
+                self._compiling_size = None
+                if not self._queue or self._closing.is_set():
+                    self._thread = None
                     return
-                if size not in self.ready_sizes:
+                size = self._compiling_size = self._queue.pop(0)
+                done = size in self._compiled
+            try:
+                if not done:
                     self._compile(size)
-                if progress:
-                    progress(size, len(self.ready_sizes), len(self.sizes))
-        except BaseException as exc:  # reported by warmup()/evaluate(), never lost
-            self._error = exc
+            except BaseException as exc:  # reported by warmup()/evaluate(), never lost
+                with self._lock:
+                    self._error = exc
+                    self._queue.clear()
+                    self._compiling_size = None
+                    self._thread = None
+                return
+
+    @property
+    def compiling(self) -> bool:
+        """Whether the background thread is compiling (or about to)."""
+        with self._lock:
+            return self._thread is not None
+
+    def _join(self) -> None:
+        """Wait for the background thread to finish what it was asked (or, closing, the size it
+        is compiling)."""
+        while True:
+            with self._lock:
+                thread = self._thread
+            if thread is None:
+                return
+            thread.join()
+
+    def _compile_rest(self, progress: ProgressCallback | None = None) -> None:
+        """Compile every size not ready yet, here (reporting progress)."""
+        for size in self.sizes:
+            if self._closing.is_set():
+                return
+            if size not in self.ready_sizes:
+                self._compile(size)
+            if progress:
+                progress(size, len(self.ready_sizes), len(self.sizes))
 
     def close(self) -> None:
         """Stop background compilation (waiting for the size being compiled)."""
         self._closing.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._join()
 
     @property
     def ready_sizes(self) -> list[int]:
@@ -200,14 +272,10 @@ class XlaNetwork:
 
     def warmup(self, progress: ProgressCallback | None = None) -> None:
         """Compile every batch size now (waiting for the background thread), reporting progress."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._join()
         if self._error is not None:
             raise self._error
         self._compile_rest(progress)
-        if self._error is not None:
-            raise self._error
 
     # -- evaluation --------------------------------------------------------------------------
     def _pick(self, n: int) -> int:
@@ -246,8 +314,7 @@ class XlaNetwork:
         lines = [
             f"backend xla: platform {platform}, {len(self.devices)} device(s) [{names}], "
             f"{split}; data type {dtype}; batch sizes {','.join(map(str, self.sizes))} "
-            f"(compiled now: {','.join(map(str, self.ready_sizes))}; the rest in the "
-            f"background); search minibatch {self.preferred_batch}"
+            f"({self._compile_state()}); search minibatch {self.preferred_batch}"
         ]
         if platform == "cpu":
             if isinstance(self.options["device"], int):
@@ -262,6 +329,14 @@ class XlaNetwork:
                     "(docs/backend.md); it suits GPUs"
                 )
         return lines
+
+    def _compile_state(self) -> str:
+        ready = ",".join(map(str, self.ready_sizes))
+        if len(self.ready_sizes) == len(self.sizes):
+            return f"compiled: {ready}"
+        if self.mode == COMPILE_ALL_IN_BACKGROUND:
+            return f"compiled now: {ready}; the rest in the background"
+        return f"compiled now: {ready}; a larger one when a batch first needs it, in the background"
 
     def padded_size(self, n: int) -> int:
         """Rows computed for a batch of ``n``: the compiled size it is padded to (the search fills
@@ -278,6 +353,10 @@ class XlaNetwork:
             )
         if self._error is not None:
             raise self._error
+        if len(planes) > self._largest_ready:
+            # A batch no compiled size holds: compile the one that does, in the background,
+            # while this batch (and those after it, until it is ready) runs split.
+            self._request([self._fitting(len(planes))], first=True)
         planes = planes.astype(np.float32, copy=False)
         parts = []
         start = 0

@@ -177,10 +177,13 @@ OPTIONS: tuple[Option, ...] = (
         "background_compile",
         "int",
         1,
-        "1: compile the smallest batch size now and the rest in a background thread; "
-        "0: compile all at load",
+        "1: compile at load the smallest batch size that holds the search's minibatch (7 on "
+        "a CPU, 256 on an accelerator), and a larger one only when a batch first outgrows every "
+        "compiled size, in a background thread (that batch and those after it run split over "
+        "the compiled sizes meanwhile); 2: compile that size at load and every other one at "
+        "once in a background thread; 0: compile every size at load",
         min=0,
-        max=1,
+        max=2,
     ),
 )
 

@@ -149,10 +149,17 @@ def test_option_parsing_and_batch_sizes():
 
 
 def test_background_compile_warmup_and_splitting():
-    """Smallest size compiled at load, the rest in the background; warmup reports progress;
-    batches are padded to a ready size or split, and results don't depend on the split."""
+    """The size that holds the CPU minibatch of 7 compiled at load, no other unless a batch needs
+    it; warmup compiles every size and reports progress; batches are padded to a ready size or
+    split, and results don't depend on the split. background_compile=2 compiles the others in the
+    background at once."""
+    eager = backend_xla.load_network(
+        _tiny_lc0_model(), "batch_buckets=2;4;8,cache_dir=none,background_compile=2")
+    assert 8 in eager.ready_sizes
+    eager.warmup()
+    assert eager.ready_sizes == [2, 4, 8] and not eager.compiling
     net = backend_xla.load_network(_tiny_lc0_model(), "batch_buckets=2;4;8,cache_dir=none")
-    assert 2 in net.ready_sizes
+    assert net.ready_sizes == [8] and net.load_size == 8 and not net.compiling
     seen = []
     net.warmup(lambda size, ready, total: seen.append((size, ready, total)))
     assert net.ready_sizes == [2, 4, 8] and seen[-1][1:] == (3, 3)
