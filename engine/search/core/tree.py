@@ -121,7 +121,9 @@ def _grown(old: np.ndarray, cap: int, used: int) -> np.ndarray:
     if len(old) == cap:
         return old
     new = np.empty(cap, old.dtype)  # pages are touched only as the tree grows into them
-    new[:used] = old[:used]
+    # As bytes: numpy copies a structured array field by field, element by element (10x slower:
+    # 27 ms against 3 ms for 3.5 M edges, a stall of the search thread while the device waits).
+    new[:used].view(np.uint8)[:] = old[:used].view(np.uint8)
     return new
 
 
