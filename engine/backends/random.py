@@ -10,10 +10,12 @@ search's.
 Options (lc0's ``--backend-opts`` syntax, ``--backend-opts=delay=2.5,seed=7``), as lc0's random
 backend takes them:
 
-- ``delay``: milliseconds each batch takes (a number >= 0; default 0). The evaluating thread
-  sleeps after computing the outputs, as it would wait for a device: a simulated accelerator
-  that answers any batch in ``delay`` ms, through UCI as well as in ``bin/bench``. The outputs
-  are the same with any delay.
+- ``delay``: milliseconds each batch takes (a number >= 0; default 0): a simulated accelerator
+  that answers any batch in ``delay`` ms, through UCI as well as in ``bin/bench``. The
+  evaluating thread computes the outputs and sleeps the rest of the delay, as it would wait for
+  a device. So the batch's time is the delay, as with lc0's random backend, whose device call
+  is the sleep alone (its outputs are hashes its search threads compute). The outputs are the
+  same with any delay.
 - ``seed``: an integer >= 0 (default 0) mixed into every position's hash: another seed, another
   (equally deterministic) network.
 
@@ -138,10 +140,11 @@ class RandomNetwork:
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         """planes float32 [N, 112, 8, 8] -> policy [N, 1858], q/d/m [N]; then, with the
-        ``delay`` option, the thread sleeps ``delay_ms`` (a simulated accelerator's batch)."""
+        ``delay`` option, the call takes ``delay_ms`` in all (a simulated accelerator's batch)."""
+        start = time.perf_counter()
         out = self._outputs(planes)
         if self.delay_ms > 0:
-            time.sleep(self.delay_ms / 1000.0)
+            time.sleep(max(0.0, start + self.delay_ms / 1000.0 - time.perf_counter()))
         return out
 
     def _outputs(self, planes: np.ndarray) -> NetworkOutput:
