@@ -371,6 +371,9 @@ def run() -> None:
     """The engine process: ``main``, then exit at once. Interpreter teardown (XLA's and numba's
     finalizers) takes most of a second, which a GUI would wait for after ``quit``; the search
     thread has stopped and the output is flushed, so nothing is lost."""
+    from engine.compiled_cache import remove_stale
+
+    remove_stale()  # other versions' numba caches unused for a week (never on import)
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

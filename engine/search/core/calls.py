@@ -5,12 +5,19 @@ A call through a numba dispatcher first types every argument to pick the machine
 the search loop makes several such calls a minibatch, which at lc0's CPU minibatch of 7 is a
 tenth of a node's cost. :func:`direct` makes the dispatcher's choice once and then calls the
 machine code's entry point, which unboxes the arguments as that signature says.
+
+Every dispatcher so wrapped is listed in :data:`WRAPPED`: tests/engine/search/
+test_compiled_boundary.py runs searches through the dispatchers themselves and checks that
+each still has exactly one signature, i.e. that every call site passes the same types.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+WRAPPED: list[tuple[Callable[..., Any], Any]] = []
+"""``(call, dispatcher)`` for each :func:`direct` made, in the order they were made."""
 
 
 def direct(dispatcher: Any) -> Callable[..., Any]:
@@ -29,4 +36,5 @@ def direct(dispatcher: Any) -> Callable[..., Any]:
 
     call.__name__ = getattr(dispatcher, "__name__", "direct")
     call.__doc__ = getattr(dispatcher, "__doc__", None)
+    WRAPPED.append((call, dispatcher))
     return call

@@ -1,0 +1,73 @@
+"""The search calls its compiled entry points through :func:`engine.search.core.calls.direct`,
+which keeps the dispatcher's first signature and skips numba's typing from then on: a call with
+other argument types would be misread, not recompiled. These tests run searches through the
+dispatchers themselves (numba types every call, and a call with other types compiles a second
+signature) and check that each still has exactly one (issue 40: a guarded boundary).
+
+The check holds whatever else ran in this test process: a second signature from any caller,
+a test's included, fails it."""
+
+from __future__ import annotations
+
+import chess
+import pytest
+
+from engine.backends.random import RandomNetwork
+from engine.search import Limit, Search, from_options
+from engine.search import search as search_module
+from engine.search.core import backup, calls, gather
+from engine.search.warmup import _Instant, compile_the_rest
+
+NO_CLOCK = {"SmartPruningFactor": 0.0}
+
+
+def _wrapped_in_search_module() -> dict[str, object]:
+    """The search module's names bound to a :func:`direct` call, with their dispatchers."""
+    dispatchers = {id(call): dispatcher for call, dispatcher in calls.WRAPPED}
+    return {
+        name: dispatchers[id(value)]
+        for name, value in vars(search_module).items()
+        if id(value) in dispatchers
+    }
+
+
+def test_the_search_module_calls_its_compiled_entry_points_directly():
+    wrapped = _wrapped_in_search_module()
+    assert wrapped == {
+        "gather_minibatch": gather.gather,
+        "expand_and_backup": backup.expand_and_backup,
+    }
+
+
+def _searches(network, **options) -> None:
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    search = Search(network, from_options(NO_CLOCK | options))
+    try:
+        search.set_position(board)
+        search.run(Limit(nodes=300), on_info=lambda infos: None)
+        result = search.run(Limit(nodes=320, searchmoves=(chess.Move.from_uci("d2d4"),)))
+        board.push(result.bestmove)
+        search.set_position(board)  # tree reuse
+        search.run(Limit(nodes=60))
+    finally:
+        search.close()
+
+
+@pytest.mark.parametrize(
+    ("network", "options"),
+    [
+        (RandomNetwork(), {}),
+        (RandomNetwork(), {"Threads": 2, "MinibatchSize": 16}),
+        (_Instant(), {"OutOfOrderEval": False}),
+    ],
+    ids=["random", "random-2-threads", "warm-up-network"],
+)
+def test_every_direct_entry_point_keeps_exactly_one_signature(monkeypatch, network, options):
+    wrapped = _wrapped_in_search_module()
+    assert wrapped
+    for name, dispatcher in wrapped.items():
+        monkeypatch.setattr(search_module, name, dispatcher)  # numba types every call
+    compile_the_rest()  # the warm-up's helper compiles the types the search passes
+    _searches(network, **options)
+    for call, dispatcher in calls.WRAPPED:
+        assert len(dispatcher.signatures) == 1, (call.__name__, dispatcher.signatures)
