@@ -281,10 +281,9 @@ class Search:
             state.batches,
             state.first_eval_time,
         )
-        reached, state.remaining_hint, state.first_eval_time = cstop.limit_reached(
+        reached, remaining, state.first_eval_time = cstop.limit_reached(
             state.limit, state.params, summary, progress
         )
-        self._best = summary.best
         if reached and summary.visits >= state.params.max_tree_nodes:
             self._ram_limited = True
         if reached and not state.limit.until_stop:
@@ -295,7 +294,7 @@ class Search:
         if not reached and len(pending) < in_flight and free:
             batch = free.pop()
             start = Timeline.now() if timeline is not None else 0.0
-            n, ooo = self._gather(batch, batch_size)
+            n, ooo = self._gather(batch, batch_size, remaining, summary.best)
             if n:
                 self._sequence += 1
                 if timeline is not None:
@@ -329,8 +328,16 @@ class Search:
         return True
 
     # ----------------------------------------------------------------------------- phases
-    def _gather(self, batch: cgather.Batch, batch_size: int) -> tuple[int, int]:
-        """Gather a minibatch into ``batch``; returns (requests, out-of-order backups)."""
+    def _gather(
+        self,
+        batch: cgather.Batch,
+        batch_size: int,
+        remaining: float = math.inf,
+        best: int = -1,
+    ) -> tuple[int, int]:
+        """Gather a minibatch into ``batch``; returns (requests, out-of-order backups).
+        ``remaining``: the playouts the stoppers expect to remain (smart pruning's hint);
+        ``best``: the root's best edge on this tree (-1: none), both from this step's summary."""
         state = self.state
         p = state.params
         max_ooo = max(1, int(p.max_out_of_order_evals_factor * batch_size))
@@ -338,12 +345,13 @@ class Search:
             state.tree, 2 * batch_size + max_ooo + p.max_prefetch + 64, (max_ooo + 2) * MAX_MOVES
         )
         collisions_left = p.collision_visit_limit(
-            min(int(state.tree.nodes["n"][0]), state.remaining_hint)
+            min(int(state.tree.nodes["n"][0]), remaining)
         )
         nodes_left = state.limit.nodes if state.limit.nodes is not None else -1
         pad = self._pad_table(batch_size)
         info, draw_scores = self._walk_consts
-        walk = cgather.Walk(self._hist, info, draw_scores, self._root_filter(), self._stop_flag)
+        root_filter = self._root_filter(remaining, best)
+        walk = cgather.Walk(self._hist, info, draw_scores, root_filter, self._stop_flag)
         self._run_gather(
             batch,
             walk,
@@ -475,19 +483,17 @@ class Search:
         state = self.state
         return cstop.summarize(state.tree, state.draw_score(0), state.mask)
 
-    def _root_filter(self) -> np.ndarray:
+    def _root_filter(self, remaining: float, best: int) -> np.ndarray:
         """Root moves that may get visits (searchmoves, and lc0's pruning in selection: a move
         whose visits cannot reach the best move's in the playouts expected to remain); empty
         when every move may."""
         state = self.state
         tree = state.tree
-        remaining = state.remaining_hint
         if (
             remaining != math.inf
             and int(tree.nodes["nedges"][0]) > 0
             and int(tree.nodes["n"][0]) > 0
         ):
-            best = self._best  # this step's root summary, on the same tree
             if best >= 0:
                 out = np.zeros(int(tree.nodes["nedges"][0]), np.uint8)
                 cstop.root_filter(tree, best, remaining, *self._mask_args(), out)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -62,7 +61,6 @@ class SearchState:
         self.searchmoves: set[chess.Move] = set()
         self.root_in_tablebase = False
         self.mask: np.ndarray | None = None
-        self.remaining_hint = math.inf
         self.stop = threading.Event()
         self._root: NodeView | None = None
         self.cached_q: Callable[[chess.Move | None], float | None] | None = None
@@ -112,7 +110,6 @@ class SearchState:
         self.searchmoves = set(limit.searchmoves)
         self.root_in_tablebase = False
         self.mask = None
-        self.remaining_hint = math.inf
         self.changed()
 
     def draw_score(self, depth: int) -> float:
