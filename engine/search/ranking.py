@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.search.core.stoppers import rank_edges
 from engine.search.core.view import NodeView
 
 if TYPE_CHECKING:
@@ -15,29 +16,19 @@ if TYPE_CHECKING:
 
 
 def best_children(state: SearchState, node: NodeView, count: int, depth: int = 0) -> list[int]:
-    """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature: terminal wins first (shortest),
-    then most visits, then higher Q, then higher prior; terminal losses last (longest first)."""
+    """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature (the compiled
+    :func:`engine.search.core.stoppers.rank_edges`): terminal wins first (shortest), then most
+    visits, then higher Q, then higher prior; terminal losses last (longest first)."""
     if node.n == 0 or not node.expanded:
         return []
-    ds = state.draw_score(depth)
-    mask = state.mask if node is state.root else None
-    keys = []
-    for i in range(len(node.moves)):
-        if mask is not None and not mask[i]:
-            continue
-        n = node.cn[i]
-        child = node.children[i]
-        t = child.terminal if (child is not None and n > 0) else None
-        if t is not None and t.wl > 0:
-            key = (4, -t.m, 0.0, 0.0)
-        elif t is not None and t.wl < 0:
-            key = (0, t.m, 0.0, 0.0)
-        else:
-            q = node.cq[i] + ds * node.cd[i] if n > 0 else 0.0
-            key = (2, n, q, node.p[i])
-        keys.append((key, i))
-    keys.sort(key=lambda kv: kv[0], reverse=True)
-    return [i for _, i in keys[:count]]
+    mask = state.mask if node.id == state.root.id else None
+    edges = len(node.moves)
+    out = np.zeros(edges, np.int64)
+    flags = np.zeros(0, np.uint8) if mask is None else mask.astype(np.uint8)
+    ranked = rank_edges(
+        state.tree, np.int64(node.id), state.draw_score(depth), flags, mask is not None, out
+    )
+    return [int(i) for i in out[: min(count, ranked)]]
 
 
 def temperature_choice(state: SearchState) -> int | None:

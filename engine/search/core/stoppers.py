@@ -35,26 +35,54 @@ def _better(a_group, a1, a2, a3, b_group, b1, b2, b3):
 
 
 @njit(cache=True)
+def _rank_key(tree, f, j, draw_score):
+    """lc0's best-child key of edge ``j`` (first edge ``f``): group (4 a proven win, 2 unproven,
+    0 a proven loss), then shorter wins, more visits, higher Q, higher prior; longer losses."""
+    c = tree.edges.child[f + j]
+    n = tree.nodes.n[c] if c >= 0 else 0
+    proven = c >= 0 and n > 0 and tree.nodes.kind[c] != NONE
+    if proven and tree.nodes.t_wl[c] > 0:
+        return 4, -tree.nodes.t_m[c], 0.0, 0.0
+    if proven and tree.nodes.t_wl[c] < 0:
+        return 0, tree.nodes.t_m[c], 0.0, 0.0
+    q = tree.nodes.wl[c] + draw_score * tree.nodes.d[c] if n > 0 else 0.0
+    return 2, np.float64(n), q, prior(tree.edges.prior[f + j])
+
+
+@njit(cache=True)
+def rank_edges(tree, node, draw_score, mask, use_mask, out):
+    """The (allowed) edges of ``node`` best first by lc0's GetBestChildrenNoTemperature, ties in
+    edge order, into ``out`` (int64, room for every edge); returns how many. The one ranking of
+    children: the stoppers' best move, bestmove, the PV, MultiPV and VerboseMoveStats."""
+    f = tree.nodes.first[node]
+    count = 0
+    for j in range(tree.nodes.nedges[node]):
+        if use_mask and mask[j] == 0:
+            continue
+        g, k1, k2, k3 = _rank_key(tree, f, j, draw_score)
+        at = count  # insertion sort: stable, and root nodes have at most 218 edges
+        while at > 0:
+            o = out[at - 1]
+            og, o1, o2, o3 = _rank_key(tree, f, o, draw_score)
+            if not _better(g, k1, k2, k3, og, o1, o2, o3):
+                break
+            out[at] = o
+            at -= 1
+        out[at] = j
+        count += 1
+    return count
+
+
+@njit(cache=True)
 def best_edge(tree, node, draw_score, mask, use_mask):
-    """lc0's GetBestChildNoTemperature among the (allowed) edges of ``node``: terminal wins
-    first (shortest), then most visits, higher Q, higher prior; terminal losses last (longest
-    first). -1 when the node has no edge."""
+    """The first edge of :func:`rank_edges` without sorting; -1 when the node has no edge."""
     f = tree.nodes.first[node]
     best = -1
     bg, b1, b2, b3 = 0, 0.0, 0.0, 0.0
     for j in range(tree.nodes.nedges[node]):
         if use_mask and mask[j] == 0:
             continue
-        c = tree.edges.child[f + j]
-        n = tree.nodes.n[c] if c >= 0 else 0
-        proven = c >= 0 and n > 0 and tree.nodes.kind[c] != NONE
-        if proven and tree.nodes.t_wl[c] > 0:
-            g, k1, k2, k3 = 4, -tree.nodes.t_m[c], 0.0, 0.0
-        elif proven and tree.nodes.t_wl[c] < 0:
-            g, k1, k2, k3 = 0, tree.nodes.t_m[c], 0.0, 0.0
-        else:
-            q = tree.nodes.wl[c] + draw_score * tree.nodes.d[c] if n > 0 else 0.0
-            g, k1, k2, k3 = 2, np.float64(n), q, prior(tree.edges.prior[f + j])
+        g, k1, k2, k3 = _rank_key(tree, f, j, draw_score)
         if best < 0 or _better(g, k1, k2, k3, bg, b1, b2, b3):
             best, bg, b1, b2, b3 = j, g, k1, k2, k3
     return best

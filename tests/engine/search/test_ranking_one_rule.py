@@ -1,0 +1,69 @@
+"""One ranking of children (issue 40): the compiled rank_edges, which bestmove, the PV, MultiPV
+and VerboseMoveStats read through ranking.best_children, orders edges as lc0's
+GetBestChildrenNoTemperature, and the stoppers' best_edge is its first; checked against a
+Python sort of lc0's key on every expanded node of real search trees."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+
+from engine.backends.random import RandomNetwork
+from engine.search import Limit, Search, from_options
+from engine.search.core.stoppers import best_edge, rank_edges
+from engine.search.core.view import NodeView
+
+
+def _lc0_order(view: NodeView, draw_score: float) -> list[int]:
+    keys = []
+    for i in range(len(view.moves)):
+        n, child = view.cn[i], view.children[i]
+        t = child.terminal if (child is not None and n > 0) else None
+        if t is not None and t.wl > 0:
+            key = (4, -t.m, 0.0, 0.0)
+        elif t is not None and t.wl < 0:
+            key = (0, t.m, 0.0, 0.0)
+        else:
+            q = view.cq[i] + draw_score * view.cd[i] if n > 0 else 0.0
+            key = (2, n, q, view.p[i])
+        keys.append((key, i))
+    keys.sort(key=lambda kv: kv[0], reverse=True)  # stable: ties in edge order
+    return [i for _, i in keys]
+
+
+def test_rank_edges_is_lc0s_order_and_best_edge_its_first():
+    fens = ["6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", chess.STARTING_FEN]  # a mate in one, an opening
+    checked = 0
+    for fen in fens:
+        search = Search(RandomNetwork(), from_options({"SmartPruningFactor": 0.0}))
+        search.set_position(chess.Board(fen))
+        search.run(Limit(nodes=3000))
+        tree = search.state.tree
+        no_mask = np.zeros(0, np.uint8)
+        for node in range(int(tree.count[0])):
+            k = int(tree.nodes["nedges"][node])
+            if k == 0 or tree.nodes["n"][node] < 2:
+                continue
+            for ds in (0.0, -0.3):
+                out = np.zeros(k, np.int64)
+                count = rank_edges(tree, np.int64(node), ds, no_mask, False, out)
+                expected = _lc0_order(NodeView(tree, node), ds)
+                assert count == k and out.tolist() == expected
+                assert best_edge(tree, np.int64(node), ds, no_mask, False) == expected[0]
+                checked += 1
+    assert checked > 100
+
+
+def test_a_mate_is_ranked_first_and_a_mask_keeps_only_allowed_moves():
+    search = Search(RandomNetwork(), from_options({"SmartPruningFactor": 0.0}))
+    board = chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
+    search.set_position(board)
+    result = search.run(Limit(nodes=2000))
+    assert result.bestmove == chess.Move.from_uci("a1a8")
+    tree, root = search.state.tree, search.root
+    k = len(root.moves)
+    mask = np.array([m.uci() != "a1a8" for m in root.moves], np.uint8)
+    out = np.zeros(k, np.int64)
+    count = rank_edges(tree, np.int64(0), 0.0, mask, True, out)
+    assert count == k - 1 and root.moves[int(out[0])].uci() != "a1a8"
+    assert sorted(out[:count].tolist()) == [i for i in range(k) if mask[i]]
