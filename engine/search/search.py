@@ -344,9 +344,7 @@ class Search:
         state.tree = ctree.reserve(
             state.tree, 2 * batch_size + max_ooo + p.max_prefetch + 64, (max_ooo + 2) * MAX_MOVES
         )
-        collisions_left = p.collision_visit_limit(
-            min(int(state.tree.nodes["n"][0]), remaining)
-        )
+        collisions_left = p.collision_visit_limit(min(int(state.tree.nodes["n"][0]), remaining))
         nodes_left = state.limit.nodes if state.limit.nodes is not None else -1
         pad = self._pad_table(batch_size)
         info, draw_scores = self._walk_consts
