@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -66,6 +67,34 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path, source: str) -> 
             raise NetworkError(
                 f"{source}: initializer {tensor.name!r}: external data file {target} not found"
             )
+        _check_external_size(tensor, target, source)
+
+
+def _check_external_size(tensor: onnx.TensorProto, target: Path, source: str) -> None:
+    """Refuse external data whose byte count is not the one the tensor's shape and type need,
+    before anything is read: onnx reads a reference without a length to the end of the file, so
+    a wrong one could read gigabytes into memory only to fail at the reshape."""
+    fields = {e.key: e.value for e in tensor.external_data}
+    try:
+        offset = int(fields.get("offset", "0"))
+        length = int(fields["length"]) if "length" in fields else None
+        itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    except (ValueError, TypeError, KeyError) as exc:
+        raise NetworkError(
+            f"{source}: initializer {tensor.name!r}: bad external data fields {fields} ({exc})"
+        ) from None
+    packed = {getattr(onnx.TensorProto, t, -1) for t in ("INT4", "UINT4", "FLOAT4E2M1")}
+    if tensor.data_type == onnx.TensorProto.STRING or tensor.data_type in packed:
+        return  # variable-length, or two elements a byte: no simple size to check
+    expected = math.prod(tensor.dims) * itemsize
+    available = target.stat().st_size - offset
+    given = available if length is None else length
+    if offset < 0 or given != expected or given > available:
+        raise NetworkError(
+            f"{source}: initializer {tensor.name!r}: expected {expected} bytes of external data "
+            f"(shape {list(tensor.dims)}, {itemsize}-byte elements) in {target.name}, got "
+            f"{given} (offset {offset}, file {target.stat().st_size} bytes)"
+        )
 
 
 def tensor_to_numpy(

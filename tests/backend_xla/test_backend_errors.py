@@ -114,6 +114,27 @@ def test_external_data_inside_directory_loads(tmp_path):
     assert net.evaluate(np.zeros((1, 112, 8, 8), np.float32)).policy.shape == (1, 1858)
 
 
+def test_external_data_of_the_wrong_size_is_refused_before_it_is_read(tmp_path):
+    """A reference without a length would have onnx read its whole file (gigabytes, for a
+    sparse one) before the reshape fails: the size the shape needs is checked first."""
+    path = tmp_path / "ext.onnx"
+    onnx.save(_tiny_lc0_model(), path, save_as_external_data=True, location="weights.bin",
+              size_threshold=1024)
+    model = onnx.load(path, load_external_data=False)
+    init = next(t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL)
+    for entry in list(init.external_data):
+        if entry.key in ("offset", "length"):
+            init.external_data.remove(entry)
+    big = tmp_path / "big.bin"
+    with big.open("wb") as f:
+        f.truncate(1 << 30)  # sparse: a gigabyte of zeros on no disk
+    next(e for e in init.external_data if e.key == "location").value = "big.bin"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(NetworkError, match=rf"ext\.onnx: initializer {init.name!r}: expected "
+                       rf"\d+ bytes of external data .* in big\.bin, got {1 << 30}"):
+        backend_xla.load_network(path)
+
+
 def test_bad_planes_shape():
     net = backend_xla.load_network(_tiny_lc0_model(), TEST_OPTIONS)
     with pytest.raises(NetworkError, match=r"expected planes \[N>=1, 112, 8, 8\], got shape \[2, 112, 64\]"):
