@@ -220,7 +220,10 @@ def _analyse_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_analyse(a: argparse.Namespace) -> None:
     from .analyse import analyse_pgn, format_report, write_json
-    report = analyse_pgn(Path(a.pgn).read_text(), a.player, a.weights, max_moves=a.max_moves,
+    from .pgnfile import open_pgn
+    with open_pgn(a.pgn) as f:
+        text = f.read()
+    report = analyse_pgn(text, a.player, a.weights, max_moves=a.max_moves,
                          nodes=a.nodes, workers=a.workers, max_minutes=a.max_minutes,
                          stockfish=a.stockfish, log=lambda m: print(m, flush=True),
                          compare_weights=a.compare_weights)

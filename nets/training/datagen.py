@@ -40,6 +40,7 @@ from engine.backend import POLICY_SIZE
 from engine.encoding import policy_indices
 from engine.encoding.planes import encode_masks
 
+from .pgnfile import open_pgn
 from .records import CHUNK_SUFFIX, POLICY_TOP_K, Chunk, write_chunk
 from .stockfish import MATE_CP, Line, Stockfish
 
@@ -97,7 +98,7 @@ def load_start_games(cfg: GenConfig) -> list[StartGame]:
     games: list[StartGame] = []
     for path in cfg.start_pgn:
         found = 0
-        with open(path, encoding="utf-8-sig") as f:
+        with open_pgn(path) as f:
             while (game := chess.pgn.read_game(f)) is not None:
                 if game.errors:
                     continue

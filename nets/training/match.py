@@ -21,6 +21,8 @@ import chess
 import chess.engine
 import chess.pgn
 
+from .pgnfile import is_pgn, open_pgn
+
 ENGINE_TIMEOUT_S = 60.0
 """Start-up / isready allowance of an engine (network compilation)."""
 Z95 = 1.96
@@ -130,8 +132,8 @@ def load_openings(path: str | None) -> list[chess.Board]:
     if not path:
         return [chess.Board()]
     boards = []
-    if path.endswith(".pgn"):
-        with open(path) as f:
+    if is_pgn(path):
+        with open_pgn(path) as f:
             while (game := chess.pgn.read_game(f)) is not None:
                 boards.append(game.end().board())
     else:

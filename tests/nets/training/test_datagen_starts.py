@@ -3,6 +3,7 @@ with a fake engine in place of Stockfish. The truth is the PGN replayed by pytho
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import chess
@@ -15,14 +16,14 @@ from nets.training.datagen import GenConfig, load_start_games, make_chunk, play_
 from nets.training.records import read_chunk, write_chunk
 from nets.training.stockfish import Line
 
-PGN = Path(__file__).resolve().parents[3] / "nets" / "matches" / "v6-vs-sf1350-tc10+0.1.pgn"
+PGN = Path(__file__).resolve().parents[3] / "nets" / "matches" / "v6-vs-sf1350-tc10+0.1.pgn.gz"
 CFG = GenConfig(out_dir="unused", start_pgn=(str(PGN),), start_min_move=16, start_max_move=40)
 
 
 def _positions_of(path: Path) -> set[tuple[str, int]]:
     """(FEN, plies from the game's start) of every position of every game in ``path``."""
     found = set()
-    with open(path) as f:
+    with gzip.open(path, "rt") as f:
         while (game := chess.pgn.read_game(f)) is not None:
             board = game.board()
             found.add((board.fen(), 0))
