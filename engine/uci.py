@@ -221,7 +221,10 @@ class UciEngine:
                 i += 1
                 while i < len(args) and args[i] not in GO_INT_ARGS + ("infinite", "ponder"):
                     try:
-                        searchmoves.append(board.parse_uci(args[i]))
+                        move = board.parse_uci(args[i])
+                        if not move:  # python-chess parses 0000 as the null move
+                            raise ValueError("the null move")
+                        searchmoves.append(move)
                     except ValueError:
                         self.error(f"go searchmoves: ignoring illegal move {args[i][:20]!r}")
                     i += 1
@@ -231,15 +234,18 @@ class UciEngine:
         for key in GO_NONNEGATIVE_ARGS:
             if key in ints:
                 ints[key] = max(0, ints[key])
-        self.controller.go(
-            Limit(
-                **ints,
-                infinite="infinite" in flags,
-                ponder="ponder" in flags,
-                searchmoves=tuple(searchmoves),
-                started_at=self._line_time,
-            )
+        limit = Limit(
+            **ints,
+            infinite="infinite" in flags,
+            ponder="ponder" in flags,
+            searchmoves=tuple(searchmoves),
+            started_at=self._line_time,
         )
+        try:
+            self.controller.go(limit)
+        except Exception as exc:  # no search started: this go still gets its bestmove
+            self.error(f"go: {type(exc).__name__}: {exc}; answering without a search")
+            self.bestmove(board, next(iter(board.legal_moves), None), None)
 
     def cmd_stop(self, args: list[str]) -> None:
         self.controller.stop()

@@ -374,3 +374,34 @@ def test_option_pairs_of_the_bin_tools():
         opts.parse_pairs(["CPuct"])
     with pytest.raises(opts.OptionError, match=r"MinibatchSize: expected a value in \[0, 1024\]"):
         opts.parse_pairs(["MinibatchSize=5000"])
+
+
+def test_a_null_move_in_searchmoves_is_ignored_and_the_go_answered(raw):
+    """Found by bin/soak uci: python-chess parses 0000 as the null move, which the search could
+    not place, and that go ended with an error and no bestmove."""
+    raw.send("position startpos")
+    raw.send("go nodes 50 searchmoves 0000 e2e4")
+    line, before = raw.expect("bestmove")
+    assert line.split()[1] == "e2e4"
+    assert any("ignoring illegal move '0000'" in b for b in before), before
+
+
+def test_a_go_that_cannot_start_a_search_still_gets_a_legal_bestmove(monkeypatch):
+    """Whatever fails before the search thread starts, the go is answered (a GUI waits for it)."""
+    from engine.uci import UciEngine
+
+    out = io.StringIO()
+    uci = UciEngine(out, opts.parse_command_line(["--backend=random"]))
+
+    def broken(limit):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(uci.controller, "go", broken)
+    uci.handle("position startpos moves e2e4")
+    uci.handle("go nodes 5")
+    lines = out.getvalue().splitlines()
+    assert any("go: RuntimeError: injected" in line for line in lines), lines
+    best = lines[-1].split()
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert best[0] == "bestmove" and chess.Move.from_uci(best[1]) in board.legal_moves
