@@ -32,7 +32,6 @@ COMPILED_SOURCES = (
     "board",
     "encoding/rows.py",
     "search/core",
-    "search/search.py",
 )
 """Files and folders (relative to engine/) whose functions numba compiles, with the modules
 whose constants those functions read (numba compiles a global's value in)."""

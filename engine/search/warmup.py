@@ -54,17 +54,18 @@ HELPER_GRACE_S = 10.0
 def compile_the_rest() -> None:
     """Compile, with the argument types the search passes, the functions a search calls last
     (run by the warm-up's helper process; a no-op where numba's cache has them)."""
-    from engine.search import search as s
-    from engine.search.core import backup, gather, params, stoppers, tree, view
+    from engine.board.position import FIELDS
+    from engine.search.core import backup, gather, params, steps, stoppers, tree, view
     from engine.search.params import from_options
+    from engine.search.state import NNCache
 
     packed = params.pack(from_options({}), True)
     t = tree.new_tree()
-    cache = s.NNCache(64).arrays
+    cache = NNCache(64).arrays
     batch = gather.new_batch(8)
     counters = np.zeros(4, np.int64)
     stoppers._summary(t, 0.0, np.zeros(0, np.uint8), False, np.zeros(7, np.int64))
-    rows = np.zeros((2, s.FIELDS), np.uint64)
+    rows = np.zeros((2, FIELDS), np.uint64)
     f32 = np.zeros(1, np.float32)
     backup.expand_and_backup(
         t, packed, counters, cache, batch.req, batch.moves, batch.indices,
@@ -72,10 +73,11 @@ def compile_the_rest() -> None:
     )  # fmt: skip
     tree.keep_subtree(t, 0)
     view._edge_stats(t, 0, np.zeros((9, 0)))
-    s._abandon(t, batch.req, 0)
-    s._drop_request(batch, 0, 0)
-    s._tablebase_terminal(t, packed, counters, 0, 0.0, 0)
-    s._cached_slot(rows, 0, -1, packed, cache)
+    stoppers.rank_edges(t, 0, 0.0, np.zeros(0, np.uint8), False, np.zeros(1, np.int64))
+    steps.abandon(t, batch.req, 0)
+    steps.drop_request(batch, 0, 0)
+    steps.tablebase_terminal(t, packed, counters, 0, 0.0, 0)
+    steps.cached_slot(rows, 0, -1, packed, cache)
 
 
 def _start_helper() -> subprocess.Popen | None:

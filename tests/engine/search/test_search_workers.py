@@ -12,10 +12,10 @@ import threading
 import time
 
 import chess
-import numpy as np
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
+from engine.search.run import SearchRun
 
 EVAL_SECONDS = 0.003
 """Each evaluation takes this long (the GIL released, as in XLA), so that the second batch
@@ -85,13 +85,13 @@ def _gather_two_without_backup(search: Search, batch_size: int) -> tuple[int, in
     """Gather two minibatches on the current tree, the first still in flight (its leaves
     pending) while the second is gathered, as in the loop with Threads=2; both are then
     abandoned. Returns the two batches' request counts."""
-    search._ensure_batches(2, batch_size)
-    search._walk_consts = (search._walk_info(), np.zeros(2))
-    first, second = search._batches
-    n1, _ = search._gather(first, batch_size)
-    n2, _ = search._gather(second, batch_size)
-    search._abandon(second)
-    search._abandon(first)
+    run = SearchRun(search, Limit(infinite=True))
+    search.state.new_search(run.limit)
+    first, second = run.prepare()
+    n1, _ = run.gather(first)
+    n2, _ = run.gather(second)
+    run._abandon(second)
+    run._abandon(first)
     return n1, n2
 
 
@@ -107,7 +107,6 @@ def test_a_batch_gathered_while_another_is_in_flight_is_full():
     search.run(Limit(nodes=40_000))
     tree = search.state.tree
     before = int(tree.nodes["n"][0])
-    search.state.new_search(Limit(infinite=True))
     n1, n2 = _gather_two_without_backup(search, 256)
     assert n1 >= 240
     assert n2 >= 240
