@@ -126,7 +126,7 @@ OPTIONS: tuple[Option, ...] = (
         "xla",
         "backend",
         "Network backend: xla (JAX/XLA) or random (lc0's --backend=random: pseudo-random outputs, "
-        "for testing).",
+        "for testing; its BackendOptions take lc0's delay=MS, a simulated accelerator, and seed=N).",
     ),
     _o(
         "BackendOptions",
