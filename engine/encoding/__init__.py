@@ -1,36 +1,33 @@
 """Position encoding for lc0 networks: input planes for every lc0 input format and the
-1858-move policy map (see docs/encoding.md)."""
+1858-move policy map (see docs/encoding.md), on python-chess boards.
+
+The Python edge of the compiled encoder the search runs (rows.py, with the board's move
+generator and policy tables, engine/board/): one implementation of each rule. A plain
+python-chess reference, which the tests compare with, is nets/training/reference/."""
 
 from __future__ import annotations
 
 import chess
+import numpy as np
 
-from engine.backend import INPUT_PLANES, POLICY_SIZE
+from engine.backend import INPUT_PLANES, POLICY_MOVES, POLICY_SIZE
 
 from .formats import SUPPORTED_INPUT_FORMATS, HistoryFill, format_rules
-from .legal_moves import legal_moves_and_indices as _legal_moves_and_indices
-from .planes import encode_batch, encode_planes, transform_of
-from .policy import POLICY_INDEX, POLICY_MOVES, move_index
+from .rows import encode_boards, legal_moves_and_indices, policy_indices, transform_of
+
+encode_batch = encode_boards
+"""float32 [N, 112, 8, 8]: lc0's input planes of each board (history from its move stack)."""
 
 
-def legal_moves_and_indices(
-    board: chess.Board, input_format: int = 1
-) -> tuple[list[chess.Move], list[int]]:
-    """The legal moves of ``board`` (python-chess's order) and their indices in 0..1857 under
-    the same canonical transform as the board's planes in ``input_format``; one pass."""
-    return _legal_moves_and_indices(board, transform_of(board, input_format))
-
-
-def policy_indices(board: chess.Board, input_format: int = 1) -> dict[chess.Move, int]:
-    """Every legal move of ``board`` -> its index in 0..1857 under the same canonical
-    transform as the board's planes in ``input_format``."""
-    moves, indices = legal_moves_and_indices(board, input_format)
-    return dict(zip(moves, indices))
+def encode_planes(
+    board: chess.Board, input_format: int = 1, history_fill: str = "fen_only"
+) -> np.ndarray:
+    """float32 [112, 8, 8]: lc0's input planes of ``board`` (history from its move stack)."""
+    return encode_boards([board], input_format, history_fill)[0]
 
 
 __all__ = [
     "INPUT_PLANES",
-    "POLICY_INDEX",
     "POLICY_MOVES",
     "POLICY_SIZE",
     "SUPPORTED_INPUT_FORMATS",
@@ -39,7 +36,6 @@ __all__ = [
     "encode_planes",
     "format_rules",
     "legal_moves_and_indices",
-    "move_index",
     "policy_indices",
     "transform_of",
 ]

@@ -1,6 +1,8 @@
-"""lc0's 112 input planes from the compiled board's rows (numba), for the search's hot path.
+"""lc0's 112 input planes from the compiled board's rows (numba), for the search's hot path:
+the engine's one encoder (engine.encoding's functions on python-chess boards are its edge).
 
-The same planes as :mod:`.planes` (see its docstring and docs/encoding.md), computed from a
+The planes of docs/encoding.md (the python-chess reference nets/training/reference/planes.py,
+which the tests compare with, spells out the same rules), computed from a
 game's position rows (:mod:`engine.board.position`): ``rows[0]`` is the game's root (the FEN
 position), ``rows[last]`` the position to encode, every row in between one ply apart.
 Everything compiled is ``@njit(cache=True, nogil=True)`` and allocates nothing:
@@ -9,14 +11,15 @@ Everything compiled is ``@njit(cache=True, nogil=True)`` and allocates nothing:
   preallocated batch and returns the canonical transform chosen;
 * :func:`encode_batch_into` does it for many positions of concatenated games in one call;
 * :func:`canonical_transform` is lc0's ChooseTransform of one row (what the policy indices of
-  a leaf need before its planes exist), equal to :func:`.planes.transform_of`;
-* :func:`is_repetition` is lc0's repetition flag (pieces, castling rights and en-passant
-  marker compared field by field, two plies at a time while rule50 allows).
+  a leaf need before its planes exist);
+* :func:`is_repetition` is lc0's repetition flag (engine/board/repetition.py, the rule the
+  search's draw rules use too).
 
 Format rules are derived from the format number inside (as lc0 does, with comparisons) and
 the history fill is a small integer (``FILL_NO``, ``FILL_FEN_ONLY``, ``FILL_ALWAYS``).
 Inputs are validated at the Python edge: :func:`encode_boards` (python-chess boards, for
-tests and tools) raises the same errors as :func:`.planes.encode_batch`.
+tests and tools) raises lc0's errors (:func:`check_board`); :func:`transform_of`,
+:func:`legal_moves_and_indices` and :func:`policy_indices` read python-chess boards too.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from engine.backend import INPUT_PLANES
-from engine.board import from_chess_position, game_rows
+from engine.board import MAX_MOVES, from_chess_position, game_rows, legal_moves, to_chess_move
 from engine.board.bitboards import ONE, ZERO, bit, lsb, msb
 from engine.board.position import (
     BISHOPS,
@@ -44,11 +47,9 @@ from engine.board.position import (
     TURN,
     WHITE,
 )
+from engine.board.repetition import repetitions
 
 from .formats import HistoryFill, format_rules, parse_history_fill
-from .history import GameHistory
-from .planes import _castling_rooks as _planes_castling_rooks
-from .planes import _check_ep_rank
 
 FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = 0, 1, 2
 FILL_CODES = {
@@ -149,7 +150,7 @@ def _compare_transposing(bb, black, initial):
 @njit(cache=True, nogil=True)
 def canonical_transform(pos, fmt):
     """lc0's ChooseTransform for the position row ``pos`` in input format ``fmt`` (0 for the
-    non-canonical formats 1 and 2): equal to :func:`engine.encoding.planes.transform_of`."""
+    non-canonical formats 1 and 2): equal to the reference nets/training/reference/planes.py ``transform_of``."""
     if fmt < _CANONICAL or pos[CASTLING] != ZERO:
         return 0  # castling is not symmetric under any transform
     us = np.int64(pos[TURN])
@@ -206,19 +207,9 @@ def same_board(a, b):
 
 @njit(cache=True, nogil=True)
 def is_repetition(rows, index):
-    """Whether lc0 counts ``rows[index]`` as a repetition (its repetitions >= 1): an equal
-    position two, four, ... plies earlier while the rule50 counters show no zeroing move in
-    between (lc0's ComputeLastMoveRepetitions); the root never repeats."""
-    if np.int64(rows[index, RULE50]) < 4:
-        return False
-    k = index - 2
-    while k >= 0:
-        if same_board(rows[k], rows[index]):
-            return True
-        if np.int64(rows[k, RULE50]) < 2:
-            return False
-        k -= 2
-    return False
+    """Whether lc0 counts ``rows[index]`` as a repetition (its repetitions >= 1), by the one
+    repetition rule (:func:`engine.board.repetition.repetitions`); the root never repeats."""
+    return repetitions(rows, index)[0] > 0
 
 
 @njit(cache=True, nogil=True)
@@ -263,7 +254,7 @@ def encode_into(rows, last, fmt, fill, out):
     game's root) in input format ``fmt`` with history fill ``fill`` (FILL_*) into the float32
     ``out`` [112, 8, 8]; returns the canonical transform applied (0 for formats 1, 2).
 
-    lc0's EncodePositionForNN: see :func:`engine.encoding.planes.position_masks`, which this
+    lc0's EncodePositionForNN: see the reference nets/training/reference/planes.py ``position_masks``, which this
     follows step by step."""
     canonical = fmt >= _CANONICAL
     repeats_only = fmt == _V2 or fmt == _V2_ARMAGEDDON
@@ -370,19 +361,29 @@ def encode_batch_into(rows, roots, lasts, fmt, fill, out, transforms):
 
 
 def check_board(board: chess.Board) -> None:
-    """At the Python edge, the errors :func:`engine.encoding.planes.encode_batch` raises for
-    ``board``: a root en-passant square off ranks 3/6, castling rights without their rook."""
-    _check_ep_rank(board, GameHistory(board))
-    _planes_castling_rooks(board)
+    """At the Python edge, the errors lc0 gives ``board``'s game: a root en-passant square off
+    ranks 3/6, castling rights without their rook."""
+    ep = board.root().ep_square if board.move_stack else board.ep_square
+    if ep is not None and chess.square_rank(ep) not in (2, 5):
+        raise ValueError(
+            f"en-passant square of the root position: expected rank 3 or 6, got "
+            f"{chess.square_name(ep)} (lc0 rejects this FEN)"
+        )
+    if board.castling_rights and board.clean_castling_rights() != board.castling_rights:
+        raise ValueError(
+            f"castling rights of {board.fen()!r}: expected a rook on each castling square "
+            f"(lc0 cannot encode rights without their rook), got rights on "
+            f"{[chess.square_name(s) for s in chess.scan_forward(board.castling_rights)]}"
+        )
 
 
 def check_root_castling(board: chess.Board, rows: np.ndarray) -> None:
     """The castling error of :func:`check_board` for the game's root (``rows`` its game rows).
 
     The rows keep python-chess's cleaned rights, which differ from the root's own where a
-    right has no rook; the Python encoder compares the uncleaned rights in the history, so
-    such a root is refused here rather than encoded differently."""
-    raw = GameHistory(board).at(0).castling_rights
+    right has no rook; lc0 compares the uncleaned rights in the history, so such a root is
+    refused here rather than encoded differently."""
+    raw = board.root().castling_rights if board.move_stack else board.castling_rights
     if raw != int(rows[0, CASTLING]):
         raise ValueError(
             f"castling rights of the game's root {board.root().fen()!r}: expected a rook on "
@@ -391,11 +392,41 @@ def check_root_castling(board: chess.Board, rows: np.ndarray) -> None:
         )
 
 
+def transform_of(board: chess.Board, input_format: int = 1) -> int:
+    """lc0's canonical transform of ``board``'s planes in ``input_format`` (0 for the
+    non-canonical formats 1 and 2), by :func:`canonical_transform`."""
+    fmt = format_rules(input_format).input_format
+    return int(canonical_transform(from_chess_position(board), fmt))
+
+
+def legal_moves_and_indices(
+    board: chess.Board, input_format: int = 1
+) -> tuple[list[chess.Move], list[int]]:
+    """The legal moves of ``board`` (the compiled generator's order, as the search's children
+    before their sort by prior) and their indices in 0..1857 under the canonical transform of
+    the board's planes in ``input_format``: the search's own move generator
+    (engine/board/movegen.py), on a python-chess board."""
+    fmt = format_rules(input_format).input_format
+    pos = from_chess_position(board)
+    words = np.zeros(MAX_MOVES, np.int32)
+    indices = np.zeros(MAX_MOVES, np.int32)
+    n = int(legal_moves(pos, np.int64(canonical_transform(pos, fmt)), words, indices))
+    moves = [to_chess_move(w, board.chess960) for w in words[:n]]
+    return moves, indices[:n].tolist()
+
+
+def policy_indices(board: chess.Board, input_format: int = 1) -> dict[chess.Move, int]:
+    """Every legal move of ``board`` -> its index in 0..1857 under the canonical transform of
+    the board's planes in ``input_format`` (:func:`legal_moves_and_indices`)."""
+    moves, indices = legal_moves_and_indices(board, input_format)
+    return dict(zip(moves, indices))
+
+
 def encode_boards(
     boards: Sequence[chess.Board], input_format: int = 1, history_fill: str = "fen_only"
 ) -> np.ndarray:
     """float32 [N, 112, 8, 8]: lc0's planes of each board (history from its move stack),
-    equal to :func:`engine.encoding.encode_batch`, through the compiled encoder."""
+    through the compiled encoder (``engine.encoding.encode_batch``)."""
     planes, _ = encode_boards_with_transforms(boards, input_format, history_fill)
     return planes
 

@@ -1,7 +1,8 @@
 """lc0's classic MCTS. :class:`Search` (search.py) runs it over the compiled core
 (engine/search/core/); the rest of this package is what Python keeps: the options' record
-(params.py), the limit (limit.py), the result (result.py), the formulas and the rankings the
-reports read (puct.py, ranking.py) and the reports (report.py)."""
+(params.py), the limit (limit.py), the result (result.py), the rankings the reports read
+(ranking.py, over the compiled core/stoppers.py ``rank_edges``) and the reports (report.py,
+whose PUCT terms are the compiled selection's, core/view.py ``puct_terms``)."""
 
 from engine.search.limit import Limit
 from engine.search.params import SearchParams, from_options

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import chess
 import numpy as np
 
-from engine.search.core.view import NodeView
-from engine.search.puct import compute_cpuct, compute_fpu, moves_left_utility
+from engine.search.core.params import pack
+from engine.search.core.view import NodeView, puct_terms
 from engine.search.ranking import best_children
 from engine.search.result import ThinkingInfo
 
@@ -168,16 +168,12 @@ def verbose_stats(state: SearchState) -> list[str]:
     root = state.root
     if not root.expanded:
         return []
-    p = state.params
     draw_score = state.draw_score(0)
-    fpu = compute_fpu(p, root, True, draw_score)
-    cpuct = compute_cpuct(p, root.n, True)
-    u_coeff = cpuct * math.sqrt(max(root.n - 1, 1))
-    cn = np.asarray(root.cn, dtype=np.float64)
-    q = np.where(cn > 0, np.asarray(root.cq) + draw_score * np.asarray(root.cd), fpu)
-    u = u_coeff * np.asarray(root.p) / (1.0 + cn + np.asarray(root.cnif))
-    mu = moves_left_utility(p, root, q) if state.network.has_mlh else None
-    mu = mu if mu is not None else np.zeros_like(q)
+    packed = pack(state.params, bool(state.network.has_mlh))
+    terms = puct_terms(state.tree, packed, root.id, True, draw_score)  # the selection's own
+    q = terms.q
+    u = terms.pu / (1.0 + np.asarray(root.cn, dtype=np.float64) + np.asarray(root.cnif))
+    s = terms.qm + u
     board = state.root_board
     indices = encoding.policy_indices(board, 1)
     order = sorted(range(len(root.moves)), key=lambda i: (root.cn[i], q[i] + u[i]))
@@ -191,8 +187,8 @@ def verbose_stats(state: SearchState) -> list[str]:
         if child is not None and child.n > 0:
             stats = _stats(child.wl, child.d, child.m, child.wl + draw_score * child.d)
         else:
-            stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
-        tail = f"(U: {u[i]:6.5f}) (S: {q[i] + u[i] + mu[i]:8.5f}) "
+            stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {q[i]:8.5f}) "  # the FPU
+        tail = f"(U: {u[i]:6.5f}) (S: {s[i]:8.5f}) "
         lines.append(head + stats + tail + _value(state, child, move, 1.0, draw_score))
     head = _head("node ", len(root.moves), root.n, sum(root.cnif), root.visited_policy)
     lines.append(

@@ -307,12 +307,13 @@ class SearchRun:
             batch.req,
             batch.moves,
             batch.indices,
-            # Contiguous float32 whatever the backend returns: the call skips numba's dispatch,
-            # so its argument types must never change (engine/search/core/calls.py).
-            np.ascontiguousarray(out.policy, np.float32),
-            np.ascontiguousarray(out.q, np.float32),
-            np.ascontiguousarray(out.d, np.float32),
-            np.ascontiguousarray(out.m, np.float32),
+            # Read-only contiguous float32 whatever the backend returns (XLA's CPU buffers are
+            # read-only, a numpy backend's are not): the call skips numba's dispatch, so its
+            # argument types must never change (engine/search/core/calls.py).
+            network_heads(out.policy),
+            network_heads(out.q),
+            network_heads(out.d),
+            network_heads(out.m),
             n,
         )
         state.batches += 1
@@ -428,6 +429,14 @@ class SearchRun:
     def _current_best(self) -> int | None:
         best = self._summary().best
         return best if best >= 0 and int(self.state.tree.nodes["n"][0]) > 0 else None
+
+
+def network_heads(values: np.ndarray) -> np.ndarray:
+    """A head's values as the compiled backup takes them: contiguous float32, read-only (a view
+    when they already are; numba types a read-only array apart from a writable one)."""
+    out = np.ascontiguousarray(values, np.float32).view()
+    out.flags.writeable = False
+    return out
 
 
 def _timed_evaluate(

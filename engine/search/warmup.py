@@ -57,6 +57,7 @@ def compile_the_rest() -> None:
     from engine.board.position import FIELDS
     from engine.search.core import backup, gather, params, steps, stoppers, tree, view
     from engine.search.params import from_options
+    from engine.search.run import network_heads
     from engine.search.state import NNCache
 
     packed = params.pack(from_options({}), True)
@@ -66,13 +67,14 @@ def compile_the_rest() -> None:
     counters = np.zeros(4, np.int64)
     stoppers._summary(t, 0.0, np.zeros(0, np.uint8), False, np.zeros(7, np.int64))
     rows = np.zeros((2, FIELDS), np.uint64)
-    f32 = np.zeros(1, np.float32)
+    f32 = network_heads(np.zeros(1, np.float32))
     backup.expand_and_backup(
         t, packed, counters, cache, batch.req, batch.moves, batch.indices,
-        np.zeros((1, POLICY_SIZE), np.float32), f32, f32, f32, 0,
+        network_heads(np.zeros((1, POLICY_SIZE), np.float32)), f32, f32, f32, 0,
     )  # fmt: skip
     tree.keep_subtree(t, 0)
     view._edge_stats(t, 0, np.zeros((9, 0)))
+    view._puct_terms(t, packed, 0, True, 0.0, np.zeros((3, 0)))
     stoppers.rank_edges(t, 0, 0.0, np.zeros(0, np.uint8), False, np.zeros(1, np.int64))
     steps.abandon(t, batch.req, 0)
     steps.drop_request(batch, 0, 0)

@@ -38,7 +38,7 @@ import numpy as np
 
 from engine.backend import POLICY_SIZE
 from engine.encoding import policy_indices
-from engine.encoding.planes import encode_masks
+from nets.training.reference.planes import encode_masks
 
 from .pgnfile import open_pgn
 from .records import CHUNK_SUFFIX, POLICY_TOP_K, Chunk, write_chunk

@@ -3,7 +3,7 @@
 A chunk holds whole games. Each game is stored once, as its UCI moves from the start position;
 each position points at (game, ply), so the exact position *with its full history* (repetitions
 included) can be rebuilt. For training speed the encoder's output is stored too, as lc0's 112
-uint64 masks (absolute coordinates, as :func:`engine.encoding.planes.position_masks` gives them).
+uint64 masks (absolute coordinates, as :func:`nets.training.reference.planes.position_masks` gives them).
 
 Arrays of a chunk (N positions, G games, K = :data:`POLICY_TOP_K`):
 
@@ -31,8 +31,8 @@ import chess
 import numpy as np
 
 from engine.backend import POLICY_SIZE
-from engine.encoding.planes import EncodedMasks, masks_to_planes
-from engine.encoding.transforms import NO_TRANSFORM
+from nets.training.reference.planes import EncodedMasks, masks_to_planes
+from nets.training.reference.transforms import NO_TRANSFORM
 
 POLICY_TOP_K = 8
 """Most target moves kept per position (Stockfish MultiPV lines)."""

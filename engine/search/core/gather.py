@@ -26,6 +26,7 @@ from engine.board.make import make_move
 from engine.board.movegen import in_check, legal_moves
 from engine.board.moves import MAX_MOVES
 from engine.board.position import BISHOPS, FIELDS, HASH, KNIGHTS, PAWNS, QUEENS, ROOKS, RULE50
+from engine.board.repetition import repetitions
 from engine.encoding.rows import canonical_transform, encode_into
 
 from .backup import MAX_DEPTH, backup, cancel, order_descending
@@ -268,22 +269,6 @@ def cache_key(hist, row, reps, history):
 
 
 @njit(cache=True)
-def _repetitions(hist, row):
-    """(earlier occurrences of ``hist[row]`` within its rule50 window, the latest one's row)."""
-    pos = hist[row]
-    reps, first = 0, -1
-    lowest = max(row - np.int64(pos[RULE50]), 0)
-    j = row - 2
-    while j >= lowest:
-        if hist[j, HASH] == pos[HASH]:
-            reps += 1
-            if first < 0:
-                first = j
-        j -= 2
-    return reps, first
-
-
-@njit(cache=True)
 def _terminal(tree, params, counters, batch, node, k, kind, wl, m, depth):
     tree.nodes.kind[node] = kind
     tree.nodes.t_wl[node] = wl
@@ -313,7 +298,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     game_len, fmt = walk.info[GAME_LEN], walk.info[FORMAT]
     row = game_len - 1 + depth
     pos = walk.hist[row]
-    reps, first = _repetitions(walk.hist, row)
+    reps, first = repetitions(walk.hist, row)
     key = cache_key(walk.hist, row, reps, np.int64(params[CACHE_HISTORY]))
     slot = lookup(cache, key)
     r = batch.meta[REQUESTS]
@@ -472,7 +457,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
             return 0
         make_move(hist[row - 1], I(tree.edges.move[edge]), hist[row])
     if node < 0 or tree.nodes.nedges[node] == 0:
-        reps, _ = _repetitions(hist, row)
+        reps, _ = repetitions(hist, row)
         key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
         r = batch.meta[REQUESTS]
         if r >= batch.req.node.shape[0] or lookup(cache, key) >= 0:

@@ -8,10 +8,11 @@ import numpy as np
 from numba import njit
 
 from engine.board.make import make_move
+from engine.board.repetition import repetitions
 
 from .backup import backup, cancel
 from .cache import lookup
-from .gather import _repetitions, cache_key
+from .gather import cache_key
 from .params import CACHE_HISTORY
 from .tree import NONE, PENDING, TABLEBASE, TWOFOLD, prior
 
@@ -23,7 +24,7 @@ def cached_slot(hist, row, word, params, cache):
     if word >= 0:
         make_move(hist[row], np.int64(word), hist[row + 1])
         row += 1
-    reps, _ = _repetitions(hist, row)
+    reps, _ = repetitions(hist, row)
     key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
     return lookup(cache, key)
 

@@ -3,12 +3,14 @@ node: info lines, VerboseMoveStats, best-move choice, smart pruning and the fide
 
 A :class:`NodeView` shows one node with the attributes the reports read (n, wl, d, m, moves,
 p, cn, cnif, cq, cd, cm, children, terminal, visited_policy), each child's statistics read in
-one compiled call when first asked for.
+one compiled call when first asked for. :func:`puct_terms` reads a node's PUCT terms through the
+compiled selection's own :func:`~engine.search.core.gather.child_scores`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import chess
 import numpy as np
@@ -16,6 +18,8 @@ from numba import njit
 
 from engine.board.moves import to_chess_move
 
+from .gather import child_scores
+from .params import USE_MLH
 from .tree import KIND_NAMES, NONE, PENDING, Tree, prior
 
 
@@ -48,6 +52,40 @@ def _edge_stats(tree, node, out):
         else:
             for row in range(3, 9):
                 out[row, j] = 0.0
+
+
+@njit(cache=True)
+def _puct_terms(tree, params, node, at_root, draw_score, out):
+    """out float64 [3, k]: each edge's Q (the FPU when unvisited), Q + M and
+    P * cpuct * sqrt(N - 1), as the compiled selection computes them; returns cpuct * sqrt(N - 1)."""
+    k = tree.nodes.nedges[node]
+    plain = params.copy()
+    plain[USE_MLH] = 0.0  # Q without the moves-left utility
+    child_scores(tree, plain, node, at_root, draw_score, k, out[0], out[2])
+    return child_scores(tree, params, node, at_root, draw_score, k, out[1], out[2])
+
+
+class PuctTerms(NamedTuple):
+    """A node's PUCT terms by edge: the score of edge i is ``qm[i] + pu[i] / (1 + N_i + nif_i)``."""
+
+    q: np.ndarray
+    """Q: W-L + DrawScore * D of a visited child, the FPU of an unvisited one."""
+    qm: np.ndarray
+    """Q + M (M: the moves-left utility, networks with that head)."""
+    pu: np.ndarray
+    """P * cpuct(N) * sqrt(max(N - 1, 1))."""
+    puct_mult: float
+    """cpuct(N) * sqrt(max(N - 1, 1))."""
+
+
+def puct_terms(
+    tree: Tree, params: np.ndarray, node: int, at_root: bool, draw_score: float
+) -> PuctTerms:
+    """The PUCT terms of ``node``'s edges by the compiled selection (core/gather.py
+    ``child_scores``), for the reports; ``params``: the packed parameters (core/params.py)."""
+    out = np.zeros((3, int(tree.nodes["nedges"][node])), np.float64)
+    mult = _puct_terms(tree, params, int(node), bool(at_root), float(draw_score), out)
+    return PuctTerms(out[0], out[1], out[2], float(mult))
 
 
 class NodeView:

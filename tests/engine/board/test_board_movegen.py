@@ -7,6 +7,7 @@ import random
 import chess
 import numpy as np
 import pytest
+from xlazero_perf.perft import perft
 
 from engine.board import (
     MAX_MOVES,
@@ -19,9 +20,8 @@ from engine.board import (
     move_from_chess,
     to_chess_move,
 )
-from engine.board.perft import perft
 from engine.board.position import CASTLING, EP, HASH, PLY, RULE50, TURN
-from engine.encoding.policy import move_index
+from nets.training.reference import move_index
 
 
 def random_games(seed: int, games: int, plies: int, chess960: bool) -> list[chess.Board]:

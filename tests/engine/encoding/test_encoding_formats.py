@@ -8,7 +8,7 @@ import pytest
 
 from conftest import LC0, need_shared, read_jsonl
 from engine.encoding import encode_batch, encode_planes, policy_indices, transform_of
-from engine.encoding.transforms import TRANSPOSE
+from nets.training.reference.transforms import TRANSPOSE
 from conftest import board_of, lc0_planes
 from test_encoding import describe_plane_mismatch
 

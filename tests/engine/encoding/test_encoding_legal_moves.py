@@ -1,18 +1,18 @@
-"""The search's one-pass move generator (engine.encoding.legal_moves) against python-chess's legal
-moves (same moves, same order) and the reference mapping ``policy_indices_for`` (same indices)."""
+"""engine.encoding's legal moves with policy indices (the search's compiled generator, on
+python-chess boards) against python-chess's legal moves (the same moves) and the reference
+mapping ``move_index`` (nets/training/reference/policy.py: the same indices)."""
 
 from __future__ import annotations
 
 import random
 
 import chess
-import chess.variant
 import pytest
 
 from conftest import need_shared, read_jsonl
 from engine.encoding import legal_moves_and_indices, policy_indices, transform_of
-from engine.encoding.legal_moves import legal_moves_and_indices as moves_under_transform
-from engine.encoding.policy import move_index
+from nets.training.reference import move_index
+from nets.training.reference import transform_of as reference_transform_of
 
 # Positions aimed at the generator's special cases (each comment says which).
 TRICKY_FENS = (
@@ -53,12 +53,16 @@ def random_boards(count: int, seed: int, fen: str = chess.STARTING_FEN) -> list[
     return boards
 
 
-def check_board(board: chess.Board, transform: int = 0) -> None:
-    moves, indices = moves_under_transform(board, transform)
+def check_board(board: chess.Board, input_format: int = 1) -> None:
+    moves, indices = legal_moves_and_indices(board, input_format)
     expected = list(board.generate_legal_moves())
-    assert moves == expected, f"{board.fen()}: expected python-chess's moves {expected}, got {moves}"
-    expected_idx = [move_index(board, m, transform) for m in expected]
-    assert indices == expected_idx, f"{board.fen()} transform {transform}: policy indices differ"
+    assert set(moves) == set(expected) and len(moves) == len(expected), (
+        f"{board.fen()}: expected python-chess's moves {expected}, got {moves}"
+    )
+    transform = reference_transform_of(board, input_format)
+    assert transform_of(board, input_format) == transform
+    expected_idx = [move_index(board, m, transform) for m in moves]
+    assert indices == expected_idx, f"{board.fen()} format {input_format}: policy indices differ"
 
 
 @pytest.mark.parametrize("fen", TRICKY_FENS)
@@ -67,28 +71,25 @@ def test_tricky_positions(fen):
     check_board(chess.Board(fen).mirror())
 
 
-def test_random_games_all_transforms():
-    # Pawnless games too, so that every transform gets checked.
+def test_random_games_classical_and_canonical_formats():
+    # Pawnless games too, so that the canonical formats' transforms other than the file flip
+    # get checked (the compiled generator under each of the 8: tests/engine/board/).
     boards = random_boards(600, seed=11) + random_boards(100, seed=12, fen="1r2k1n1/8/8/8/8/8/8/1Q2KB1R w - - 0 1")
-    checked = in_check = 0
+    transforms, in_check = set(), 0
     for board in boards:
-        # A transform other than the file flip only applies to boards without pawns or castling.
-        transforms = (0, 1) if board.pawns or board.castling_rights else range(8)
-        for t in transforms:
-            check_board(board, t)
-            checked += 1
+        for fmt in (1, 3):
+            check_board(board, fmt)
+        transforms.add(transform_of(board, 3))
         in_check += board.is_check()
-    assert checked > 1800 and in_check > 20  # the evasion path was exercised too
+    assert len(transforms) >= 6 and in_check > 20  # the evasion path was exercised too
 
 
-def test_chess960_castling_and_variant_boards():
+def test_chess960_castling():
     # Rooks on b1 and g1: python-chess writes both castlings king-takes-rook (e1b1, e1g1).
     board = chess.Board("4k3/8/8/8/8/8/8/1R2K1R1 w GB - 0 1", chess960=True)
     check_board(board)
-    castlings = [m.uci() for m in moves_under_transform(board)[0] if board.is_castling(m)]
+    castlings = [m.uci() for m in legal_moves_and_indices(board)[0] if board.is_castling(m)]
     assert sorted(castlings) == ["e1b1", "e1g1"]
-    # A board subclass (a variant) goes through python-chess's own generator.
-    check_board(chess.variant.AtomicBoard())
 
 
 def test_public_helpers_agree_with_format_transform():

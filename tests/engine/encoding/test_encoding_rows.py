@@ -1,4 +1,5 @@
-"""The compiled encoder (engine.encoding.rows) against the Python encoder and lc0's planes:
+"""The compiled encoder (engine.encoding.rows) against the python-chess reference encoder
+(nets/training/reference/) and lc0's planes:
 every input format and history fill, on the shared lc0 positions and on long random games
 (standard and Chess960) with repetitions, castling changes and rule50 counts."""
 
@@ -12,8 +13,7 @@ import pytest
 
 from conftest import board_of, lc0_planes_batch
 from engine.board import game_rows
-from engine.encoding import SUPPORTED_INPUT_FORMATS, encode_batch, transform_of
-from engine.encoding.history import GameHistory
+from engine.encoding import SUPPORTED_INPUT_FORMATS
 from engine.encoding.rows import (
     FILL_CODES,
     canonical_transform,
@@ -24,6 +24,8 @@ from engine.encoding.rows import (
     is_repetition,
 )
 from engine.encoding.formats import HistoryFill
+from nets.training.reference import encode_batch, transform_of
+from nets.training.reference.history import GameHistory
 from test_encoding import describe_plane_mismatch
 from test_encoding_formats import V2_FORMATS, ZOO_FORMATS, zoo_records
 

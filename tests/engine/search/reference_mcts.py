@@ -1,6 +1,6 @@
 """A plain reference of lc0's classic PUCT search at one visit a step, written from lc0's
 formulas (search.cc: ComputeCpuct, GetFpu, the PUCT score, the running-mean backup) over
-python-chess boards and the Python encoder: the truth the compiled search must equal, visit for
+python-chess boards and the python-chess reference encoder (nets/training/reference/): the truth the compiled search must equal, visit for
 visit, at MinibatchSize=1 and Threads=1 (where lc0's gathering, collisions and multi-visit
 picking reduce to one PUCT descent a visit). As lc0 with its default CacheHistoryLength=0, a
 position met again by another move order (a transposition) takes the NN cache's result of the
@@ -18,8 +18,8 @@ import math
 import chess
 import numpy as np
 
-from engine.encoding import encode_batch, policy_indices
 from engine.search import SearchParams
+from nets.training.reference import encode_batch, policy_indices
 
 
 class TerminalReached(Exception):

@@ -14,8 +14,7 @@ from engine.search import Limit, Search, SearchParams
 from engine.search.core import gather as cgather
 from engine.search.core import tree as ctree
 from engine.search.core.params import pack
-from engine.search.core.view import NodeView
-from engine.search.puct import compute_cpuct, compute_fpu
+from engine.search.core.view import NodeView, puct_terms
 from reference_mcts import lc0_prior
 
 NO_PRUNING = SearchParams(smart_pruning_factor=0.0)
@@ -70,7 +69,9 @@ def test_cpuct_matches_lc0_formula():
     p = SearchParams()
     for n in (0, 1, 100, 50_000):
         expected = 1.745 + 3.894 * math.log((n + 38739.0) / 38739.0)
-        assert compute_cpuct(p, n, at_root=False) == pytest.approx(expected, rel=1e-12)
+        tree = star([1.0], cn=[0], n=n)
+        mult = scores(p, tree, at_root=False, draw_score=0.0)[2]
+        assert mult == pytest.approx(expected * math.sqrt(max(n - 1, 1)), rel=1e-12)
 
 
 def star(priors, cn, cq=None, cd=None, cnif=None, n=0, wl=0.0, d=0.0, vpol=0.0) -> ctree.Tree:
@@ -117,7 +118,7 @@ def test_child_scores_by_hand():
     cpuct = 1.745 + 3.894 * math.log((11 + 38739) / 38739)
     assert puct_mult == pytest.approx(cpuct * math.sqrt(10))
     fpu = 0.1 - 0.33 * math.sqrt(0.8)  # -Q_parent - FpuValue * sqrt(visited policy)
-    assert compute_fpu(p, NodeView(tree, 0), False, 0.0) == pytest.approx(fpu)  # the reports'
+    assert qm[2] == pytest.approx(fpu)
     p0, p1, p2 = (ctree.prior(ctree.compress_prior(p)) for p in (0.5, 0.3, 0.2))
     assert p0 == 0.5 and p1 == pytest.approx(0.3, rel=5e-4) and p2 == pytest.approx(0.2, rel=5e-4)
     expected = [
@@ -127,9 +128,29 @@ def test_child_scores_by_hand():
     ]
     got = [q + u / (1 + n + f) for q, u, n, f in zip(qm, pu, [6, 4, 0], [1, 0, 2])]
     np.testing.assert_allclose(got, expected, rtol=1e-6)
+    # The reports read the same terms (core/view.py puct_terms).
+    terms = puct_terms(tree, pack(p, False), 0, False, 0.0)
+    assert (terms.q == qm).all() and (terms.qm == qm).all() and (terms.pu == pu).all()
+    assert terms.puct_mult == puct_mult
     # DrawScore enters visited children's Q as draw_score * D.
     qm2, _, _ = scores(p, tree, at_root=False, draw_score=0.5)
     assert qm2[0] == pytest.approx(0.2 + 0.5 * 0.3)
+
+
+def test_report_terms_keep_q_without_the_moves_left_utility():
+    """VerboseMoveStats shows Q without M (its order and Q column) and S with it, as lc0's."""
+    p = SearchParams()
+    tree = star([0.6, 0.4], cn=[3, 2], cq=[0.9, 0.95], n=6, wl=-0.9)  # |Q| above the threshold
+    tree.nodes["m"][1:3] = [20.0, 40.0]
+    tree.nodes["m"][0] = 30.0
+    plain = puct_terms(tree, pack(p, False), 0, False, 0.0)
+    with_m = puct_terms(tree, pack(p, True), 0, False, 0.0)
+    assert (with_m.q == plain.q).all() and (plain.qm == plain.q).all()
+    assert with_m.qm[0] > with_m.q[0] and with_m.qm[1] < with_m.q[1]  # shorter win favoured
+    k = 2
+    qm, pu = np.zeros(k), np.zeros(k)
+    cgather.child_scores(tree, pack(p, True), 0, False, 0.0, k, qm, pu)
+    assert (with_m.qm == qm).all() and (with_m.pu == pu).all()
 
 
 def test_fpu_absolute_at_root():
@@ -137,7 +158,7 @@ def test_fpu_absolute_at_root():
     tree = star([0.6, 0.4], cn=[0, 0], n=5, wl=0.4)
     assert scores(p, tree, at_root=True, draw_score=0.0)[0][1] == -1.0
     assert scores(p, tree, at_root=False, draw_score=0.0)[0][1] == pytest.approx(-0.4)
-    assert compute_fpu(p, NodeView(tree, 0), True, 0.0) == -1.0
+    assert puct_terms(tree, pack(p, False), 0, True, 0.0).q[1] == -1.0
 
 
 def _assign_visits_numpy(qm, pu, cn, cnif, visits, mask=None):

@@ -12,11 +12,10 @@ Everything runs at our default options: a user must not need to set one to searc
 
 from __future__ import annotations
 
-
 import pytest
-
 from conftest import REPO_ROOT, need_shared
-from engine import fidelity
+from xlazero_perf import fidelity
+
 from engine.search import from_options
 
 SAME_BEST_MIN = 0.97
@@ -79,7 +78,6 @@ def _check(net, records: list[dict], same_best_min: float = SAME_BEST_MIN,
 
 def test_default_minibatch_is_the_backends_cpu_suggestion(maia1900):
     from backend_xla.network import CPU_MINIBATCH
-
     from backend_xla.options import batch_sizes, parse_options
 
     assert maia1900.device.platform == "cpu"

@@ -11,7 +11,7 @@ import chess.pgn
 import numpy as np
 import pytest
 
-from engine.encoding.planes import encode_masks
+from nets.training.reference.planes import encode_masks
 from nets.training.datagen import GenConfig, load_start_games, make_chunk, play_game, sample_start
 from nets.training.records import read_chunk, write_chunk
 from nets.training.stockfish import Line

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .make import make_move
-from .movegen import legal_moves
-from .moves import MAX_MOVES
-from .position import FIELDS
+from engine.board.make import make_move
+from engine.board.movegen import legal_moves
+from engine.board.moves import MAX_MOVES
+from engine.board.position import FIELDS
 
 
 @njit(cache=True, nogil=True)

@@ -1,4 +1,6 @@
-"""lc0's canonical board transforms (flip files, mirror ranks, transpose) on uint64 bitboards.
+"""Reference (python-chess), not the engine's runtime: see nets/training/reference/__init__.py.
+
+lc0's canonical board transforms (flip files, mirror ranks, transpose) on uint64 bitboards.
 
 Bit i of a bitboard is square i (a1 = 0, h1 = 7, a8 = 56), rank = i // 8, file = i % 8.
 A transform is a bit set applied in this order: flip files, then mirror ranks, then transpose.

@@ -1,4 +1,6 @@
-"""The mapping of legal moves onto lc0's 1858-move policy table (engine.backend.POLICY_MOVES).
+"""Reference (python-chess), not the engine's runtime: see nets/training/reference/__init__.py.
+
+The mapping of legal moves onto lc0's 1858-move policy table (engine.backend.POLICY_MOVES).
 
 Castling is written king-takes-rook (e1h1 / e1a1) and a knight promotion takes the plain
 move's index, as lc0 encodes them.

@@ -1,4 +1,6 @@
-"""lc0's input planes (src/neural/encoder.cc) for every supported input format.
+"""Reference (python-chess), not the engine's runtime: see nets/training/reference/__init__.py.
+
+lc0's input planes (src/neural/encoder.cc) for every supported input format.
 
 Layout of the 112 planes, each 8x8 (rank, file) in the side to move's frame (ranks flipped
 when black is to move):
@@ -25,7 +27,7 @@ import numpy as np
 
 from engine.backend import INPUT_PLANES
 
-from .formats import FormatRules, HistoryFill, format_rules, parse_history_fill
+from engine.encoding.formats import FormatRules, HistoryFill, format_rules, parse_history_fill
 from .history import GameHistory
 from .transforms import NO_TRANSFORM, choose_transform, mirror_ranks, transform_planes
 

@@ -1,4 +1,6 @@
-"""Game history as lc0 sees it, read from a python-chess board without copying it.
+"""Reference (python-chess), not the engine's runtime: see nets/training/reference/__init__.py.
+
+Game history as lc0 sees it, read from a python-chess board without copying it.
 
 lc0 plays a game given as ``position fen F moves ...``: position 0 is the root (F), position
 ``k`` follows the k-th move. python-chess keeps the state before each move on ``Board._stack``
