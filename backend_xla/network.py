@@ -5,23 +5,33 @@ from __future__ import annotations
 import atexit
 import os
 import queue
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx
 
 from engine.backend import INPUT_PLANES, POLICY_SIZE, BackendAttributes, NetworkOutput
 
 from . import runtime
 from .errors import NetworkError
-from .onnx_io import INPUT_NAME, load_model, parse_dtype
-from .onnx_to_jax import Converter
+from .exec_cache import (
+    NETWORK_SUBDIR,
+    CachedConverter,
+    NetworkCache,
+    entry_key,
+    file_digest,
+    network_entry,
+    network_key,
+)
 from .options import batch_sizes, parse_options
+
+if TYPE_CHECKING:
+    import onnx  # imported where a file is read: a warm start from the caches never needs it
 
 OUTPUT_POLICY = "/output/policy"
 OUTPUT_WDL = "/output/wdl"
@@ -34,10 +44,27 @@ ProgressCallback = Callable[[int, int, int], None]
 """progress(batch_size_just_compiled, number_ready, number_total)."""
 
 
+def _is_model(path) -> bool:
+    """Whether ``path`` is an onnx.ModelProto (without importing onnx for a path)."""
+    onnx_module = sys.modules.get("onnx")
+    return onnx_module is not None and isinstance(path, onnx_module.ModelProto)
+
+
+def _external_data(model) -> bool:
+    """Whether an ONNX model keeps weights in other files (which the file's digest, the key of
+    the converted network, does not cover: such a network is not kept converted)."""
+    import onnx
+
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+
+
 def _read_model(path: str | os.PathLike | onnx.ModelProto, options: dict):
     """(model, source name, directory for external data); ``options``: the parsed backend
     options (an lc0 weight file's heads are chosen by policy_head and value_head)."""
-    if isinstance(path, onnx.ModelProto):
+    from .onnx_io import load_model
+
+    if _is_model(path):
+        assert not isinstance(path, (str, os.PathLike))
         return path, f"<ONNX model {path.graph.name or 'unnamed'}>", None
     p = Path(path)
     if p.name.endswith(".pb.gz") or p.suffix == ".pb":
@@ -76,6 +103,8 @@ the size the search's minibatch needs, a larger one when a batch first outgrows 
 size (in a background thread); that size at load and all the others at once in the background."""
 
 COMPILE_THREAD_NAME = "xlazero-compile"
+UNKEYED_OPTIONS = ("background_compile", "cache_dir", "hlo_proto_dump_dir")
+"""Backend options that do not change a compiled program (left out of its cache key)."""
 
 
 def preferred_minibatch(platform: str) -> int:
@@ -99,55 +128,65 @@ class XlaNetwork:
 
     def __init__(self, path: str | os.PathLike | onnx.ModelProto, options: str = "") -> None:
         self.options = parse_options(options)
-        model, self.source, base_dir = _read_model(path, self.options)
+        is_file = not _is_model(path)
+        self.source = str(path) if is_file else ""
+        cache_dir = runtime.cache_path(self.options["cache_dir"])
+        self._network_digest: str | None = None
+        if cache_dir is not None and is_file:
+            try:
+                self._network_digest = file_digest(path)
+            except OSError:
+                pass  # reported by the reading below
+        self.networks = (
+            NetworkCache(Path(cache_dir) / NETWORK_SUBDIR)
+            if cache_dir is not None and self._network_digest is not None
+            else None
+        )
+        """Converted networks (None: ``cache_dir=none``, or not a file): a warm start reads the
+        parameters from there and never opens the file as ONNX."""
+        entry, net_key = None, None
+        if self.networks is not None and self._network_digest is not None:
+            net_key = network_key(self._network_digest, self._conversion_options())
+            entry = self.networks.load(net_key)
+        model = base_dir = None
+        if entry is None:
+            model, self.source, base_dir = _read_model(path, self.options)
+            self._check_model(model)
         self.name = Path(self.source).name
-        graph_inputs = {i.name for i in model.graph.input}
-        if INPUT_NAME not in graph_inputs:
-            raise NetworkError(
-                f"{self.source}: expected input {INPUT_NAME!r}, got {sorted(graph_inputs)}"
-            )
-        outputs = [o.name for o in model.graph.output]
-        if OUTPUT_POLICY not in outputs or not ({OUTPUT_WDL, OUTPUT_VALUE} & set(outputs)):
-            raise NetworkError(
-                f"{self.source}: expected outputs {OUTPUT_POLICY!r} and "
-                f"{OUTPUT_WDL!r} or {OUTPUT_VALUE!r}, got {outputs}"
-            )
-        self.has_wdl = OUTPUT_WDL in outputs
-        self.has_mlh = OUTPUT_MLH in outputs
-        wanted = [OUTPUT_POLICY, OUTPUT_WDL if self.has_wdl else OUTPUT_VALUE]
-        wanted += [OUTPUT_MLH] if self.has_mlh else []
-        meta = {p.key: p.value for p in model.metadata_props}
-        fmt = meta.get(INPUT_FORMAT_KEY) or self.options["input_format"] or 1
-        try:
-            self.input_format = int(fmt)
-        except ValueError:
-            raise NetworkError(
-                f"{self.source}: metadata {INPUT_FORMAT_KEY}: expected an integer, got {fmt!r}"
-            ) from None
-        data_type = self.options["data_type"]
         self.devices = runtime.setup(self.options)
         self.device = self.devices[0]
-        conv_method = self.options["conv_method"]
-        if conv_method == "auto" and self.device.platform != "cpu":
-            # auto's Winograd in 8-row chunks suits a CPU core's cache (docs/performance.md
-            # §6); an accelerator's own convolution takes the whole batch at once.
-            conv_method = "lax"
-        self.converter = Converter(
-            model,
-            self.source,
-            outputs=wanted,
-            base_dir=base_dir,
-            float_override=parse_dtype(data_type) if data_type else None,
-            io_dtype=parse_dtype(self.options["io_datatype"]),
-            max_inline_constant_size=self.options["max_inline_constant_size"],
-            layout=self.options["layout"],
-            conv_method=conv_method,
-        )
+        if entry is not None and entry["platform"] != self.device.platform:
+            entry = None  # converted for another platform's convolution: convert again
+            model, self.source, base_dir = _read_model(path, self.options)
+            self._check_model(model)
+        if entry is not None:
+            self.has_wdl, self.has_mlh = entry["has_wdl"], entry["has_mlh"]
+            self.input_format = entry["input_format"]
+            outputs = entry["outputs"]
+            self.converter = CachedConverter(
+                entry, self.source, lambda: self._convert_file(path, outputs)
+            )
+        else:
+            assert model is not None
+            self.converter = self._convert(model, base_dir, self._wanted)
+            if self.networks is not None and net_key is not None and not _external_data(model):
+                self.networks.store(
+                    net_key,
+                    network_entry(
+                        self.converter,
+                        self.device.platform,
+                        self.has_wdl,
+                        self.has_mlh,
+                        self.input_format,
+                    ),
+                )
         minibatch = preferred_minibatch(self.device.platform)
         self.sizes = batch_sizes(self.options, minibatch)
         self.max_batch = self.sizes[-1]
         self.preferred_batch = min(self.max_batch, minibatch)
         self.params = runtime.upload(self.converter, self.devices)
+        self.executables = runtime.executable_cache() if self._network_digest else None
+        """The engine's cache of whole programs (None: ``cache_dir=none``); only for files."""
         self.concurrency = min(len(self.devices), CONCURRENT_CALLS)
         """Calls of ``evaluate`` worth running at once: an unsplit batch runs on one device."""
         self._free_devices: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -167,6 +206,7 @@ class XlaNetwork:
         self.load_size = self._fitting(self.preferred_batch)
         """The bucket compiled at load: the smallest that holds the search's minibatch."""
         self._compile(self.load_size)
+        self._first_run(self.load_size)
         if self.mode == COMPILE_AT_LOAD:
             self._compile_rest()
         else:
@@ -175,6 +215,65 @@ class XlaNetwork:
             atexit.register(_close_at_exit, weakref.ref(self))
             if self.mode == COMPILE_ALL_IN_BACKGROUND:
                 self._request(self.sizes)
+
+    def _conversion_options(self) -> dict[str, Any]:
+        return {k: v for k, v in self.options.items() if k not in UNKEYED_OPTIONS}
+
+    def _check_model(self, model) -> None:
+        """Check the graph's input and outputs; set has_wdl, has_mlh, input_format."""
+        from .onnx_io import INPUT_NAME
+
+        graph_inputs = {i.name for i in model.graph.input}
+        if INPUT_NAME not in graph_inputs:
+            raise NetworkError(
+                f"{self.source}: expected input {INPUT_NAME!r}, got {sorted(graph_inputs)}"
+            )
+        outputs = [o.name for o in model.graph.output]
+        if OUTPUT_POLICY not in outputs or not ({OUTPUT_WDL, OUTPUT_VALUE} & set(outputs)):
+            raise NetworkError(
+                f"{self.source}: expected outputs {OUTPUT_POLICY!r} and "
+                f"{OUTPUT_WDL!r} or {OUTPUT_VALUE!r}, got {outputs}"
+            )
+        self.has_wdl = OUTPUT_WDL in outputs
+        self.has_mlh = OUTPUT_MLH in outputs
+        self._wanted = [OUTPUT_POLICY, OUTPUT_WDL if self.has_wdl else OUTPUT_VALUE]
+        self._wanted += [OUTPUT_MLH] if self.has_mlh else []
+        meta = {p.key: p.value for p in model.metadata_props}
+        fmt = meta.get(INPUT_FORMAT_KEY) or self.options["input_format"] or 1
+        try:
+            self.input_format = int(fmt)
+        except ValueError:
+            raise NetworkError(
+                f"{self.source}: metadata {INPUT_FORMAT_KEY}: expected an integer, got {fmt!r}"
+            ) from None
+
+    def _convert_file(self, path, outputs: list[str]):
+        """The converter of the file (for a network loaded from :class:`NetworkCache`)."""
+        model, _, base_dir = _read_model(path, self.options)
+        return self._convert(model, base_dir, outputs)
+
+    def _convert(self, model, base_dir, outputs: list[str]):
+        """The converter of ``model`` for this network's options and device."""
+        from .onnx_io import parse_dtype
+        from .onnx_to_jax import Converter
+
+        data_type = self.options["data_type"]
+        conv_method = self.options["conv_method"]
+        if conv_method == "auto" and self.device.platform != "cpu":
+            # auto's Winograd in 8-row chunks suits a CPU core's cache (docs/performance.md
+            # §6); an accelerator's own convolution takes the whole batch at once.
+            conv_method = "lax"
+        return Converter(
+            model,
+            self.source,
+            outputs=outputs,
+            base_dir=base_dir,
+            float_override=parse_dtype(data_type) if data_type else None,
+            io_dtype=parse_dtype(self.options["io_datatype"]),
+            max_inline_constant_size=self.options["max_inline_constant_size"],
+            layout=self.options["layout"],
+            conv_method=conv_method,
+        )
 
     # -- compilation -------------------------------------------------------------------------
     def _compile(self, batch_size: int) -> None:
@@ -186,11 +285,32 @@ class XlaNetwork:
             self.options["split_min_rows"],
             self.options["hlo_proto_dump_dir"],
             copies=self.concurrency,
+            cache=self.executables,
+            cache_key=self._cache_key(batch_size),
         )
         with self._lock:
             self._compiled[batch_size] = executable
             self._largest_ready = max(self._largest_ready, batch_size)
             self.compile_seconds[batch_size] = time.perf_counter() - start
+
+    def _cache_key(self, batch_size: int) -> str | None:
+        if self.executables is None or self._network_digest is None:
+            return None
+        parts = (batch_size, self.concurrency, self.options["split_min_rows"])
+        return entry_key(self._network_digest, self._conversion_options(), parts, self.devices)
+
+    def _first_run(self, batch_size: int) -> None:
+        """Run each copy of a size once on zeros, unless loading it from the cache did: a
+        program's first run sets up its buffers and threads (about 50 ms on the CPU), which
+        would otherwise fall into the first search."""
+        executable = self._compiled[batch_size]
+        if executable.first_run_done:
+            return
+        zeros = np.zeros((executable.rows, INPUT_PLANES, BOARD, BOARD), executable.input_dtype)
+        for copy in range(executable.copies):
+            for result in executable(zeros, copy=copy):
+                np.asarray(result)
+        executable.first_run_done = True
 
     def _fitting(self, n: int) -> int:
         """The smallest bucket that holds ``n`` rows (the largest when none does)."""

@@ -95,17 +95,27 @@ def _register_plugin(name: str) -> None:
     _plugins.add(path)
 
 
+def cache_path(directory: str) -> str | None:
+    """The folder the ``cache_dir`` option names (None: ``none``): JAX's persistent cache, with
+    the engine's own caches inside it (:mod:`backend_xla.exec_cache`). Once a process has turned
+    JAX's cache on, that folder (JAX reads its setting once)."""
+    if directory == "none":
+        return None
+    if _cache_dir is not None:
+        return _cache_dir
+    if directory == "default" and os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return os.environ["JAX_COMPILATION_CACHE_DIR"]  # JAX's own setting wins over ours
+    return default_cache_dir() if directory == "default" else directory
+
+
 def _enable_cache(directory: str) -> None:
     """Turn on JAX's persistent compilation cache (once per process; later calls keep the first)."""
     global _cache_dir
-    if _cache_dir is not None or directory == "none":
+    path = cache_path(directory)
+    if _cache_dir is not None or path is None:
         return
     import jax
 
-    if directory == "default" and os.environ.get("JAX_COMPILATION_CACHE_DIR"):
-        path = os.environ["JAX_COMPILATION_CACHE_DIR"]  # JAX's own setting wins over ours
-    else:
-        path = default_cache_dir() if directory == "default" else directory
     try:
         Path(path).mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -246,6 +256,8 @@ class Executable:
     ) -> None:
         self.programs, self.params, self.rows, self.devices = compiled, params, rows, devices
         self.input_sharding = input_sharding
+        self.first_run_done = False
+        """Whether each program ran once (:meth:`backend_xla.network.XlaNetwork._first_run`)."""
         self.input_dtype = np.dtype(np.float32)
         """The planes' dtype the program takes (set by :func:`compile_function`)."""
 
@@ -291,6 +303,16 @@ the split program ran 4,100-4,260 (1.12-1.20× onnxruntime on both cores), at ba
 default; one-device programs keep the default, where YNNPACK is faster (docs/performance.md §6.6)."""
 
 
+def executable_cache():
+    """The engine's cache of whole executables (:mod:`backend_xla.exec_cache`), in the folder of
+    JAX's persistent cache; None where that cache is off (``cache_dir=none``) or unwritable."""
+    if _cache_dir is None:
+        return None
+    from .exec_cache import SUBDIR, ExecutableCache
+
+    return ExecutableCache(Path(_cache_dir) / SUBDIR)
+
+
 def compile_function(
     converter,
     batch_size: int,
@@ -298,16 +320,75 @@ def compile_function(
     min_rows_per_device: int = SPLIT_MIN_ROWS,
     hlo_dump_dir: str | None = None,
     copies: int = 1,
+    cache=None,
+    cache_key: str | None = None,
 ) -> Executable:
     """Compile the network for ``batch_size``: split over the devices of ``params`` when
     :func:`backend_xla.devices.split_rows` says so, else one program on each of the first
     ``copies`` devices (a batch runs whole on one of them). With ``hlo_dump_dir``, the HLO is
-    written there first (:func:`dump_hlo`)."""
+    written there first (:func:`dump_hlo`). With ``cache`` (an
+    :class:`backend_xla.exec_cache.ExecutableCache`) and ``cache_key``
+    (:func:`backend_xla.exec_cache.entry_key`), the programs are loaded from the cache where it
+    holds them, and stored there after a compile."""
+    use_cache = cache is not None and cache_key is not None and not hlo_dump_dir
+    if use_cache:
+        shell = _placed(converter, batch_size, params, min_rows_per_device, copies)
+        if cache.load(cache_key, shell, params.devices):
+            return shell
     executable = _compile_executable(
         converter, batch_size, params, min_rows_per_device, hlo_dump_dir, copies
     )
     executable.input_dtype = np.dtype(converter.input_specs(executable.rows)[0].dtype)
+    if use_cache and not cache.store(cache_key, executable, params.devices):
+        # Read from JAX's own cache, the programs do not serialize whole: compile them afresh.
+        with _without_jax_cache():
+            fresh = _compile_executable(
+                converter, batch_size, params, min_rows_per_device, None, copies
+            )
+        fresh.input_dtype = executable.input_dtype
+        if cache.store(cache_key, fresh, params.devices):
+            executable = fresh
     return executable
+
+
+_bypass_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_jax_cache():
+    """Compile without JAX's persistent cache (neither read nor written): a program JAX read from
+    it does not serialize whole (:mod:`backend_xla.exec_cache`). JAX has no public switch once
+    its cache is on (it decides once a process), so this sets the module's decision for the time
+    of the compile, restored after; compiles on other threads meanwhile skip the cache too. Where
+    JAX's internals differ, nothing changes (the program then is not stored)."""
+    try:
+        from jax._src import compilation_cache as cc
+
+        saved = (cc._cache_checked, cc._cache_used)
+    except (ImportError, AttributeError):
+        yield
+        return
+    with _bypass_lock:
+        cc._cache_checked, cc._cache_used = True, False
+        try:
+            yield
+        finally:
+            cc._cache_checked, cc._cache_used = saved
+
+
+def _placed(converter, batch_size, params, min_rows_per_device, copies) -> Executable:
+    """An :class:`Executable` without programs, its parameters, rows and placement as
+    :func:`_compile_executable` would give them (for programs loaded from a cache)."""
+    n = len(params.devices)
+    rows = device_split.split_rows(batch_size, n, min_rows_per_device)
+    if rows is not None:
+        assert params.split is not None
+        shell = Executable([], [params.split], rows, n, device_split.batch_sharding(params.devices))
+    else:
+        placed = [params.on_device(i) for i in range(len(params.devices[: max(1, copies)]))]
+        shell = Executable([], placed, batch_size, 1)
+    shell.input_dtype = np.dtype(converter.input_specs(shell.rows)[0].dtype)
+    return shell
 
 
 def _compile_executable(

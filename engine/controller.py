@@ -33,6 +33,9 @@ UNTRAINED_KEY = "xlazero_untrained"
 NETWORK_OPTIONS = ("WeightsFile", "Backend", "BackendOptions")
 """Options whose change replaces the network (and drops the tree and cache computed by it)."""
 
+PROGRESS_EVERY_S = 5.0
+"""Seconds between the ``info string`` lines of a long compile (the first start)."""
+
 NETWORK_SUFFIXES = (".pb.gz", ".pb", ".onnx")
 """Files ``<autodiscover>`` takes for networks."""
 
@@ -130,9 +133,49 @@ class Controller:
         """isready: load what the options name, unless a search is running, and make the
         compiled search ready (compiled, or loaded from numba's cache): never inside a go."""
         if not self.searching:
-            self.ensure_network()
+            ok = self.ensure_network()
             self.ensure_tablebase()
+            self._warm_up()
+            if ok and self.search is None:
+                # The search's tree, game and workers now, not in the first go's time.
+                assert self.network is not None
+                self.search = Search(self.network, from_options(self.values), self.cache)
+
+    def _warm_up(self) -> None:
+        """The search's compiled functions (engine.search.warmup): loaded from numba's cache in a
+        fraction of a second, or, on the first start after an install or update, compiled, which
+        takes tens of seconds; then a line every :data:`PROGRESS_EVERY_S` tells the user why."""
+        from engine.search import warmup
+
+        done, is_warm = getattr(warmup, "_done", None), getattr(warmup, "_cache_is_warm", None)
+        if done is not None and done.is_set():
+            return
+        if is_warm is None or is_warm():
             warm_up()
+            return
+        self.listener.message(
+            "compiling the search's functions (numba), once after an install or update: "
+            "this takes a while; later starts load them from the cache"
+        )
+        start = time.monotonic()
+        finished = threading.Event()
+
+        def progress() -> None:
+            while not finished.wait(PROGRESS_EVERY_S):
+                self.listener.message(
+                    f"compiling the search's functions: {time.monotonic() - start:.0f} s so far"
+                )
+
+        ticker = threading.Thread(target=progress, name="warm-up progress", daemon=True)
+        ticker.start()
+        try:
+            warm_up()
+        finally:
+            finished.set()
+            ticker.join()
+        self.listener.message(
+            f"compiled the search's functions in {time.monotonic() - start:.1f} s"
+        )
 
     def new_game(self) -> None:
         self.stop_and_join()

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 class Engine:
     """A UCI engine process whose output lines are time-stamped by a reader thread."""
 
-    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+    def __init__(self, command: list[str], env: dict[str, str], stderr: int | None = None) -> None:
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
             command,
@@ -25,6 +25,7 @@ class Engine:
             bufsize=1,
             env=env,
             cwd=ROOT,
+            stderr=stderr,
         )
         assert self.proc.stdin and self.proc.stdout  # pipes; Popen: Optional
         self._in, self._out = self.proc.stdin, self.proc.stdout

@@ -1,0 +1,161 @@
+"""The engine's caches of converted networks and whole executables (backend_xla.exec_cache, issue
+41): a second load of a file takes both from the cache and gives the same outputs; a changed
+file has other keys; a corrupt entry is ignored, removed and written again; a program JAX read
+from its own persistent cache is compiled afresh before it is stored (it does not serialize
+whole), so that the next start loads it.
+
+The shipped 6×64 network with XLA's convolution keeps each compile well under a second."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import backend_xla
+from backend_xla import runtime
+from backend_xla.exec_cache import NETWORK_SUBDIR, SUBDIR
+from conftest import REPO_ROOT
+
+NET = REPO_ROOT / "nets" / "xlazero-sf6x64.onnx"
+OPTIONS = "conv_method=lax,batch_buckets=7;16"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    """A private folder for the engine's caches (JAX's own, process-wide, is left as it is)."""
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(runtime, "_cache_dir", str(folder))
+    return folder
+
+
+@pytest.fixture
+def net_file(tmp_path) -> Path:
+    path = tmp_path / "net.onnx"
+    shutil.copyfile(NET, path)
+    return path
+
+
+def _planes() -> np.ndarray:
+    return np.random.default_rng(1).random((5, 112, 8, 8)).astype(np.float32)
+
+
+def _load(path: Path):
+    net = backend_xla.load_network(path, OPTIONS)
+    out = net.evaluate(_planes())
+    net.close()
+    return net, out
+
+
+def _same(a, b) -> None:
+    for field in ("policy", "q", "d", "m"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+def test_second_load_comes_from_the_caches(cache, net_file):
+    first, out1 = _load(net_file)
+    assert first.networks.misses == 1 and first.executables.misses == 1
+    assert list((cache / SUBDIR).glob("*.pkl")) and list((cache / NETWORK_SUBDIR).glob("*.pkl"))
+    second, out2 = _load(net_file)
+    assert second.networks.hits == 1 and second.executables.hits == 1
+    assert type(second.converter).__name__ == "CachedConverter"
+    _same(out1, out2)
+    assert second.has_wdl == first.has_wdl and second.input_format == first.input_format
+
+
+def test_a_changed_file_changes_the_keys(cache, net_file):
+    first, _ = _load(net_file)
+    model = onnx.load(str(net_file))
+    model.metadata_props.add(key="note", value="changed")
+    onnx.save(model, str(net_file))
+    second, _ = _load(net_file)
+    assert second._network_digest != first._network_digest
+    assert second._cache_key(7) != first._cache_key(7)
+    assert second.networks.hits == 0 and second.executables.hits == 0
+    assert len(list((cache / NETWORK_SUBDIR).glob("*.pkl"))) == 2
+
+
+def test_corrupt_entries_are_ignored_and_rebuilt(cache, net_file):
+    _, out1 = _load(net_file)
+    entries = list((cache / SUBDIR).glob("*.pkl")) + list((cache / NETWORK_SUBDIR).glob("*.pkl"))
+    assert len(entries) == 2
+    for i, entry in enumerate(entries):  # one garbage, one truncated
+        data = entry.read_bytes()
+        entry.write_bytes(b"not a pickle" if i == 0 else data[: len(data) // 2])
+    second, out2 = _load(net_file)
+    assert second.networks.rejected == 1 and second.executables.rejected == 1
+    _same(out1, out2)
+    third, out3 = _load(net_file)  # written again by the second load
+    assert third.networks.hits == 1 and third.executables.hits == 1
+    _same(out1, out3)
+
+
+def test_an_entry_with_other_outputs_is_not_used(cache, net_file):
+    import pickle
+
+    _, out1 = _load(net_file)
+    (entry,) = (cache / SUBDIR).glob("*.pkl")
+    data = pickle.loads(entry.read_bytes())
+    data["zero_outputs"] = [x + 1 for x in data["zero_outputs"]]
+    entry.write_bytes(pickle.dumps(data))
+    second, out2 = _load(net_file)
+    assert second.executables.rejected == 1
+    _same(out1, out2)
+
+
+def test_model_protos_and_cache_dir_none_are_not_cached(net_file, tmp_path):
+    net = backend_xla.load_network(onnx.load(str(net_file)), OPTIONS + ",cache_dir=none")
+    assert net.executables is None and net.networks is None
+    net.close()
+
+
+LOAD = """
+import json, sys
+import backend_xla
+net = backend_xla.load_network(sys.argv[1], "conv_method=lax,batch_buckets=7")
+print(json.dumps([net.executables.hits, net.executables.misses, net.networks.hits]))
+"""
+
+
+def test_a_program_read_from_jax_cache_is_stored_whole(tmp_path, net_file):
+    """JAX's persistent cache holds the program, the engine's does not (an update of the
+    engine): the next start must load it from the engine's cache, not fail to."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR",)}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    env["PYTHONPATH"] = str(REPO_ROOT)
+
+    def start() -> list[int]:
+        out = subprocess.run(
+            [sys.executable, "-c", LOAD, str(net_file)],
+            env=env, capture_output=True, text=True, timeout=300, check=True,
+        )  # fmt: skip
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    assert start()[:2] == [0, 1]
+    (folder,) = (tmp_path / "xdg").rglob(SUBDIR)
+    shutil.rmtree(folder)  # JAX's cache keeps the programs
+    assert start()[:2] == [0, 1]
+    assert list(folder.glob("*.pkl")), "not stored after a JAX cache hit"
+    assert start() == [1, 0, 1]
+
+
+def test_stale_entries_go_when_another_is_written(cache, net_file):
+    import time
+
+    from backend_xla.exec_cache import STALE_AFTER_S
+
+    (cache / SUBDIR).mkdir(parents=True)
+    stale = cache / SUBDIR / "old-entry.pkl"  # a name no key has
+    stale.write_bytes(b"x")
+    long_ago = time.time() - STALE_AFTER_S - 60
+    os.utime(stale, (long_ago, long_ago))
+    _load(net_file)
+    assert not stale.exists()
+    assert list((cache / SUBDIR).glob("*.pkl"))
