@@ -8,8 +8,9 @@ from typing import Any
 
 from engine import options as opts
 
-DEFAULT_MAX_TREE_NODES = 2**62
-"""No cap on the tree when RamLimitMb is 0: it grows as memory allows, as lc0's."""
+DEFAULT_MAX_TREE_NODES = 2**31 - 2**24
+"""The cap on the tree when RamLimitMb is 0: as memory allows, as lc0's, up to what the tree's
+int32 indices and visit counts hold (2**31), less room for the batches in flight."""
 
 BYTES_PER_NODE = 400
 """Memory a visit costs the compiled search: measured 364 bytes (the RSS slope of a 10-minute

@@ -32,7 +32,7 @@ from engine.search.core import stoppers as cstop
 from engine.search.core import tree as ctree
 from engine.search.core.calls import direct
 from engine.search.limit import Limit
-from engine.search.params import SearchParams
+from engine.search.params import DEFAULT_MAX_TREE_NODES, SearchParams
 from engine.search.report import make_infos, verbose_stats
 from engine.search.result import INFO_INTERVAL_S, WAIT_SLICE_S, SearchResult, ThinkingInfo
 from engine.search.timeline import Timeline
@@ -113,7 +113,7 @@ class SearchRun:
         )
 
     def _report_the_end(self) -> None:
-        """Why the search stopped early, when it did: a failed network, the RAM limit."""
+        """Why the search stopped early, when it did: a failed network."""
         state, say = self.state, self.on_verbose
         if say is None:
             return
@@ -126,14 +126,22 @@ class SearchRun:
                     f"stopped at {nodes} nodes"
                 ]
             )
-        if self.ram_limited:
-            cache = self.owner.cache.arrays
-            mb = (ctree.memory_bytes(state.tree) + ccache.memory_in_use(cache)) / 1e6
-            say(
-                [
-                    f"RamLimitMb: search stopped at {nodes} nodes (tree and NN cache about {mb:.1f} MB)"
-                ]
-            )
+
+    def _say_tree_limit(self) -> None:
+        """The tree stopped growing: RamLimitMb's cap, or the int32 indices' (2**31 nodes)."""
+        if self.on_verbose is None:
+            return
+        state = self.state
+        nodes = int(state.tree.nodes["n"][0])
+        mb = (ctree.memory_bytes(state.tree) + ccache.memory_in_use(self.owner.cache.arrays)) / 1e6
+        cap = (
+            "RamLimitMb"
+            if self.params.max_tree_nodes < DEFAULT_MAX_TREE_NODES
+            else "the tree's index limit (2**31 nodes)"
+        )
+        self.on_verbose(
+            [f"{cap}: search stopped at {nodes} nodes (tree and NN cache about {mb:.1f} MB)"]
+        )
 
     def _loop(self) -> None:
         state = self.state
@@ -190,8 +198,9 @@ class SearchRun:
         reached, remaining, state.first_eval_time = cstop.limit_reached(
             state.limit, self.params, summary, progress
         )
-        if reached and summary.visits >= self.params.max_tree_nodes:
+        if reached and summary.visits >= self.params.max_tree_nodes and not self.ram_limited:
             self.ram_limited = True
+            self._say_tree_limit()  # now: under go infinite the search goes on answering
         if reached and not state.limit.until_stop:
             return False
         progressed = False

@@ -88,3 +88,31 @@ def test_a_hanging_network_call_stops_a_node_limited_search(monkeypatch):
     finally:
         net.release.set()
         search.close()
+
+
+def test_the_tree_limit_is_said_when_reached_not_at_stop():
+    """Under go infinite the search goes on answering at RamLimitMb's cap: a GUI must learn why
+    the node count froze then, not after its stop."""
+    search = Search(RandomNetwork(), from_options({"SmartPruningFactor": 0.0, "RamLimitMb": 1}))
+    search.set_position(chess.Board())
+    said = threading.Event()
+    lines: list[str] = []
+
+    def on_verbose(new: list[str]) -> None:
+        lines.extend(new)
+        if any("RamLimitMb: search stopped at" in x for x in new):
+            said.set()
+
+    done = threading.Event()
+    thread = threading.Thread(
+        target=lambda: (search.run(Limit(infinite=True), on_verbose=on_verbose), done.set())
+    )
+    thread.start()
+    try:
+        assert said.wait(30), lines
+        assert not done.is_set()  # said while the search still runs
+    finally:
+        search.stop()
+        thread.join(10)
+    assert done.is_set()
+    assert sum("RamLimitMb" in x for x in lines) == 1, lines
