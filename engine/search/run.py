@@ -44,6 +44,8 @@ gather_minibatch = direct(cgather.gather)
 expand_and_backup = direct(cbackup.expand_and_backup)
 """The loop's compiled calls of every minibatch, without numba's per-call dispatch."""
 
+EDGES_PER_NODE = 40
+"""Edges a node of the tree has on average, with room to spare (about 30 in middlegames)."""
 NETWORK_STALL_S = 60.0
 """A network call not back after this long has hung: the search stops and says so."""
 _ALL_MOVES = np.zeros(0, np.uint8)
@@ -87,6 +89,7 @@ class SearchRun:
         root_moves = list(state.root_board.legal_moves)
         if not root_moves:
             return SearchResult(None, None, int(state.tree.nodes["n"][0]), 0, 0.0)
+        self._reserve_to_the_cap()
         self._filter_root_by_tablebase()
         if state.searchmoves:
             self._expand_root()
@@ -111,6 +114,19 @@ class SearchRun:
             (time.monotonic() - state.start) * 1000.0,
             tuple(infos),
         )
+
+    def _reserve_to_the_cap(self) -> None:
+        """Under RamLimitMb, room for the whole capped tree at once, in address space only (pages
+        become resident as the tree grows into them): a tree that doubles while searching holds
+        its old and new arrays at once, which could take RSS past the limit."""
+        cap = self.params.max_tree_nodes
+        if cap >= DEFAULT_MAX_TREE_NODES:
+            return
+        state = self.state
+        tree = state.tree
+        nodes = cap + 2 * self.batch_size + 1024 - int(tree.count[ctree.NODES])
+        edges = (cap + 1024) * EDGES_PER_NODE - int(tree.count[ctree.EDGES])
+        state.tree = ctree.reserve(tree, max(0, nodes), max(0, edges))
 
     def _report_the_end(self) -> None:
         """Why the search stopped early, when it did: a failed network."""

@@ -1,0 +1,29 @@
+"""The tree's room (issue 42): under RamLimitMb a search reserves the capped tree at once, so
+it never doubles (holding its old and new arrays together) on the way to the cap."""
+
+from __future__ import annotations
+
+import chess
+
+from engine.backends.random import RandomNetwork
+from engine.search import Limit, Search, from_options
+from engine.search.core.tree import NODE_CAPACITY
+from engine.search.run import EDGES_PER_NODE
+
+
+def test_a_capped_search_reserves_its_whole_tree_before_it_grows():
+    params = from_options({"SmartPruningFactor": 0.0, "RamLimitMb": 1000})
+    search = Search(RandomNetwork(), params)
+    search.set_position(chess.Board())
+    search.run(Limit(nodes=500))
+    tree = search.state.tree
+    assert len(tree.nodes) >= params.max_tree_nodes
+    assert len(tree.edges) >= params.max_tree_nodes * EDGES_PER_NODE
+    assert int(tree.count[0]) < 2_000  # the room is address space, the tree is what it is
+
+
+def test_an_uncapped_search_keeps_the_default_room():
+    search = Search(RandomNetwork(), from_options({"SmartPruningFactor": 0.0}))
+    search.set_position(chess.Board())
+    search.run(Limit(nodes=500))
+    assert len(search.state.tree.nodes) == NODE_CAPACITY
