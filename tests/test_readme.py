@@ -20,3 +20,18 @@ def test_readme_opens_with_the_install_commands_ci_runs():
     test_command = ci.strip().splitlines()[-1]
     assert test_command in readme
     assert readme.index("bin/xlazero") < readme.index(test_command)
+
+
+def test_every_bin_program_is_in_the_readmes_tools_tables():
+    """bin/ holds programs for users, benchmarks, checks and developer tools: each is listed once
+    in the README's tables (issue 40), so nobody has to read the scripts to find one."""
+    text = (REPO_ROOT / "README.md").read_text()
+    tools = text[text.index("## Tools (`bin/`)") :]
+    tools = tools[: tools.index("\n## ", 1)]
+    programs = sorted(
+        p.name
+        for p in (REPO_ROOT / "bin").iterdir()
+        if p.is_file() and not p.name.startswith("_") and p.suffix != ".py"
+    )
+    missing = [name for name in programs if f"`bin/{name}" not in tools]
+    assert not missing, f"bin programs not in the README's Tools tables: {missing}"
