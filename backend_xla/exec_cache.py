@@ -19,6 +19,7 @@ once more with JAX's cache out of it (``backend_xla.runtime._without_jax_cache``
 
 from __future__ import annotations
 
+import copy as copy_module
 import hashlib
 import os
 import pickle
@@ -138,11 +139,6 @@ def _used(path: Path) -> None:
         pass
 
 
-def _zero_outputs(executable, copy: int) -> list[np.ndarray]:
-    zeros = np.zeros((executable.rows, 112, 8, 8), executable.input_dtype)
-    return [np.asarray(r) for r in executable(zeros, copy=copy)]
-
-
 def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     return len(a) == len(b) and all(
         x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True)
@@ -154,28 +150,50 @@ def _execution_devices(executable, devices: list, copy: int) -> list:
     return list(devices[: executable.devices]) if executable.devices > 1 else [devices[copy]]
 
 
-class ExecutableCache:
-    """Entries in ``directory`` (created when first written)."""
+class _PickleEntries:
+    """Pickled entries in ``directory`` (created when first written), one file a key, with the
+    counts of hits, misses and rejected entries (found but not used: removed)."""
 
     def __init__(self, directory: str | os.PathLike) -> None:
         self.directory = Path(directory)
         self.hits = 0
         self.misses = 0
         self.rejected = 0
-        """Entries found but not used (unreadable, not loading, other outputs): removed."""
 
     def path(self, key: str) -> Path:
         return self.directory / f"{key}.pkl"
+
+    def _read(self, path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
+        except OSError:
+            self.misses += 1
+            return None
+
+    def _reject(self, path: Path) -> None:
+        """A corrupt, truncated or foreign entry: removed, never used."""
+        self.rejected += 1
+        self.misses += 1
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+    def _hit(self, path: Path) -> None:
+        _used(path)
+        self.hits += 1
+
+
+class ExecutableCache(_PickleEntries):
+    """Compiled batch sizes (see the module docstring)."""
 
     def load(self, key: str, executable_shell, devices: list) -> bool:
         """Fill ``executable_shell`` (a :class:`backend_xla.runtime.Executable` with its params,
         rows and placement set, no programs) from the entry ``key``; False on a miss or a bad
         entry (which is removed)."""
         path = self.path(key)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            self.misses += 1
+        data = self._read(path)
+        if data is None:
             return False
         try:
             from jax.experimental import serialize_executable as se
@@ -191,20 +209,14 @@ class ExecutableCache:
                 )
             executable_shell.programs = programs
             for copy in range(len(programs)):
-                if not _same(_zero_outputs(executable_shell, copy), entry["zero_outputs"]):
+                if not _same(executable_shell.zero_run(copy), entry["zero_outputs"]):
                     raise ValueError("outputs differ from the stored ones")
-        except Exception:  # a corrupt, truncated or foreign entry: compiled again, never used
+        except Exception:  # compiled again
             executable_shell.programs = []
-            self.rejected += 1
-            self.misses += 1
-            try:
-                path.unlink()
-            except OSError:
-                pass
+            self._reject(path)
             return False
         executable_shell.first_run_done = True  # each copy ran above
-        _used(path)
-        self.hits += 1
+        self._hit(path)
         return True
 
     def store(self, key: str, executable, devices: list) -> bool:
@@ -213,20 +225,18 @@ class ExecutableCache:
         from jax.experimental import serialize_executable as se
 
         try:
-            reference = _zero_outputs(executable, 0)
+            reference = executable.zero_run(0)
             blobs = [se.serialize(p) for p in executable.programs]
+            probe = copy_module.copy(executable)  # the stored bytes' programs, the same params
+            probe.programs = []
             for copy, (payload, in_tree, out_tree) in enumerate(blobs):
                 on = _execution_devices(executable, devices, copy)
-                loaded = se.deserialize_and_load(
-                    payload, in_tree, out_tree, backend=on[0].client, execution_devices=on
+                probe.programs.append(
+                    se.deserialize_and_load(
+                        payload, in_tree, out_tree, backend=on[0].client, execution_devices=on
+                    )
                 )
-                zeros = np.zeros((executable.rows, 112, 8, 8), executable.input_dtype)
-                if executable.input_sharding is not None:
-                    import jax
-
-                    zeros = jax.device_put(zeros, executable.input_sharding)
-                got = [np.asarray(r) for r in loaded(executable.params[copy], zeros)]
-                if not _same(got, reference):
+                if not _same(probe.zero_run(copy), reference):
                     return False
             data = pickle.dumps({"programs": blobs, "zero_outputs": reference}, protocol=5)
         except Exception:
@@ -256,7 +266,7 @@ def network_key(network_digest: str, options: dict[str, Any]) -> str:
     return hashlib.sha256(repr(fields).encode()).hexdigest()[:40]
 
 
-class NetworkCache:
+class NetworkCache(_PickleEntries):
     """Networks as the converter left them (parameters for both filter layouts, the outputs and
     the input format), so that a warm start neither reads the weight file into ONNX nor imports
     onnx; a compile the cache of executables lacks converts the file then (:class:`CachedConverter`).
@@ -265,36 +275,19 @@ class NetworkCache:
     FIELDS = ("platform", "has_wdl", "has_mlh", "input_format", "outputs", "input_specs",
               "hwio_weights", "params")  # fmt: skip
 
-    def __init__(self, directory: str | os.PathLike) -> None:
-        self.directory = Path(directory)
-        self.hits = 0
-        self.misses = 0
-        self.rejected = 0
-
-    def path(self, key: str) -> Path:
-        return self.directory / f"{key}.pkl"
-
     def load(self, key: str) -> dict[str, Any] | None:
         path = self.path(key)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            self.misses += 1
+        data = self._read(path)
+        if data is None:
             return None
         try:
             entry = pickle.loads(data)
             if not isinstance(entry, dict) or any(f not in entry for f in self.FIELDS):
                 raise ValueError("not an entry")
         except Exception:
-            self.rejected += 1
-            self.misses += 1
-            try:
-                path.unlink()
-            except OSError:
-                pass
+            self._reject(path)
             return None
-        _used(path)
-        self.hits += 1
+        self._hit(path)
         return entry
 
     def store(self, key: str, entry: dict[str, Any]) -> bool:

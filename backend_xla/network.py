@@ -306,10 +306,8 @@ class XlaNetwork:
         executable = self._compiled[batch_size]
         if executable.first_run_done:
             return
-        zeros = np.zeros((executable.rows, INPUT_PLANES, BOARD, BOARD), executable.input_dtype)
         for copy in range(executable.copies):
-            for result in executable(zeros, copy=copy):
-                np.asarray(result)
+            executable.zero_run(copy)
         executable.first_run_done = True
 
     def _fitting(self, n: int) -> int:

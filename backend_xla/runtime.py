@@ -272,6 +272,12 @@ class Executable:
             inputs = tuple(jax.device_put(x, self.input_sharding) for x in inputs)
         return self.programs[copy](self.params[copy], *inputs)
 
+    def zero_run(self, copy: int = 0) -> list[np.ndarray]:
+        """The outputs of copy ``copy`` for an all-zero batch (a program's first run; the check of
+        a cached program against the one it was stored from)."""
+        zeros = np.zeros((self.rows, 112, 8, 8), self.input_dtype)
+        return [np.asarray(r) for r in self(zeros, copy=copy)]
+
 
 def dump_hlo(lowered, directory: str, source: str, batch_size: int) -> Path:
     """Write the HLO module proto of one batch size to ``directory`` (lc0's XLA backend option
