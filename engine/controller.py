@@ -147,10 +147,9 @@ class Controller:
         takes tens of seconds; then a line every :data:`PROGRESS_EVERY_S` tells the user why."""
         from engine.search import warmup
 
-        done, is_warm = getattr(warmup, "_done", None), getattr(warmup, "_cache_is_warm", None)
-        if done is not None and done.is_set():
+        if warmup.is_done():
             return
-        if is_warm is None or is_warm():
+        if warmup.cache_is_warm():
             warm_up()
             return
         self.listener.message(

@@ -99,12 +99,17 @@ def _start_helper() -> subprocess.Popen | None:
         return None  # this process compiles everything itself
 
 
-def _cache_is_warm() -> bool:
+def cache_is_warm() -> bool:
     """Whether numba's cache holds the search's entry points (a quick look for its index)."""
     from engine.compiled_cache import configure
 
     folder = configure()
     return folder.is_dir() and any(folder.rglob("gather.gather-*.nbi"))
+
+
+def is_done() -> bool:
+    """Whether this process has made the search's compiled functions ready."""
+    return _done.is_set()
 
 
 def warm_up() -> None:
@@ -114,7 +119,7 @@ def warm_up() -> None:
     with _lock:
         if _done.is_set():
             return
-        helper = None if _cache_is_warm() else _start_helper()
+        helper = None if cache_is_warm() else _start_helper()
         try:
             _warm_up_search()
         finally:
