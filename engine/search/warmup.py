@@ -57,8 +57,8 @@ def compile_the_rest() -> None:
     from engine.board.position import FIELDS
     from engine.search.core import backup, gather, params, steps, stoppers, tree, view
     from engine.search.params import from_options
-    from engine.search.run import network_heads
     from engine.search.state import NNCache
+    from engine.search.worker import network_heads
 
     packed = params.pack(from_options({}), True)
     t = tree.new_tree()

@@ -87,11 +87,11 @@ def _gather_two_without_backup(search: Search, batch_size: int) -> tuple[int, in
     abandoned. Returns the two batches' request counts."""
     run = SearchRun(search, Limit(infinite=True))
     search.state.new_search(run.limit)
-    first, second = run.prepare()
-    n1, _ = run.gather(first)
-    n2, _ = run.gather(second)
-    run._abandon(second)
-    run._abandon(first)
+    first, second = run.worker.prepare()
+    n1, _ = run.worker.gather(first)
+    n2, _ = run.worker.gather(second)
+    run.worker.abandon(second)
+    run.worker.abandon(first)
     return n1, n2
 
 

@@ -1,0 +1,223 @@
+"""The phases of one minibatch (lc0's ``SearchWorker``): gather it from the tree (compiled),
+probe its tablebase candidates, hand it to the network, expand and back up what comes back
+(compiled), or drop it unfinished.
+
+A :class:`SearchWorker` lives for one ``go`` (its batch size and the selection's constants are
+fixed at the start); the tree, the NN cache, the batch buffers and the evaluation threads are
+its owner's (:class:`engine.search.search.Search`), which outlive it. The loop that decides
+when each phase runs is :class:`engine.search.run.SearchRun`.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine import tablebase as tb
+from engine.backend import Network, NetworkOutput
+from engine.board import to_board
+from engine.board.moves import MAX_MOVES
+from engine.search.core import backup as cbackup
+from engine.search.core import gather as cgather
+from engine.search.core import steps
+from engine.search.core import stoppers as cstop
+from engine.search.core import tree as ctree
+from engine.search.core.calls import direct
+from engine.search.params import SearchParams
+from engine.search.timeline import Timeline
+
+if TYPE_CHECKING:
+    from engine.search.search import Search
+
+gather_minibatch = direct(cgather.gather)
+expand_and_backup = direct(cbackup.expand_and_backup)
+"""The compiled calls of every minibatch, without numba's per-call dispatch."""
+
+_ALL_MOVES = np.zeros(0, np.uint8)
+"""The empty root filter: every root move may get visits."""
+
+
+class SearchWorker:
+    """Gathers, evaluates and backs up the minibatches of one search (``batch_size`` leaves at
+    most) over its owner's tree."""
+
+    def __init__(self, owner: Search, params: SearchParams, batch_size: int) -> None:
+        self.owner, self.state, self.params = owner, owner.state, params
+        self.batch_size = batch_size
+        self._walk_consts = (np.zeros(5, np.int64), np.zeros(2))
+
+    def prepare(self) -> list[cgather.Batch]:
+        """The batch buffers (``Threads`` of them) and the selection's constants for this run;
+        returns the buffers, all free."""
+        state, owner, p = self.state, self.owner, self.params
+        owner.ensure_batches(p.threads, max(self.batch_size, p.max_prefetch))
+        self._walk_consts = (
+            owner.walk_info(),
+            np.array([state.draw_score(0), state.draw_score(1)], np.float64),
+        )
+        return list(owner.batches)
+
+    def gather(
+        self, batch: cgather.Batch, remaining: float = math.inf, best: int = -1
+    ) -> tuple[int, int]:
+        """Gather a minibatch into ``batch``; returns (requests, out-of-order backups).
+        ``remaining``: the playouts the stoppers expect to remain (smart pruning's hint);
+        ``best``: the root's best edge on this tree (-1: none), both from this step's summary."""
+        state, owner, p = self.state, self.owner, self.params
+        size = self.batch_size
+        max_ooo = max(1, int(p.max_out_of_order_evals_factor * size))
+        state.tree = ctree.reserve(
+            state.tree, 2 * size + max_ooo + p.max_prefetch + 64, (max_ooo + 2) * MAX_MOVES
+        )
+        collisions_left = p.collision_visit_limit(min(int(state.tree.nodes["n"][0]), remaining))
+        nodes_left = state.limit.nodes if state.limit.nodes is not None else -1
+        pad = owner.pad_table(size, p.max_prefetch)
+        info, draw_scores = self._walk_consts
+        root_filter = self.root_filter(remaining, best)
+        walk = cgather.Walk(owner.hist, info, draw_scores, root_filter, owner.stop_flag)
+        self._run_gather(
+            batch, walk, size, max_ooo, collisions_left, p.max_collision_events, nodes_left, pad
+        )
+        requests = int(batch.meta[cgather.REQUESTS])
+        ooo = int(batch.meta[cgather.OUT_OF_ORDER_DONE])
+        if batch.meta[cgather.NO_ROOM]:
+            owner.grow_history()
+        if owner.tablebase is not None and requests:
+            requests, hits = self.probe(batch, requests)
+            ooo += hits
+        return requests, ooo
+
+    def _run_gather(self, batch: cgather.Batch, walk: cgather.Walk, *limits) -> None:
+        """The compiled gather into ``batch``; ``limits``: batch size, out-of-order budget,
+        collisions left, collision events, nodes left (-1: none), prefetch table (int64)."""
+        state, owner = self.state, self.owner
+        gather_minibatch(
+            state.tree, owner.packed, state.counters, owner.cache.arrays, batch, walk, *limits
+        )
+
+    def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> Future:
+        """The batch's first ``n`` positions handed to an evaluation thread; the future wakes
+        the owner when done."""
+        owner = self.owner
+        planes, timeline = batch.planes[:n], owner.timeline
+        if timeline is None:
+            future = owner.executor.submit(owner.network.evaluate, planes)
+        else:
+            future = owner.executor.submit(_timed_evaluate, owner.network, planes, timeline, seq)
+        future.add_done_callback(lambda _: owner.wake.set())
+        return future
+
+    def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
+        """Expand the batch's leaves with the network's answer and back their values up (or
+        drop the batch when the search was stopped meanwhile)."""
+        state, owner = self.state, self.owner
+        n = int(batch.meta[cgather.REQUESTS])
+        if state.stop.is_set():
+            self.abandon(batch)
+            return
+        state.tree = ctree.reserve(state.tree, 0, int(batch.req["count"][:n].sum()))
+        expand_and_backup(
+            state.tree,
+            owner.packed,
+            state.counters,
+            owner.cache.arrays,
+            batch.req,
+            batch.moves,
+            batch.indices,
+            # Read-only contiguous float32 whatever the backend returns (XLA's CPU buffers are
+            # read-only, a numpy backend's are not): the call skips numba's dispatch, so its
+            # argument types must never change (engine/search/core/calls.py).
+            network_heads(out.policy),
+            network_heads(out.q),
+            network_heads(out.d),
+            network_heads(out.m),
+            n,
+        )
+        state.batches += 1
+
+    def abandon(self, batch: cgather.Batch) -> None:
+        """Drop an unfinished batch: its visits out of flight."""
+        steps.abandon(self.state.tree, batch.req, int(batch.meta[cgather.REQUESTS]))
+
+    def probe(self, batch: cgather.Batch, n: int) -> tuple[int, int]:
+        """Syzygy probes of the candidates the gather flagged: a hit is a terminal backed up
+        at once and leaves the batch. Returns (requests left, hits)."""
+        state, owner = self.state, self.owner
+        hits = 0
+        r = 0
+        while r < n:
+            if not batch.req["tb"][r] or batch.req["node"][r] < 0:
+                r += 1
+                continue
+            depth = int(batch.req["depth"][r])
+            board = to_board(batch.rows[r])
+            wdl = owner.tablebase.probe_wdl(board) if owner.tablebase is not None else None
+            if wdl is None:
+                r += 1
+                continue
+            state.counters[cbackup.TB_HITS] += 1
+            wl = -1.0 if wdl == tb.WIN else (1.0 if wdl == tb.LOSS else 0.0)
+            node = int(batch.req["node"][r])
+            steps.tablebase_terminal(state.tree, owner.packed, state.counters, node, wl, depth)
+            steps.drop_request(batch, r, n)
+            n -= 1
+            hits += 1
+        batch.meta[cgather.REQUESTS] = n
+        return n, hits
+
+    def root_filter(self, remaining: float, best: int) -> np.ndarray:
+        """Root moves that may get visits (searchmoves, and lc0's pruning in selection: a move
+        whose visits cannot reach the best move's in the playouts expected to remain); empty
+        when every move may."""
+        state = self.state
+        tree, mask = state.tree, state.mask
+        edges = int(tree.nodes["nedges"][0])
+        if remaining != math.inf and edges > 0 and int(tree.nodes["n"][0]) > 0 and best >= 0:
+            out = np.zeros(edges, np.uint8)
+            flags = np.zeros(0, np.uint8) if mask is None else mask.astype(np.uint8)
+            cstop.root_filter(tree, best, remaining, flags, mask is not None, out)
+            return out
+        return _ALL_MOVES if mask is None else mask.astype(np.uint8)
+
+    def expand_root(self) -> None:
+        """Evaluate the root at once (searchmoves need its moves); a network failure is raised
+        with the tree left usable."""
+        state, owner = self.state, self.owner
+        if state.tree.nodes["nedges"][0] > 0:
+            return
+        owner.ensure_batches(self.params.threads, max(1, self.params.max_prefetch))
+        batch = owner.batches[0]
+        no_filter = np.zeros(0, np.uint8)
+        walk = cgather.Walk(
+            owner.hist, owner.walk_info(), np.zeros(2, np.float64), no_filter, owner.stop_flag
+        )
+        self._run_gather(batch, walk, 1, 1, 1, 1, -1, np.zeros(2, np.int64))
+        n = int(batch.meta[cgather.REQUESTS])
+        if n:
+            try:
+                out = owner.network.evaluate(batch.planes[:n])
+            except Exception:
+                self.abandon(batch)  # the root's visit out of flight: the tree stays usable
+                raise
+            self.process(batch, out)
+        state.changed()
+
+
+def network_heads(values: np.ndarray) -> np.ndarray:
+    """A head's values as the compiled backup takes them: contiguous float32, read-only (a view
+    when they already are; numba types a read-only array apart from a writable one)."""
+    out = np.ascontiguousarray(values, np.float32).view()
+    out.flags.writeable = False
+    return out
+
+
+def _timed_evaluate(
+    network: Network, planes: np.ndarray, timeline: Timeline, seq: int
+) -> NetworkOutput:
+    start = Timeline.now()
+    out = network.evaluate(planes)
+    timeline.add(seq, "device", start, Timeline.now())
+    return out
