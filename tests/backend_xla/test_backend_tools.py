@@ -11,7 +11,7 @@ import pytest
 from onnx import helper
 
 import backend_xla
-from backend_xla.tools import describenet_main, onnx2hlo_main, truncate_at_unsupported
+from xlazero_perf.nettools import describenet_main, onnx2hlo_main, truncate_at_unsupported
 from conftest import REPO_ROOT, lc0_planes_batch
 from xla_testutil import ONE_SIZE_OPTIONS, TEST_OPTIONS, legal_logit_error, need_shared
 

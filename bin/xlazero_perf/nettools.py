@@ -1,4 +1,5 @@
-"""Implementation of bin/onnx2hlo and bin/describenet (kept importable so tests can call them)."""
+"""Implementation of bin/onnx2hlo and bin/describenet: a module so that tests can call them, and
+in bin/, not installed, since the engine never runs them."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from . import ops
-from .errors import NetworkError, UnsupportedOpError
-from .onnx_io import load_model, onnx_to_np_dtype, parse_dtype
-from .onnx_to_jax import ONNX_DOMAINS, Converter
+from backend_xla import ops
+from backend_xla.errors import NetworkError, UnsupportedOpError
+from backend_xla.onnx_io import load_model, onnx_to_np_dtype, parse_dtype
+from backend_xla.onnx_to_jax import ONNX_DOMAINS, Converter
 
 
 def _load_any(path: str) -> tuple[onnx.ModelProto, Path]:
     p = Path(path)
     if p.name.endswith(".pb.gz"):
-        from .lc0 import load_lc0_onnx
+        from backend_xla.lc0 import load_lc0_onnx
 
         return load_lc0_onnx(str(p)), p.parent
     return load_model(p), p.parent
@@ -161,7 +162,7 @@ def describenet_main(argv: list[str] | None = None) -> int:
     try:
         if args.net.endswith(".pb.gz"):
             try:
-                from .lc0 import describe
+                from backend_xla.lc0 import describe
             except ImportError:
                 describe = None  # type: ignore[assignment]  # without lc0 support: ONNX only
             if describe is not None:
