@@ -257,7 +257,7 @@ class Executable:
         self.programs, self.params, self.rows, self.devices = compiled, params, rows, devices
         self.input_sharding = input_sharding
         self.first_run_done = False
-        """Whether each program ran once (:meth:`backend_xla.network.XlaNetwork._first_run`)."""
+        """Whether each program ran once (:meth:`backend_xla.buckets.Buckets._first_run`)."""
         self.input_dtype = np.dtype(np.float32)
         """The planes' dtype the program takes (set by :func:`compile_function`)."""
 

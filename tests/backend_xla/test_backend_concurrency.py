@@ -28,7 +28,7 @@ def check_each_device_runs_its_own_copy(net) -> None:
     from backend_xla.network import CONCURRENT_CALLS
 
     size = net.sizes[0]  # the one size compiled (conftest.SMALL_BUCKETS)
-    executable = net._compiled[size]
+    executable = net.buckets.compiled[size]
     assert net.concurrency == min(len(net.devices), CONCURRENT_CALLS) == executable.copies == 2
     planes = _planes(size, 0)
     outputs = []

@@ -77,7 +77,7 @@ def test_a_changed_file_changes_the_keys(cache, net_file):
     onnx.save(model, str(net_file))
     second, _ = _load(net_file)
     assert second._network_digest != first._network_digest
-    assert second._cache_key(7) != first._cache_key(7)
+    assert second.programs.cache_key(7) != first.programs.cache_key(7)
     assert second.networks.hits == 0 and second.executables.hits == 0
     assert len(list((cache / NETWORK_SUBDIR).glob("*.pkl"))) == 2
 

@@ -186,7 +186,7 @@ base = "batch_buckets=1;17,cache_dir=none,background_compile=0,split_min_rows=8,
 split = backend_xla.load_network({net!r}, base)
 # The truth: one device, every batch padded to 17 rows (rows are independent; one compile).
 one = backend_xla.load_network({net!r}, base.replace("1;17", "17") + ",device=0")
-layout = {{str(s): [e.rows, e.devices] for s, e in split._compiled.items()}}
+layout = {{str(s): [e.rows, e.devices] for s, e in split.buckets.compiled.items()}}
 diffs = {{}}
 for n in (1, 17):
     a, b = split.evaluate(planes[:n]), one.evaluate(planes[:n])
@@ -197,7 +197,7 @@ for spec in ("1;0", "all"):
     net = backend_xla.load_network({net!r}, base.replace("1;17", "17") + ",device=" + spec)
     diff = max(float(np.abs(getattr(net.evaluate(planes), f) - getattr(one.evaluate(planes), f)).max())
                for f in "policy q d m".split())
-    named[spec] = [[str(d) for d in net.devices], diff, net._compiled[17].devices]
+    named[spec] = [[str(d) for d in net.devices], diff, net.buckets.compiled[17].devices]
 full = np.array([r["policy_full"] for r in records], np.float32)
 lc0_err = float(np.abs(split.evaluate(lc0_planes).policy - full).max())
 errors = []
@@ -213,7 +213,7 @@ compiled_with = []
 plain_compile = runtime._compile
 runtime._compile = lambda *args: compiled_with.append(args[3:]) or plain_compile(*args)
 default = backend_xla.load_network({net!r}, "batch_buckets=8;16,cache_dir=none,background_compile=0")
-layout["default"] = {{str(s): [e.rows, e.devices] for s, e in default._compiled.items()}}
+layout["default"] = {{str(s): [e.rows, e.devices] for s, e in default.buckets.compiled.items()}}
 a, b = default.evaluate(planes[:16]), one.evaluate(planes[:16])
 wino_diff = max(float(np.abs(getattr(a, f) - getattr(b, f)).max()) for f in "policy q d m".split())
 winograd = [[o != () for o in compiled_with], compiled_with[-1] == (runtime.SPLIT_WINOGRAD_OPTIONS,), wino_diff]
@@ -381,7 +381,7 @@ def test_compiled_on_one_core_and_every_thread_gets_its_cores_back(monkeypatch):
     # test process compiles with every core in view.
     net = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"),
                                    "batch_buckets=3,cache_dir=none,background_compile=0")
-    program = net._compiled[3].programs[0].as_text()
+    program = net.buckets.compiled[3].programs[0].as_text()
     cuts = re.findall(r'"outer_dimension_partitions":\[([^\]]*)\]', program)
     assert cuts and not any(cuts), sorted(set(cuts))  # fusions are there, none of them cut
     for tid in os.listdir("/proc/self/task"):
