@@ -598,7 +598,7 @@ OPTIONS: tuple[Option, ...] = (
         SPIN,
         0,
         "ramlimit-mb",
-        "Stop the search when its tree and NN cache reach about this much memory (0: no limit).",
+        "Stop the search when its tree and NN cache hold this much memory, counted in bytes (0: no limit).",
         0,
         100000000,
     ),

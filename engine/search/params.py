@@ -9,14 +9,8 @@ from typing import Any
 from engine import options as opts
 
 DEFAULT_MAX_TREE_NODES = 2**31 - 2**24
-"""The cap on the tree when RamLimitMb is 0: as memory allows, as lc0's, up to what the tree's
+"""The cap on the tree: as memory allows (RamLimitMb), as lc0's, up to what the tree's
 int32 indices and visit counts hold (2**31), less room for the batches in flight."""
-
-BYTES_PER_NODE = 400
-"""Memory a visit costs the compiled search: measured 364 bytes (the RSS slope of a 10-minute
-``go infinite`` with Maia-1100, bin/treemem), a 64-byte node with ~30 edges of 8 bytes and the
-NN cache's entry with its moves' 4-byte slots until the cache is full; rounded up so that the
-limit errs on the safe side."""
 
 
 def _field_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -30,7 +24,7 @@ def _field_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _derived(v: Mapping[str, Any]) -> dict[str, Any]:
     """The fields lc0 derives from several options: the root's cpuct and FPU (the root's own
-    values only when asked for) and the tree-size cap from RamLimitMb."""
+    values only when asked for) and RamLimitMb in bytes."""
     own_root = bool(v["RootHasOwnCpuctParams"])
     fpu_absolute = v["FpuStrategy"] == "absolute"
     root_strategy = v["FpuStrategyAtRoot"]
@@ -43,7 +37,8 @@ def _derived(v: Mapping[str, Any]) -> dict[str, Any]:
         fpu_absolute_at_root=(root_strategy == "same" and fpu_absolute)
         or root_strategy == "absolute",
         fpu_value_at_root=float(v["FpuValue"] if root_strategy == "same" else v["FpuValueAtRoot"]),
-        max_tree_nodes=(ram * 1_000_000 // BYTES_PER_NODE) if ram > 0 else DEFAULT_MAX_TREE_NODES,
+        ram_limit_bytes=ram * 1_000_000,
+        max_tree_nodes=DEFAULT_MAX_TREE_NODES,
     )
 
 
@@ -117,8 +112,13 @@ class SearchParams:
     multipv: int
     per_pv_counters: bool
     score_type: str
-    max_tree_nodes: int
+    ram_limit_bytes: int
+    """RamLimitMb in bytes (0: no limit): the search stops when the bytes its tree and NN cache
+    hold reach it (counted, not estimated from the visits: a visit costs 150 to 500 bytes by
+    the position's legal moves and the cache's fill)."""
     syzygy_fast_play: bool
+    max_tree_nodes: int
+    """The tree's own cap (its int32 indices): reported when reached, never overflowed."""
 
     def cpuct_params(self, at_root: bool) -> tuple[float, float, float]:
         """(init, base, factor) for the root or the other nodes."""

@@ -27,7 +27,7 @@ from engine.search.core import gather as cgather
 from engine.search.core import stoppers as cstop
 from engine.search.core import tree as ctree
 from engine.search.limit import Limit
-from engine.search.params import DEFAULT_MAX_TREE_NODES, SearchParams
+from engine.search.params import SearchParams
 from engine.search.report import make_infos, verbose_stats
 from engine.search.result import INFO_INTERVAL_S, WAIT_SLICE_S, SearchResult, ThinkingInfo
 from engine.search.timeline import Timeline
@@ -36,8 +36,6 @@ from engine.search.worker import SearchWorker
 if TYPE_CHECKING:
     from engine.search.search import Search
 
-EDGES_PER_NODE = 40
-"""Edges a node of the tree has on average, with room to spare (about 30 in middlegames)."""
 NETWORK_STALL_S = 60.0
 """A network call not back after this long has hung: the search stops and says so."""
 
@@ -106,17 +104,27 @@ class SearchRun:
         )
 
     def _reserve_to_the_cap(self) -> None:
-        """Under RamLimitMb, room for the whole capped tree at once, in address space only (pages
-        become resident as the tree grows into them): a tree that doubles while searching holds
-        its old and new arrays at once, which could take RSS past the limit."""
-        cap = self.params.max_tree_nodes
-        if cap >= DEFAULT_MAX_TREE_NODES:
+        """Under RamLimitMb, room for as large a tree as the limit allows, in address space only
+        (pages become resident as the tree grows into them): a tree that doubles while searching
+        holds its old and new arrays at once, which could take RSS past the limit."""
+        limit = self.params.ram_limit_bytes
+        if limit <= 0:
             return
         state = self.state
         tree = state.tree
-        nodes = cap + 2 * self.batch_size + 1024 - int(tree.count[ctree.NODES])
-        edges = (cap + 1024) * EDGES_PER_NODE - int(tree.count[ctree.EDGES])
-        state.tree = ctree.reserve(tree, max(0, nodes), max(0, edges))
+        nodes = min(limit // ctree.BYTES_PER_NODE, self.params.max_tree_nodes)
+        edges = min(limit // ctree.BYTES_PER_EDGE, 2**31 - 1)
+        try:
+            state.tree = ctree.reserve(
+                tree, max(0, nodes - int(tree.count[ctree.NODES])),
+                max(0, edges - int(tree.count[ctree.EDGES])),
+            )  # fmt: skip
+        except MemoryError:
+            pass  # no address space for it here: the tree grows by doubling, as without a limit
+
+    def memory_bytes(self) -> int:
+        """What the tree and the NN cache hold now (the arrays in use, not their capacity)."""
+        return ctree.memory_bytes(self.state.tree) + ccache.memory_in_use(self.owner.cache.arrays)
 
     def _report_the_end(self) -> None:
         """Why the search stopped early, when it did: a failed network."""
@@ -139,11 +147,11 @@ class SearchRun:
             return
         state = self.state
         nodes = int(state.tree.nodes["n"][0])
-        mb = (ctree.memory_bytes(state.tree) + ccache.memory_in_use(self.owner.cache.arrays)) / 1e6
+        mb = self.memory_bytes() / 1e6
         cap = (
-            "RamLimitMb"
-            if self.params.max_tree_nodes < DEFAULT_MAX_TREE_NODES
-            else "the tree's index limit (2**31 nodes)"
+            "the tree's index limit (2**31 nodes)"
+            if nodes >= self.params.max_tree_nodes
+            else f"RamLimitMb={self.params.ram_limit_bytes // 1_000_000}"
         )
         self.on_verbose(
             [f"{cap}: search stopped at {nodes} nodes (tree and NN cache about {mb:.1f} MB)"]
@@ -189,11 +197,15 @@ class SearchRun:
             state.cum_depth,
             state.batches,
             state.first_eval_time,
+            self.memory_bytes() if self.params.ram_limit_bytes > 0 else 0,
         )
         reached, remaining, state.first_eval_time = cstop.limit_reached(
             state.limit, self.params, summary, progress
         )
-        if reached and summary.visits >= self.params.max_tree_nodes and not self.ram_limited:
+        full = summary.visits >= self.params.max_tree_nodes or (
+            0 < self.params.ram_limit_bytes <= progress.memory_bytes
+        )
+        if reached and full and not self.ram_limited:
             self.ram_limited = True
             self._say_tree_limit()  # now: under go infinite the search goes on answering
         if reached and not state.limit.until_stop:

@@ -180,6 +180,8 @@ class Progress(NamedTuple):
     depth_sum: int
     batches: int
     first_eval_ms: float | None
+    memory_bytes: int = 0
+    """What the tree and the NN cache hold (only read under RamLimitMb)."""
 
 
 def time_up(limit: Limit, elapsed_ms: float) -> bool:
@@ -199,6 +201,8 @@ def limit_reached(
     if limit.nodes is not None and root.visits >= limit.nodes:
         return True, hint, first_eval
     if root.visits >= params.max_tree_nodes or time_up(limit, progress.elapsed_ms):
+        return True, hint, first_eval
+    if 0 < params.ram_limit_bytes <= progress.memory_bytes:
         return True, hint, first_eval
     if (
         limit.depth is not None

@@ -476,7 +476,8 @@ def test_search_params_are_built_from_the_option_table():
     assert not from_options(
         {"FpuStrategy": "absolute", "FpuStrategyAtRoot": "reduction"}
     ).fpu_absolute_at_root
-    assert from_options({"RamLimitMb": 16}).max_tree_nodes < base.max_tree_nodes
+    assert from_options({"RamLimitMb": 16}).ram_limit_bytes == 16_000_000
+    assert base.ram_limit_bytes == 0
 
 
 class SlowNetwork(ConstNetwork):

@@ -1,5 +1,6 @@
-"""The tree's room (issue 42): under RamLimitMb a search reserves the capped tree at once, so
-it never doubles (holding its old and new arrays together) on the way to the cap."""
+"""The tree's room (issue 42): under RamLimitMb a search reserves, at once, room for as many
+nodes and edges as the limit could hold, so it never doubles (holding its old and new arrays
+together) on the way to the limit."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import chess
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
-from engine.search.core.tree import NODE_CAPACITY
-from engine.search.run import EDGES_PER_NODE
+from engine.search.core.tree import BYTES_PER_EDGE, BYTES_PER_NODE, NODE_CAPACITY
 
 
 def test_a_capped_search_reserves_its_whole_tree_before_it_grows():
@@ -17,8 +17,8 @@ def test_a_capped_search_reserves_its_whole_tree_before_it_grows():
     search.set_position(chess.Board())
     search.run(Limit(nodes=500))
     tree = search.state.tree
-    assert len(tree.nodes) >= params.max_tree_nodes
-    assert len(tree.edges) >= params.max_tree_nodes * EDGES_PER_NODE
+    assert len(tree.nodes) >= params.ram_limit_bytes // BYTES_PER_NODE
+    assert len(tree.edges) >= params.ram_limit_bytes // BYTES_PER_EDGE
     assert int(tree.count[0]) < 2_000  # the room is address space, the tree is what it is
 
 
