@@ -22,11 +22,10 @@ import numpy as np
 
 from engine.search.answer import choose_move
 from engine.search.core import backup as cbackup
-from engine.search.core import cache as ccache
 from engine.search.core import gather as cgather
 from engine.search.core import stoppers as cstop
-from engine.search.core import tree as ctree
 from engine.search.limit import Limit
+from engine.search.memory import full_message, held_bytes, reserve_for_limit
 from engine.search.params import SearchParams
 from engine.search.report import make_infos, verbose_stats
 from engine.search.result import INFO_INTERVAL_S, WAIT_SLICE_S, SearchResult, ThinkingInfo
@@ -77,7 +76,7 @@ class SearchRun:
         root_moves = list(state.root_board.legal_moves)
         if not root_moves:
             return SearchResult(None, None, int(state.tree.nodes["n"][0]), 0, 0.0)
-        self._reserve_to_the_cap()
+        state.tree = reserve_for_limit(state.tree, self.params)
         self._filter_root_by_tablebase()
         if state.searchmoves:
             self.worker.expand_root()
@@ -103,59 +102,20 @@ class SearchRun:
             tuple(infos),
         )
 
-    def _reserve_to_the_cap(self) -> None:
-        """Under RamLimitMb, room for as large a tree as the limit allows, in address space only
-        (pages become resident as the tree grows into them): a tree that doubles while searching
-        holds its old and new arrays at once, which could take RSS past the limit."""
-        limit = self.params.ram_limit_bytes
-        if limit <= 0:
-            return
-        state = self.state
-        tree = state.tree
-        nodes = min(limit // ctree.BYTES_PER_NODE, self.params.max_tree_nodes)
-        edges = min(limit // ctree.BYTES_PER_EDGE, 2**31 - 1)
-        try:
-            state.tree = ctree.reserve(
-                tree, max(0, nodes - int(tree.count[ctree.NODES])),
-                max(0, edges - int(tree.count[ctree.EDGES])),
-            )  # fmt: skip
-        except MemoryError:
-            pass  # no address space for it here: the tree grows by doubling, as without a limit
-
     def memory_bytes(self) -> int:
-        """What the tree and the NN cache hold now (the arrays in use, not their capacity)."""
-        return ctree.memory_bytes(self.state.tree) + ccache.memory_in_use(self.owner.cache.arrays)
+        """What the tree and the NN cache hold now."""
+        return held_bytes(self.state.tree, self.owner.cache.arrays)
 
     def _report_the_end(self) -> None:
         """Why the search stopped early, when it did: a failed network."""
-        state, say = self.state, self.on_verbose
-        if say is None:
-            return
-        nodes = int(state.tree.nodes["n"][0])
-        if self.failure is not None:
-            exc = self.failure
-            say(
+        if self.on_verbose is not None and self.failure is not None:
+            exc, nodes = self.failure, int(self.state.tree.nodes["n"][0])
+            self.on_verbose(
                 [
                     f"error: network evaluation failed: {type(exc).__name__}: {exc}; the search "
                     f"stopped at {nodes} nodes"
                 ]
             )
-
-    def _say_tree_limit(self) -> None:
-        """The tree stopped growing: RamLimitMb's cap, or the int32 indices' (2**31 nodes)."""
-        if self.on_verbose is None:
-            return
-        state = self.state
-        nodes = int(state.tree.nodes["n"][0])
-        mb = self.memory_bytes() / 1e6
-        cap = (
-            "the tree's index limit (2**31 nodes)"
-            if nodes >= self.params.max_tree_nodes
-            else f"RamLimitMb={self.params.ram_limit_bytes // 1_000_000}"
-        )
-        self.on_verbose(
-            [f"{cap}: search stopped at {nodes} nodes (tree and NN cache about {mb:.1f} MB)"]
-        )
 
     def _loop(self) -> None:
         state = self.state
@@ -207,7 +167,9 @@ class SearchRun:
         )
         if reached and full and not self.ram_limited:
             self.ram_limited = True
-            self._say_tree_limit()  # now: under go infinite the search goes on answering
+            if self.on_verbose is not None:  # now: under go infinite the search goes on
+                nodes = int(state.tree.nodes["n"][0])
+                self.on_verbose([full_message(nodes, self.params, self.memory_bytes())])
         if reached and not state.limit.until_stop:
             return False
         progressed = False

@@ -88,7 +88,7 @@ def test_go_infinite_under_ram_limit_keeps_rss_within_the_limit_plus_the_base():
         until("readyok")
         base = _rss_kb(engine.pid)
         send("go infinite")
-        said = until("RamLimitMb=")
+        said = until("RamLimitMb:")
         grown_mb = (_rss_kb(engine.pid) - base) / 1000
         send("isready")
         until("readyok", timeout=5)  # still answering
