@@ -17,17 +17,23 @@ import numpy as np
 import onnx
 
 from . import ops
-from .errors import NetworkError, UnsupportedOpError
-from .onnx_io import device_dtype, is_float, onnx_to_np_dtype, tensor_to_numpy
+from .errors import NetworkError
+from .onnx_io import device_dtype, is_float, onnx_to_np_dtype
+from .onnx_passes import (
+    ONNX_DOMAINS,
+    check_ops,
+    filter_readers,
+    fold_weights,
+    load_initializers,
+    needed_nodes,
+)
+from .onnx_trace import WINOGRAD_SUFFIX, micro_batched, run_node
 
 DEFAULT_MAX_INLINE_CONSTANT_SIZE = 1024
 """Initializers up to this many bytes are inlined in the HLO; larger ones are parameters."""
 
-ONNX_DOMAINS = ("", "ai.onnx")
 FOLD_LIMIT_BYTES = 64 << 20
 """Weight-only nodes whose outputs total more than this are computed in the graph, not at load."""
-WINOGRAD_SUFFIX = "#winograd2"
-"""Key of a filter's load-time Winograd transform among the parameters (not an ONNX name)."""
 WINOGRAD_MAX_CHANNELS = 128
 """Widest filter (input or output channels) ``conv_method=auto`` runs as Winograd: Maia's (64 to
 112 channels) were measured (docs/performance.md, issue 32); wider ones keep XLA's convolution."""
@@ -87,16 +93,9 @@ class Converter:
         self.float_override = None if float_override is None else np.dtype(float_override)
         self.io_dtype = None if io_dtype is None else np.dtype(io_dtype)
         graph = model.graph
-        self.constants: dict[str, np.ndarray] = {}
-        self.params: dict[str, np.ndarray] = {}
-        for init in graph.initializer:
-            value = tensor_to_numpy(init, base_dir, source)
-            if self.float_override is not None and is_float(value.dtype):
-                value = value.astype(self.float_override)
-            if value.nbytes > max_inline_constant_size:
-                self.params[init.name] = value
-            else:
-                self.constants[init.name] = value
+        self.constants, self.params = load_initializers(
+            graph, base_dir, source, self.float_override, max_inline_constant_size
+        )
         initializer_names = set(self.constants) | set(self.params)
         self.inputs = [i for i in graph.input if i.name not in initializer_names]
         produced = {o for n in graph.node for o in n.output} | initializer_names
@@ -108,62 +107,25 @@ class Converter:
                     f"{source}: expected output {name!r} in the graph, got outputs "
                     f"{[o.name for o in graph.output]}"
                 )
-        self.nodes = self._needed_nodes()
-        self._check_ops()
+        self.nodes = needed_nodes(graph, self.output_names)
+        check_ops(self.nodes, source)
         self.max_inline_constant_size = max_inline_constant_size
-        self.folded_nodes = self._fold_weights()
+        self.nodes, self.folded_nodes = fold_weights(
+            self.nodes,
+            self.constants,
+            self.params,
+            opset=self.opset,
+            source=source,
+            float_override=self.float_override,
+            inline_limit=max_inline_constant_size,
+            fold_limit=FOLD_LIMIT_BYTES,
+        )
         self.hwio_weights = self._conv_weights_to_hwio()
         self.winograd_weights = self._conv_weights_for_winograd()
         self._prepared: dict[bool, dict[str, np.ndarray]] = {}
         used = {i for n in self.nodes for i in n.input} | set(self.output_names)
         self.params = {k: v for k, v in self.params.items() if k in used}
         self.inputs = [i for i in self.inputs if i.name in used]
-
-    def _fold_weights(self) -> int:
-        """Evaluate, once at load, every node whose inputs are all initializers or constants.
-
-        Small values were already folded while tracing; this extends it to large float tensors
-        (e.g. a ``Cast`` of f32 conv weights to bf16, ``Mul`` of two weight tensors), which would
-        otherwise run on every call because large initializers are parameters. Results above
-        :data:`FOLD_LIMIT_BYTES` (an ``Expand`` of a scalar, say) are left to run in the graph;
-        a node whose handler fails is left too, so that conversion reports it with context.
-        Returns the number of nodes folded.
-        """
-        known = {**self.constants, **self.params}
-        remaining, folded = [], 0
-        for node in self.nodes:
-            if not all(not name or name in known for name in node.input):
-                remaining.append(node)
-                continue
-            args = [known[name] if name else None for name in node.input]
-            ctx = ops.NodeContext(node, self.opset, np, self.source, self.float_override)
-            handler = ops.handler_for(node.op_type)
-            assert handler is not None  # _check_ops refused unsupported ops
-            try:
-                result = handler(ctx, *args)
-            except Exception:
-                remaining.append(node)
-                continue
-            results = result if isinstance(result, tuple) else (result,)
-            if (
-                not all(isinstance(r, (np.ndarray, np.generic)) for r in results)
-                or sum(np.asarray(r).nbytes for r in results) > FOLD_LIMIT_BYTES
-            ):
-                remaining.append(node)
-                continue
-            folded += 1
-            for name, value in zip(node.output, results):
-                if name:
-                    value = np.asarray(value)
-                    known[name] = value
-                    target = (
-                        self.params
-                        if value.nbytes > self.max_inline_constant_size
-                        else self.constants
-                    )
-                    target[name] = value
-        self.nodes = remaining
-        return folded
 
     def _conv_weights_to_hwio(self) -> set[str]:
         """2-D conv filters that are parameters and may be stored HWIO (``[KH, KW, Cin, Cout]``).
@@ -178,10 +140,7 @@ class Converter:
         """
         if self.conv_method not in ("lax", "auto"):
             return set()
-        readers: dict[str, set[str]] = {}
-        for node in self.nodes:
-            for i, name in enumerate(node.input):
-                readers.setdefault(name, set()).add(node.op_type if i == 1 else "other")
+        readers = filter_readers(self.nodes)
         names = {n.input[1] for n in self.nodes if n.op_type == "Conv" and len(n.input) > 1}
         return {
             name
@@ -203,10 +162,7 @@ class Converter:
 
         if self.layout != "NHWC" or self.conv_method not in ("auto", "winograd2"):
             return {}
-        readers: dict[str, set[str]] = {}
-        for node in self.nodes:
-            for i, name in enumerate(node.input):
-                readers.setdefault(name, set()).add(node.op_type if i == 1 else "other")
+        readers = filter_readers(self.nodes)
         out = {}
         for node in self.nodes:
             if node.op_type != "Conv" or len(node.input) < 2:
@@ -260,37 +216,6 @@ class Converter:
             self._prepared[hwio_filters] = params
         return self._prepared[hwio_filters]
 
-    def _needed_nodes(self) -> list[onnx.NodeProto]:
-        """Nodes the requested outputs depend on, in graph (topological) order."""
-        producer = {o: n for n in self.model.graph.node for o in n.output}
-        needed: set[int] = set()
-        stack = list(self.output_names)
-        seen: set[str] = set()
-        while stack:
-            name = stack.pop()
-            if name in seen or name not in producer:
-                continue
-            seen.add(name)
-            node = producer[name]
-            needed.add(id(node))
-            stack.extend(i for i in node.input if i)
-        return [n for n in self.model.graph.node if id(n) in needed]
-
-    def _check_ops(self) -> None:
-        bad = [
-            n
-            for n in self.nodes
-            if n.domain not in ONNX_DOMAINS or ops.handler_for(n.op_type) is None
-        ]
-        if bad:
-            first = bad[0]
-            more = f" (and {len(bad) - 1} more nodes)" if len(bad) > 1 else ""
-            domain = f" from domain {first.domain!r}" if first.domain not in ONNX_DOMAINS else ""
-            raise UnsupportedOpError(
-                f"{self.source}: node {first.name!r} uses unsupported op {first.op_type}{domain}"
-                f"{more}; supported ops: {', '.join(ops.supported_ops())}"
-            )
-
     def input_specs(self, batch_size: int) -> list[TensorSpec]:
         """Shapes/dtypes of the graph inputs with a dynamic leading dim set to ``batch_size``."""
         specs = []
@@ -335,7 +260,7 @@ class Converter:
             return (
                 fn if chunks == 1 else self._function(batch_size, hwio_filters, winograd)
             ), specs
-        return _micro_batched(fn, batch_size, rows, chunks), specs
+        return micro_batched(fn, batch_size, rows, chunks), specs
 
     def _rows_lead(self, fn: Callable, rows: int, hwio_filters: bool) -> bool:
         """Whether every input and output of ``fn`` (built for ``rows``) has the rows on axis 0,
@@ -363,7 +288,7 @@ class Converter:
             for value, x, dtype in zip(self.inputs, inputs, model_dtypes):
                 env[value.name] = x.astype(device_dtype(self._compute(dtype)))
             for node in self.nodes:
-                self._run_node(node, env, hwio, prepared)
+                run_node(node, env, self, hwio, prepared)
             outs = []
             for name in self.output_names:
                 y = ops.as_nchw(env[name])
@@ -375,76 +300,3 @@ class Converter:
             return tuple(outs)
 
         return fn
-
-    def _run_node(
-        self, node: onnx.NodeProto, env: dict[str, Any], hwio=frozenset(), winograd=frozenset()
-    ) -> None:
-        try:
-            args = [env[name] if name else None for name in node.input]
-        except KeyError as exc:
-            raise NetworkError(
-                f"{self.source}: node {node.name!r} (op {node.op_type}): "
-                f"expected input {exc.args[0]!r} to be computed earlier, got none "
-                "(graph not topologically sorted?)"
-            ) from None
-        static = all(a is None or ops.is_static(a) for a in args)
-        if static:
-            xp: Any = np
-        else:
-            import jax.numpy
-
-            xp = jax.numpy
-        ctx = ops.NodeContext(
-            node,
-            self.opset,
-            xp,
-            self.source,
-            self.float_override,
-            layout=self.layout,
-            conv_method=self.conv_method,
-            hwio_filter=len(node.input) > 1 and node.input[1] in hwio,
-            winograd_filter=env[node.input[1] + WINOGRAD_SUFFIX]
-            if node.op_type == "Conv" and len(node.input) > 1 and node.input[1] in winograd
-            else None,
-        )
-        handler = ops.handler_for(node.op_type)
-        assert handler is not None  # _check_ops refused unsupported ops
-        try:
-            if static:
-                result = handler(ctx, *args)
-            else:
-                import jax
-
-                # The node's name in the HLO metadata: XLA's per-op profile then names the ONNX
-                # node each fusion came from (docs/performance.md, issue 32).
-                with jax.named_scope(node.name or node.op_type):
-                    result = handler(ctx, *args)
-        except NetworkError:
-            raise
-        except Exception as exc:
-            raise ctx.error(f"conversion failed: {type(exc).__name__}: {exc}") from exc
-        results = result if isinstance(result, tuple) else (result,)
-        for name, value in zip(node.output, results):
-            if name:
-                env[name] = np.asarray(value) if static and not hasattr(value, "aval") else value
-
-
-def _micro_batched(fn: Callable, batch_size: int, rows: int, chunks: int) -> Callable:
-    """``fn`` (built for ``rows``) over ``batch_size`` rows as ``chunks`` chunks run one after the
-    other; the last chunk is padded with zero rows, cut off the outputs."""
-
-    def run(params: dict, *inputs):
-        import jax
-        import jax.numpy as jnp
-
-        padded = chunks * rows
-        stacked = tuple(
-            jnp.pad(x, [(0, padded - batch_size)] + [(0, 0)] * (x.ndim - 1)).reshape(
-                (chunks, rows) + x.shape[1:]
-            )
-            for x in inputs
-        )
-        outs = jax.lax.map(lambda xs: fn(params, *xs), stacked)
-        return tuple(y.reshape((padded,) + y.shape[2:])[:batch_size] for y in outs)
-
-    return run
