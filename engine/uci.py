@@ -1,10 +1,11 @@
 """The UCI loop: reads commands on stdin, answers on stdout (flushed per line).
 
-This layer parses commands and formats answers; the engine behind it (network, tree, search
-thread, time manager) is :class:`engine.controller.Controller`. The search runs on its own
-thread, so ``stop``, ``ponderhit`` and ``isready`` are answered while it runs. Every ``go`` gets
-exactly one ``bestmove``: a legal move, or ``0000`` without a legal move or without a network.
-Any bad line gets ``info string error: …`` and the loop goes on.
+This layer parses commands and formats answers (their text in :mod:`engine.uci_format`); the
+engine behind it (network, tree, search thread, time manager) is
+:class:`engine.controller.Controller`. The search runs on its own thread, so ``stop``,
+``ponderhit`` and ``isready`` are answered while it runs. Every ``go`` gets exactly one
+``bestmove``: a legal move, or ``0000`` without a legal move or without a network. Any bad line
+gets ``info string error: …`` and the loop goes on.
 """
 
 from __future__ import annotations
@@ -21,11 +22,8 @@ import chess
 import engine
 from engine import options as opts
 from engine.controller import Controller
-from engine.search import Limit, ThinkingInfo
-
-GO_INT_ARGS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth", "mate")
-GO_NONNEGATIVE_ARGS = ("wtime", "btime", "movetime")
-"""go arguments read as at least 0 (a clock gone negative means no time left)."""
+from engine.search import ThinkingInfo
+from engine.uci_format import bestmove_line, format_info, parse_go, parse_position
 
 
 class UciEngine:
@@ -62,12 +60,12 @@ class UciEngine:
 
     def infos(self, board: chess.Board, infos: list[ThinkingInfo]) -> None:
         for info in infos:
-            self.send(self.format_info(board, info))
+            self.send(format_info(board, info, self.values))
 
     def bestmove(
         self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None
     ) -> None:
-        self.send(self._bestmove_line(board, best, ponder))
+        self.send(bestmove_line(board, best, ponder, bool(self.values["UCI_Chess960"])))
 
     def _open_log(self) -> None:
         if self._log is not None:
@@ -153,94 +151,13 @@ class UciEngine:
     def cmd_position(self, args: list[str]) -> None:
         if not args:
             raise ValueError("expected position startpos|fen <FEN> [moves ...]")
-        self.controller.set_position(self._parse_position(args))
-
-    def _parse_position(self, args: list[str]) -> chess.Board:
-        chess960 = bool(self.values["UCI_Chess960"])
-        if "moves" in args:
-            at = args.index("moves")
-            head, moves = args[:at], args[at + 1 :]
-        else:
-            head, moves = args, []
-        if head[0] == "startpos" and len(head) == 1:
-            board = chess.Board(chess960=chess960)
-        elif head[0] == "fen" and len(head) > 1:
-            fen = " ".join(head[1:])
-            try:
-                board = chess.Board(fen, chess960=chess960)
-            except ValueError as exc:
-                raise ValueError(f"bad FEN {fen!r}: {exc}") from None
-            status = board.status()
-            if status & ~(chess.STATUS_BAD_CASTLING_RIGHTS | chess.STATUS_INVALID_EP_SQUARE):
-                raise ValueError(f"invalid position in FEN {fen!r}: {status!r}")
-        else:
-            raise ValueError(f"expected startpos or fen <FEN>, got {' '.join(head)[:100]!r}")
-        for i, text in enumerate(moves):
-            try:
-                move = board.parse_uci(text)
-            except ValueError:
-                raise ValueError(
-                    f"illegal move {text[:20]!r} (move {i + 1} of position); position unchanged"
-                ) from None
-            board.push(move)
-        return board
+        self.controller.set_position(parse_position(args, bool(self.values["UCI_Chess960"])))
 
     def cmd_go(self, args: list[str]) -> None:
         # Every go must get its bestmove: a go during a search ends that search first (it sends
         # its own bestmove), and a malformed argument is reported and skipped, not fatal.
         board = self.controller.board
-        ints: dict[str, int] = {}
-        flags = set()
-        searchmoves: list[chess.Move] = []
-        i = 0
-        while i < len(args):
-            tok = args[i]
-            if tok in GO_INT_ARGS:
-                value = args[i + 1] if i + 1 < len(args) else None
-                try:
-                    if value is None:
-                        raise ValueError(f"go {tok} without a value")
-                    ints[tok] = int(float(value))
-                    i += 2
-                except (TypeError, ValueError, OverflowError):
-                    self.error(
-                        f"go {tok}: expected a number, got "
-                        f"{'nothing' if value is None else repr(value[:20])}; ignored"
-                    )
-                    # A following keyword starts the next argument; anything else was the value.
-                    keyword = value is None or value in GO_INT_ARGS + (
-                        "infinite",
-                        "ponder",
-                        "searchmoves",
-                    )
-                    i += 1 if keyword else 2
-            elif tok in ("infinite", "ponder"):
-                flags.add(tok)
-                i += 1
-            elif tok == "searchmoves":
-                i += 1
-                while i < len(args) and args[i] not in GO_INT_ARGS + ("infinite", "ponder"):
-                    try:
-                        move = board.parse_uci(args[i])
-                        if not move:  # python-chess parses 0000 as the null move
-                            raise ValueError("the null move")
-                        searchmoves.append(move)
-                    except ValueError:
-                        self.error(f"go searchmoves: ignoring illegal move {args[i][:20]!r}")
-                    i += 1
-            else:
-                self.error(f"go: unknown argument {tok[:40]!r}; ignored")
-                i += 1
-        for key in GO_NONNEGATIVE_ARGS:
-            if key in ints:
-                ints[key] = max(0, ints[key])
-        limit = Limit(
-            **ints,
-            infinite="infinite" in flags,
-            ponder="ponder" in flags,
-            searchmoves=tuple(searchmoves),
-            started_at=self._line_time,
-        )
+        limit = parse_go(args, board, self._line_time, self.error)
         try:
             self.controller.go(limit)
         except Exception as exc:  # no search started: this go still gets its bestmove
@@ -256,50 +173,6 @@ class UciEngine:
     def cmd_quit(self, args: list[str]) -> bool:
         self.controller.stop_and_join()
         return False
-
-    # ------------------------------------------------------------------------------------- answers
-    def _bestmove_line(
-        self, board: chess.Board, best: chess.Move | None, ponder: chess.Move | None
-    ) -> str:
-        # best is legal (the controller's promise); ponder only where it is legal after it.
-        moves = (
-            [] if best is None else self._uci_moves(board, (best, ponder) if ponder else (best,))
-        )
-        if not moves:
-            return "bestmove 0000"
-        return f"bestmove {moves[0]}" + (f" ponder {moves[1]}" if len(moves) > 1 else "")
-
-    def _uci_moves(self, board: chess.Board, moves: tuple[chess.Move, ...]) -> list[str]:
-        """``moves`` played one after the other from ``board``, in UCI notation (Chess960's
-        when UCI_Chess960 is set), up to the first that is not legal where it is played."""
-        chess960 = bool(self.values["UCI_Chess960"])
-        b = board.copy(stack=False)
-        out = []
-        for move in moves:
-            if move not in b.legal_moves:
-                break
-            out.append(b.uci(move, chess960=chess960))
-            b.push(move)
-        return out
-
-    def format_info(self, board: chess.Board, info: ThinkingInfo) -> str:
-        parts = [
-            f"info depth {info.depth} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"
-        ]
-        if info.multipv is not None:
-            parts.append(f"multipv {info.multipv}")
-        if info.mate is not None:
-            parts.append(f"score mate {info.mate}")
-        elif info.score_cp is not None:
-            parts.append(f"score cp {info.score_cp}")
-        if self.values["UCI_ShowWDL"]:
-            parts.append("wdl {} {} {}".format(*info.wdl))
-        if info.moves_left is not None and self.values["UCI_ShowMovesLeft"]:
-            parts.append(f"movesleft {info.moves_left}")
-        parts.append(f"hashfull {info.hashfull} nps {info.nps} tbhits {info.tbhits}")
-        if info.pv:
-            parts.append("pv " + " ".join(self._uci_moves(board, info.pv)))
-        return " ".join(parts)
 
 
 class _StderrLog:

@@ -320,13 +320,14 @@ def test_lc0_command_line_habits(tmp_path):
     assert not (REPO / "<stderr>").exists()
     from engine.search import ThinkingInfo
     from engine.uci import UciEngine
+    from engine.uci_format import format_info
 
     info = ThinkingInfo(depth=1, seldepth=1, time_ms=1, nodes=2, nps=2, hashfull=0, score_cp=10,
                         mate=None, wdl=(1, 998, 1), multipv=None, pv=(), moves_left=40)
     uci = UciEngine(io.StringIO())
-    assert "movesleft" not in uci.format_info(chess.Board(), info)
+    assert "movesleft" not in format_info(chess.Board(), info, uci.values)
     uci.handle("setoption name UCI_ShowMovesLeft value true")
-    assert " movesleft 40 " in uci.format_info(chess.Board(), info)
+    assert " movesleft 40 " in format_info(chess.Board(), info, uci.values)
 
 
 def test_unknown_backend_lists_every_backend():
