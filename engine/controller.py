@@ -1,5 +1,7 @@
 """The engine behind the UCI loop: the network, NN cache, tree, tablebases, time manager and
 the search thread, driven by option values and the commands' meaning (lc0's EngineController).
+It decides when to load what the options name and what a change drops; the loading itself, and
+what it tells the user, is :mod:`engine.loading`'s.
 
 It never prints: what it has to say goes to a :class:`Listener` (the UCI layer, which formats
 it). Every ``go`` gets exactly one ``bestmove`` callback: a legal move, or None without a legal
@@ -14,75 +16,28 @@ import dataclasses
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 import chess
 
-import engine
 from engine import options as opts
-from engine.backend import Network, load_network
+from engine.backend import Network
+from engine.loading import (
+    NETWORK_OPTIONS,
+    NetworkLoadError,
+    Reporter,
+    load_named_network,
+    network_key,
+    open_syzygy,
+    warm_up_search,
+)
 from engine.search import Limit, NNCache, Search, ThinkingInfo, from_options
-from engine.search.warmup import warm_up
-from engine.tablebase import Tablebase, TablebaseError, open_tablebases
+from engine.tablebase import Tablebase
 from engine.timemgr import TimeManager, parse_time_manager
 
-NETS_DIR = Path(engine.__file__).resolve().parent.parent / "nets"
-DEFAULT_NETWORK = NETS_DIR / opts.DEFAULT_NETWORK_FILE
-UNTRAINED_KEY = "xlazero_untrained"
-NETWORK_OPTIONS = ("WeightsFile", "Backend", "BackendOptions")
-"""Options whose change replaces the network (and drops the tree and cache computed by it)."""
 
-PROGRESS_EVERY_S = 5.0
-"""Seconds between the ``info string`` lines of a long compile (the first start)."""
-
-NETWORK_SUFFIXES = (".pb.gz", ".pb", ".onnx")
-"""Files ``<autodiscover>`` takes for networks."""
-
-
-def resolve_weights(value: str) -> Path:
-    """WeightsFile value -> path: ``<default>`` is the project's shipped network, and
-    ``<autodiscover>`` the newest network file in the working directory, else beside the engine
-    (the repository root, then nets/), as lc0 looks in its working and binary directories."""
-    if value in (opts.DEFAULT_WEIGHTS, ""):
-        return DEFAULT_NETWORK
-    if value == opts.AUTODISCOVER:
-        for folder in (Path.cwd(), NETS_DIR.parent, NETS_DIR):
-            found = (
-                [p for p in folder.iterdir() if p.is_file() and p.name.endswith(NETWORK_SUFFIXES)]
-                if folder.is_dir()
-                else []
-            )
-            if found:
-                return max(found, key=lambda p: (p.stat().st_mtime, p.name))
-        return Path(
-            f"{opts.AUTODISCOVER}: no {'/'.join(NETWORK_SUFFIXES)} file in "
-            f"{Path.cwd()}, {NETS_DIR.parent} or {NETS_DIR}"
-        )
-    return Path(value).expanduser()
-
-
-def is_untrained(path: Path) -> bool:
-    """Whether an ONNX file carries the shipped-untrained marker in its metadata."""
-    if path.suffix != ".onnx":
-        return False
-    try:
-        import onnx
-
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception:
-        return False
-    return any(p.key == UNTRAINED_KEY and p.value == "1" for p in model.metadata_props)
-
-
-class Listener(Protocol):
+class Listener(Reporter, Protocol):
     """Where the controller's output goes (the UCI layer)."""
-
-    def message(self, text: str) -> None:
-        """A note for the user (``info string``)."""
-
-    def error(self, text: str) -> None:
-        """A problem the user must see (``info string error: …``)."""
 
     def infos(self, board: chess.Board, infos: list[ThinkingInfo]) -> None:
         """Search progress from the position ``board``."""
@@ -135,46 +90,11 @@ class Controller:
         if not self.searching:
             ok = self.ensure_network()
             self.ensure_tablebase()
-            self._warm_up()
+            warm_up_search(self.listener)
             if ok and self.search is None:
                 # The search's tree, game and workers now, not in the first go's time.
                 assert self.network is not None
                 self.search = Search(self.network, from_options(self.values), self.cache)
-
-    def _warm_up(self) -> None:
-        """The search's compiled functions (engine.search.warmup): loaded from numba's cache in a
-        fraction of a second, or, on the first start after an install or update, compiled, which
-        takes tens of seconds; then a line every :data:`PROGRESS_EVERY_S` tells the user why."""
-        from engine.search import warmup
-
-        if warmup.is_done():
-            return
-        if warmup.cache_is_warm():
-            warm_up()
-            return
-        self.listener.message(
-            "compiling the search's functions (numba), once after an install or update: "
-            "this takes a while; later starts load them from the cache"
-        )
-        start = time.monotonic()
-        finished = threading.Event()
-
-        def progress() -> None:
-            while not finished.wait(PROGRESS_EVERY_S):
-                self.listener.message(
-                    f"compiling the search's functions: {time.monotonic() - start:.0f} s so far"
-                )
-
-        ticker = threading.Thread(target=progress, name="warm-up progress", daemon=True)
-        ticker.start()
-        try:
-            warm_up()
-        finally:
-            finished.set()
-            ticker.join()
-        self.listener.message(
-            f"compiled the search's functions in {time.monotonic() - start:.1f} s"
-        )
 
     def new_game(self) -> None:
         self.stop_and_join()
@@ -272,31 +192,18 @@ class Controller:
 
     def ensure_network(self) -> bool:
         """Load the network named by the options if needed; report failures to the listener."""
-        key = tuple(self.values[k] for k in NETWORK_OPTIONS)
+        key = network_key(self.values)
         if self.network is not None and key == self._network_key:
             return True
         self._drop_network()
-        path = resolve_weights(self.values["WeightsFile"])
-        backend = self.values["Backend"]
-        if backend != "random" and not path.exists():
-            return self._load_failed(f"cannot load network {path}: file not found")
         try:
-            self.network = load_network(str(path), self.values["BackendOptions"], backend=backend)
-        except Exception as exc:
-            return self._load_failed(
-                f"cannot load network {path} with backend {backend}: {type(exc).__name__}: {exc}"
-            )
+            self.network = load_named_network(self.values, self.listener)
+        except NetworkLoadError as exc:
+            self._load_error = str(exc)
+            self.listener.error(self._load_error)
+            return False
         self._network_key = key
         self._load_error = None
-        attributes = self.network.attributes()
-        self.listener.message(f"loaded network {attributes.name} ({path}) with backend {backend}")
-        for line in attributes.description:
-            self.listener.message(line)
-        if backend != "random" and is_untrained(path):
-            self.listener.message(
-                f"network {path.name} is untrained (random weights): its moves "
-                "are not meaningful; set WeightsFile to a trained network"
-            )
         return True
 
     def ensure_tablebase(self) -> None:
@@ -309,21 +216,7 @@ class Controller:
         if self.tablebase is not None:
             self.tablebase.close()
         self.tablebase, self._tablebase_path = None, path
-        try:
-            self.tablebase = open_tablebases(path)
-        except TablebaseError as exc:
-            self.listener.error(str(exc))
-            return
-        if self.tablebase is not None:
-            self.listener.message(
-                f"Syzygy tablebases: {self.tablebase.tables} tables, up to "
-                f"{self.tablebase.max_pieces} pieces, from {path}"
-            )
-
-    def _load_failed(self, message: str) -> bool:
-        self._load_error = message
-        self.listener.error(message)
-        return False
+        self.tablebase = open_syzygy(path, self.listener)
 
     # ------------------------------------------------------------------------------ search
     def _with_budget(self, limit: Limit) -> Limit:

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import SMALL_BUCKETS
 from engine.encoding import encode_batch, policy_indices
-from engine.controller import NETS_DIR
+from engine.loading import NETS_DIR
 from engine.uci import UciEngine
 
 DEFAULT_NET = NETS_DIR / "xlazero-sf6x64.onnx"

@@ -11,7 +11,7 @@ import onnx
 
 import backend_xla
 from conftest import REPO_ROOT
-from engine.controller import DEFAULT_NETWORK, is_untrained
+from engine.loading import DEFAULT_NETWORK, is_untrained
 
 NETS = REPO_ROOT / "nets"
 UNTRAINED_NET = NETS / "untrained.onnx"
