@@ -4,8 +4,8 @@ time imports this package (pyproject.toml's import contract). The scripts import
 
 ``maia``: a hand-built Maia (lc0 SE-residual) forward pass used to measure what is reachable.
 ``bench``: the tables of docs/performance.md; ``timing``: round-robin timing; ``conv``: FLOP counts.
-``btnet``: random transformer networks in lc0's format. ``uci_pipe``: an engine process driven
-through its UCI pipe. ``nettools``: ``bin/onnx2hlo`` and ``bin/describenet``. (The XLA
+``searchbench``: ``bin/bench``'s searches and figures. ``btnet``: random transformer networks in
+lc0's format. ``uci_pipe``: an engine process driven through its UCI pipe. ``nettools``: ``bin/onnx2hlo`` and ``bin/describenet``. (The XLA
 prototypes of a compiled search core, batched legal moves and the tree as arrays, were deleted
 when the numba core replaced them: ``engine/search/core/``.)
 The conv formulations they measure are run-time code (:mod:`backend_xla.ops.conv_methods`), as is
