@@ -41,6 +41,18 @@ def _one_per_architecture(names: list[str]) -> list[str]:
 # The layout pass only changes graphs with convolutions (the attention-body nets have none).
 CONV_ZOO_FILES = _one_per_architecture(sorted(
     p.name for p in (LC0 / "zoo").glob("*.onnx") if _has_conv(p))) if (LC0 / "zoo").is_dir() else []
+LAYOUT_SLOW = {
+    "se-b4f64-polconv-valclassical-mish.onnx",  # its opset-18 twin (axes as inputs) runs in CI
+    "se-b2f32-polattn-polenc1-wdl-relu.onnx",  # the attention policy head: se-b4f64-polattn
+    "se-b2f32-polconv-wdl-input132-canonical-hectoplies-armageddon.onnx",  # se-b3f48-polconv
+}
+"""Graphs whose convolutions and heads another file of the list already brings: --run-slow."""
+
+
+def _layout_params(names: list[str]) -> list:
+    return [pytest.param(n, marks=pytest.mark.slow) if n in LAYOUT_SLOW else n for n in names]
+
+
 FAST = "batch_buckets=4,cache_dir=none,background_compile=0,device=0,conv_method=lax"
 """XLA's own convolution in both layouts: the layout pass alone differs (the Winograd programs,
 twice as slow to compile, are checked against lc0 in test_backend_zoo.py)."""
@@ -54,7 +66,7 @@ def _ref(name: str) -> str:
     return name.replace("-opset18.onnx", ".onnx").replace(".onnx", "-ref.jsonl.gz")
 
 
-@pytest.mark.parametrize("name", CONV_ZOO_FILES or ["<../shared absent>"])
+@pytest.mark.parametrize("name", _layout_params(CONV_ZOO_FILES) or ["<../shared absent>"])
 def test_layout_pass_equals_onnx_layout(name):
     path = need_shared("zoo", name)
     records = read_jsonl(need_shared("zoo", _ref(name)))[:LAYOUT_POSITIONS]

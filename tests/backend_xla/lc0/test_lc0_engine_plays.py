@@ -1,8 +1,10 @@
 """The engine plays with every lc0 weight file in ../shared: ``go nodes 100`` gives a legal bestmove,
 and the positions reach the network encoded in the network's own input format.
 
-CI runs every file of the zoo (each architecture and input format) and two of the nine Maias;
-the other seven Maias (the same architecture and format, other weights) run with --run-slow."""
+What is checked depends on the input format, not on the architecture (test_backend_zoo.py
+checks every architecture against lc0's outputs): CI runs each input format once (the zoo's
+``-inputN`` files, one file of the classical format) and two of the nine Maias; the other files
+(other architectures and weights in a format already run) run with --run-slow."""
 
 from __future__ import annotations
 
@@ -19,8 +21,14 @@ WEIGHT_FILES = sorted(str(p.relative_to(LC0)) for p in LC0.glob("*/*.pb.gz")) if
 CI_MAIAS = ("maia/maia-1100.pb.gz", "maia/maia-1900.pb.gz")
 
 
+CI_CLASSICAL = "zoo/se-b3f48-polconv-wdl-mlh-relu.pb.gz"
+
+
 def _marked(name: str):
-    slow = name.startswith("maia/") and name not in CI_MAIAS
+    if name.startswith("maia/"):
+        slow = name not in CI_MAIAS
+    else:
+        slow = "-input" not in name and name != CI_CLASSICAL
     return pytest.param(name, marks=pytest.mark.slow) if slow else name
 OPTIONS = "batch_buckets=7,background_compile=0,host_devices=1,conv_method=lax"
 """One size (the minibatch of 7; the root pads to it), on one device, XLA's own convolution:
