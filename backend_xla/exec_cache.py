@@ -25,6 +25,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -199,18 +200,19 @@ class ExecutableCache(_PickleEntries):
             from jax.experimental import serialize_executable as se
 
             entry = pickle.loads(data)
-            programs = []
-            for copy, (payload, in_tree, out_tree) in enumerate(entry["programs"]):
+
+            def deserialize(copy: int):
+                payload, in_tree, out_tree = entry["programs"][copy]
                 on = _execution_devices(executable_shell, devices, copy)
-                programs.append(
-                    se.deserialize_and_load(
-                        payload, in_tree, out_tree, backend=on[0].client, execution_devices=on
-                    )
+                return se.deserialize_and_load(
+                    payload, in_tree, out_tree, backend=on[0].client, execution_devices=on
                 )
-            executable_shell.programs = programs
-            for copy in range(len(programs)):
-                if not _same(executable_shell.zero_run(copy), entry["zero_outputs"]):
-                    raise ValueError("outputs differ from the stored ones")
+
+            copies = len(entry["programs"])
+            executable_shell.programs = _on_threads(deserialize, copies)
+            outputs = _on_threads(executable_shell.zero_run, copies)
+            if not all(_same(out, entry["zero_outputs"]) for out in outputs):
+                raise ValueError("outputs differ from the stored ones")
         except Exception:  # compiled again
             executable_shell.programs = []
             self._reject(path)
@@ -361,3 +363,28 @@ class CachedConverter:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.real(), name)
+
+
+def _on_threads(fn, count: int) -> list:
+    """``[fn(0), ..., fn(count - 1)]``, each on its own thread when there are several: XLA
+    reads a program and runs it without the GIL, so a program for each device loads in the
+    time of one (a warm start's largest part after the imports). The first error is raised."""
+    if count <= 1:
+        return [fn(i) for i in range(count)]
+    results: list = [None] * count
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            results[i] = fn(i)
+        except BaseException as exc:  # raised below, on the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"xla load {i}") for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
