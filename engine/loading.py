@@ -125,6 +125,21 @@ def open_syzygy(path: str, reporter: Reporter) -> Tablebase | None:
     return tablebase
 
 
+def start_warm_up() -> None:
+    """Begin making the search's compiled functions ready on a thread as the process starts:
+    it needs no option, and it overlaps the reading of ``uci`` and the network's load at
+    ``isready``, which then waits for it (:func:`warm_up_search`)."""
+    if not warmup.is_done():
+        threading.Thread(target=_warm_up_quietly, name="search warm-up", daemon=True).start()
+
+
+def _warm_up_quietly() -> None:
+    try:
+        warmup.warm_up()
+    except Exception:  # isready runs it again on its own thread and reports why
+        pass
+
+
 def warm_up_search(reporter: Reporter) -> None:
     """The search's compiled functions (engine.search.warmup): loaded from numba's cache in a
     fraction of a second, or, on the first start after an install or update, compiled, which

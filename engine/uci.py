@@ -22,6 +22,7 @@ import chess
 import engine
 from engine import options as opts
 from engine.controller import Controller
+from engine.loading import start_warm_up
 from engine.search import ThinkingInfo
 from engine.uci_format import bestmove_line, format_info, parse_go, parse_position
 
@@ -234,6 +235,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
     except opts.OptionError as exc:
         print(f"xlazero: error: {exc}", file=sys.stderr)
         return 2
+    start_warm_up()  # the compiled search, while the GUI sends uci and the options
     out = stdout or sys.stdout
     uci = UciEngine(out, values)
     stream = stdin or sys.stdin.buffer
