@@ -117,7 +117,7 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_WEIGHTS,
         "weights",
         "Network file (.onnx or lc0 .pb.gz). <default> is the project's shipped network, "
-        f"nets/{DEFAULT_NETWORK_FILE} (trained by bin/train-net; see nets/README.md); "
+        f"nets/{DEFAULT_NETWORK_FILE} (trained by bin/dev/train-net; see nets/README.md); "
         "<autodiscover> the newest network file in the working directory, else beside the engine.",
     ),
     _o(

@@ -268,10 +268,10 @@ def test_the_extraction_rules():
         "`engine/search/search.py:Search._iteration`, `tree.py:60`; [map](architecture.md#x),\n"
         "[lc0](https://lczero.org), [shared](../../shared/lc0).\n"
         "```\n"
-        "bin/bench --weights=../shared/lc0/maia/maia-1100.pb.gz --out tests/data/x.jsonl.gz\n"
+        "bin/perf/bench --weights=../shared/lc0/maia/maia-1100.pb.gz --out tests/data/x.jsonl.gz\n"
         "python -c 'import search.py'\n"
         "```\n"
-        "Placeholders `bin/train-net openings --out FILE.epd`, `OUTDIR/results.md`, `NET.onnx`,\n"
+        "Placeholders `bin/dev/train-net openings --out FILE.epd`, `OUTDIR/results.md`, `NET.onnx`,\n"
         "globs `tests/engine/test_*.py`, outside `../shared/tools`, `/tmp/x.py`, `maia-1100.onnx`,\n"
         "prose words: nodes/s, W/D/L, a/b.py (not a span), `lax/NHWC`, `pyproject.toml`.\n"
     )
@@ -282,9 +282,9 @@ def test_the_extraction_rules():
         ("rooted", "engine/search/search.py", "Search._iteration"),
         ("partial", "tree.py", "60"),
         ("link", "docs/architecture.md", None),
-        ("rooted", "bin/bench", None),
+        ("rooted", "bin/perf/bench", None),
         ("rooted", "tests/data/x.jsonl.gz", None),
-        ("rooted", "bin/train-net", None),
+        ("rooted", "bin/dev/train-net", None),
         ("rooted", "pyproject.toml", None),
     }
 

@@ -9,7 +9,7 @@ from conftest import REPO_ROOT
 
 
 def test_readme_option_tables_are_generated_from_the_declarations():
-    result = subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "update-readme"), "--check"],
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "dev" / "update-readme"), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
@@ -23,15 +23,20 @@ def test_readme_opens_with_the_install_commands_ci_runs():
 
 
 def test_every_bin_program_is_in_the_readmes_tools_tables():
-    """bin/ holds programs for users, benchmarks, checks and developer tools: each is listed once
-    in the README's tables (issue 40), so nobody has to read the scripts to find one."""
+    """bin/ holds the programs for users, bin/perf/ the benchmarks, bin/check/ the checks and soak,
+    bin/dev/ the developer tools: each is listed once in the README's tables (issue 40), so
+    nobody has to read the scripts to find one."""
     text = (REPO_ROOT / "README.md").read_text()
     tools = text[text.index("## Tools (`bin/`)") :]
     tools = tools[: tools.index("\n## ", 1)]
+    bin_dir = REPO_ROOT / "bin"
+    folders = [bin_dir, *(bin_dir / sub for sub in ("perf", "check", "dev"))]
     programs = sorted(
-        p.name
-        for p in (REPO_ROOT / "bin").iterdir()
+        p.relative_to(REPO_ROOT).as_posix()
+        for folder in folders
+        for p in folder.iterdir()
         if p.is_file() and not p.name.startswith("_") and p.suffix != ".py"
     )
-    missing = [name for name in programs if f"`bin/{name}" not in tools]
+    assert len(programs) == 25, programs
+    missing = [name for name in programs if f"`{name}" not in tools]
     assert not missing, f"bin programs not in the README's Tools tables: {missing}"

@@ -1,4 +1,4 @@
-"""A long ``go infinite`` under ``RamLimitMb`` through the UCI pipe (``bin/treemem --probe``).
+"""A long ``go infinite`` under ``RamLimitMb`` through the UCI pipe (``bin/perf/treemem --probe``).
 
 Sets ``RamLimitMb``, takes the process's base RSS right after ``readyok``, runs ``go infinite``
 and, once a second, logs (seconds, nodes, RSS MB, nodes/s) to a CSV; sends ``isready`` every

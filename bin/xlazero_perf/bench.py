@@ -1,11 +1,11 @@
-"""Benchmarks behind ``bin/convbench`` (tables for docs/performance.md).
+"""Benchmarks behind ``bin/perf/convbench`` (tables for docs/performance.md).
 
 Every table is measured round-robin in one process (see :mod:`xlazero_perf.timing`) with a
 reference in the same run — the f32 matmul peak for conv tables, onnxruntime for network tables —
 because the machine is shared and absolute numbers drift by 2× between runs.
 
 The ``flags`` table needs one process per XLA flag setting (flags are read once, when jax starts),
-so it re-runs ``bin/convbench net`` in subprocesses and reports each result relative to
+so it re-runs ``bin/perf/convbench net`` in subprocesses and reports each result relative to
 onnxruntime measured in that same subprocess.
 """
 
@@ -176,7 +176,7 @@ def net_table(
 
 def flags_table(flag_sets: list[str], batch: int = 256, variants=None, repeats: int = 2) -> None:
     """Run ``net`` once per XLA_FLAGS setting (alternating, ``repeats`` times) in subprocesses."""
-    script = Path(__file__).resolve().parents[2] / "bin" / "convbench"
+    script = Path(__file__).resolve().parents[2] / "bin" / "perf" / "convbench"
     variants = variants or ["lax/NHWC", "winograd4/NHWC", "im2col/NHWC/mb32"]
     rows = []
     header = ["XLA_FLAGS", "run"] + [f"{v} ×{d}" for v in variants for d in ("1dev", "all")]

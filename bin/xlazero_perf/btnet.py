@@ -1,6 +1,6 @@
 """Random-weight lc0 transformer (attention-body) networks of any size, as lc0 ``.pb.gz`` files.
 
-For benchmarks where matrix multiplies dominate (``bin/make-bt-net``): the shared zoo's ``bt-*``
+For benchmarks where matrix multiplies dominate (``bin/dev/make-bt-net``): the shared zoo's ``bt-*``
 nets have embedding 64, far from lc0's BT4 (embedding 1024, 15 encoder layers, 32 heads, dff 1536).
 The file uses the layout of lc0's ``NETWORK_ATTENTIONBODY_WITH_HEADFORMAT`` with the legacy
 single-head fields, as the zoo's ``bt-e64h4-pemap-mish-smolgen-swish-ffnrelu2-wdl-mlh`` does:

@@ -8,7 +8,7 @@ Two numbers say how alike two searches are on one position:
   1: no move in common).
 
 lc0 against itself (other thread count and minibatch size) agrees on 98.3 % of best moves at a
-mean distance of 0.027; that spread is the yardstick. Used by ``bin/fidelity`` and the tests.
+mean distance of 0.027; that spread is the yardstick. Used by ``bin/check/fidelity`` and the tests.
 """
 
 from __future__ import annotations

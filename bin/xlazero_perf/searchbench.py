@@ -1,4 +1,4 @@
-"""``bin/bench``'s measuring parts: xlazero's searches to a node count, each engine's figures,
+"""``bin/perf/bench``'s measuring parts: xlazero's searches to a node count, each engine's figures,
 the search's parts timed (``--breakdown``) and a simulated accelerator's latency
 (``--latency-ms``)."""
 

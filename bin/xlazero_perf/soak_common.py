@@ -1,4 +1,4 @@
-"""What the three kinds of ``bin/soak`` share: the resumable JSON-lines log, the time limit, the
+"""What the three kinds of ``bin/check/soak`` share: the resumable JSON-lines log, the time limit, the
 summary, and an engine process driven through its UCI pipe (raw bytes in, lines out, RSS)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``bin/soak games``: one cutechess-cli game a case, alternately against Stockfish at a fixed
+"""``bin/check/soak games``: one cutechess-cli game a case, alternately against Stockfish at a fixed
 ``UCI_Elo`` and against itself with pondering on, colours alternating, openings from the
 held-out set. Counted from cutechess-cli's result line and its ``-debug`` dialogue: illegal
 moves, time losses, crashes/disconnects, stalls and ``bestmove 0000``; all must be 0."""

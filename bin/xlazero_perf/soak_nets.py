@@ -1,4 +1,4 @@
-"""``bin/soak networks``: corrupt networks made from real ``.pb.gz`` and ``.onnx`` files, each
+"""``bin/check/soak networks``: corrupt networks made from real ``.pb.gz`` and ``.onnx`` files, each
 loaded by one engine process (``setoption name WeightsFile`` + ``isready``, then
 ``go nodes 1``). A case passes if the engine either loads the network and answers a legal move,
 or prints an ``info string error`` naming the file and answers ``bestmove 0000``; with no crash,

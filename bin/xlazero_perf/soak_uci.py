@@ -1,4 +1,4 @@
-"""``bin/soak uci``: hostile UCI lines and rapid command interleavings against
+"""``bin/check/soak uci``: hostile UCI lines and rapid command interleavings against
 ``bin/xlazero --backend=random``. Each case is a batch of lines, then a sync (``stop``,
 ``isready``); it passes if the engine is alive, answered every ``isready`` with ``readyok``, and
 every ``go`` with one ``bestmove`` legal in the position it searched (followed with

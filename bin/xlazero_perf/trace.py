@@ -1,4 +1,4 @@
-"""``bin/bench --trace``: each search's timeline (engine/search/timeline.py) as a CSV, one row a
+"""``bin/perf/bench --trace``: each search's timeline (engine/search/timeline.py) as a CSV, one row a
 batch, and a summary of how much the search and the network overlapped."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An engine process driven through its UCI pipe, each output line time-stamped (for
-``bin/ucilatency`` and ``bin/treemem``)."""
+``bin/perf/ucilatency`` and ``bin/perf/treemem``)."""
 
 from __future__ import annotations
 

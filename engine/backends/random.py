@@ -11,7 +11,7 @@ Options (lc0's ``--backend-opts`` syntax, ``--backend-opts=delay=2.5,seed=7``), 
 backend takes them:
 
 - ``delay``: milliseconds each batch takes (a number >= 0; default 0): a simulated accelerator
-  that answers any batch in ``delay`` ms, through UCI as well as in ``bin/bench``. The
+  that answers any batch in ``delay`` ms, through UCI as well as in ``bin/perf/bench``. The
   evaluating thread computes the outputs and sleeps the rest of the delay, as it would wait for
   a device. So the batch's time is the delay, as with lc0's random backend, whose device call
   is the sleep alone (its outputs are hashes its search threads compute). The outputs are the

@@ -71,7 +71,7 @@ class Search:
         self.batches: list[cgather.Batch] = []
         self._sequence = 0
         self.timeline: Timeline | None = None
-        """Set by a caller (bin/bench --trace) to record each batch's phase times."""
+        """Set by a caller (bin/perf/bench --trace) to record each batch's phase times."""
         self.state.cached_q = self._cached_q
         start = chess.Board()
         self._set_game(start, game_rows(start))

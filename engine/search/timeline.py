@@ -1,5 +1,5 @@
 """A search's timeline, batch by batch: when each minibatch was gathered, evaluated and backed
-up. Recorded only when a caller sets ``Search.timeline`` (``bin/bench --trace``), to show
+up. Recorded only when a caller sets ``Search.timeline`` (``bin/perf/bench --trace``), to show
 whether the search and the network overlap."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What limits the network, measured on played games (``bin/train-net analyse``).
+"""What limits the network, measured on played games (``bin/dev/train-net analyse``).
 
 For each move a named player made in a PGN's games (within the first ``max_moves`` moves):
 

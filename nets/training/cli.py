@@ -1,4 +1,4 @@
-"""Command line of ``bin/train-net`` (see its docstring and docs/training.md)."""
+"""Command line of ``bin/dev/train-net`` (see its docstring and docs/training.md)."""
 
 from __future__ import annotations
 
@@ -267,7 +267,7 @@ def cmd_all(a: argparse.Namespace) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="bin/train-net", description=__doc__)
+    parser = argparse.ArgumentParser(prog="bin/dev/train-net", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     _datagen_args(sub.add_parser("datagen", help="generate labelled positions with Stockfish"))
     _train_args(sub.add_parser("train", help="train (or continue training) a network"))

@@ -221,7 +221,7 @@ def chunk_path(cfg: GenConfig, k: int) -> Path:
 
 
 def _worker(cfg: GenConfig, w: int, starts: list[StartGame]) -> None:
-    os.nice(0)  # the caller decides the niceness (bin/train-net runs under nice -n 19)
+    os.nice(0)  # the caller decides the niceness (bin/dev/train-net runs under nice -n 19)
     sf = Stockfish(cfg.stockfish, multipv=cfg.multipv)
     try:
         for k in range(w, cfg.chunks, cfg.workers):

@@ -1,4 +1,4 @@
-"""Small strength matches (``bin/train-net evaluate``): xlazero with a network against an opponent
+"""Small strength matches (``bin/dev/train-net evaluate``): xlazero with a network against an opponent
 engine, played by the shared match runner (:mod:`.match`, as ``bin/match``).
 
 Games start from short book openings (:data:`OPENINGS`), each played twice with colours swapped,

@@ -1,5 +1,5 @@
 """Games between two UCI engines through python-chess: the match runner of ``bin/match`` and of
-``bin/train-net evaluate``.
+``bin/dev/train-net evaluate``.
 
 Each opening is played twice with colours swapped: the first player has White in games 0, 2, ...
 A player's limit is nodes or a time per move, or a clock (base + increment) kept here from wall
@@ -117,7 +117,7 @@ class Tally:
         return elo(mean), (elo(min(mean + err, 1 - 1e-6)) - elo(max(mean - err, 1e-6))) / 2
 
     def summary(self) -> str:
-        """Score with its interval and the matching Elo differences (bin/train-net evaluate)."""
+        """Score with its interval and the matching Elo differences (bin/dev/train-net evaluate)."""
         s = self.score
         lo, hi = self.bounds()
         elo = lambda x: -400 * math.log10(1 / min(max(x, 1e-3), 1 - 1e-3) - 1)  # noqa: E731

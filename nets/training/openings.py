@@ -1,4 +1,4 @@
-"""Balanced opening positions for strength matches (``bin/train-net openings``).
+"""Balanced opening positions for strength matches (``bin/dev/train-net openings``).
 
 Each opening is a few *uniformly random* legal plies from the start position, kept only when the
 teacher scores it within ``max_cp`` of equality. Random plies (rather than the MultiPV-sampled

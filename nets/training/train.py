@@ -6,11 +6,11 @@ The value weight defaults to 0.5: every position of a game shares nearly the sam
 with a few thousand games the value head memorises games (measured: training value loss 0.35
 against validation 1.09 after 750 steps at weight 1.0) long before the policy stops improving.
 
-With several local devices (``bin/train-net`` makes one XLA CPU device per core, as the engine
+With several local devices (``bin/dev/train-net`` makes one XLA CPU device per core, as the engine
 does) each batch is split across them and the parameters are replicated: the same jitted step,
 partitioned by XLA, which all-reduces the gradient of the whole batch's mean loss. XLA's CPU
 convolutions run on one thread, so on 2 cores this trains about 1.4x faster than one device
-(``bin/trainbench``; docs/training.md).
+(``bin/perf/trainbench``; docs/training.md).
 
 A run directory holds ``config.json``, ``checkpoint.npz`` (params, Adam moments, step, loss
 history; replaced atomically every ``checkpoint_every`` steps) and ``losses.png``. Starting a run
@@ -67,7 +67,7 @@ class TrainConfig:
     (a new run only; a checkpoint wins), e.g. the shipped network, to train it on further data."""
     init_policy_scale: float = 1.0
     """The policy scale ``init`` was exported with (its logits are divided by it): 1.359/0.5 for
-    the shipped network (bin/train-net export --policy-temperature 0.5)."""
+    the shipped network (bin/dev/train-net export --policy-temperature 0.5)."""
 
     @property
     def net(self) -> NetConfig:

@@ -1,4 +1,4 @@
-"""bin/bench --lc0: both engines searched side by side against a fake lc0 (no real lc0 needed)."""
+"""bin/perf/bench --lc0: both engines searched side by side against a fake lc0 (no real lc0 needed)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import sys
 
 from conftest import REPO_ROOT
 
-BENCH = REPO_ROOT / "bin" / "bench"
+BENCH = REPO_ROOT / "bin" / "perf" / "bench"
 
-# Enough UCI for bin/bench: it logs its argv and every command to the file named by its first
+# Enough UCI for bin/perf/bench: it logs its argv and every command to the file named by its first
 # argument's neighbour (argv[0] + ".log").
 FAKE_LC0 = """\
 import sys

@@ -1,4 +1,5 @@
-"""Every Python script in bin/ bootstraps through bin/_venv.py and runs by its path from anywhere."""
+"""Every Python script in bin/ and its subfolders bootstraps through bin/_venv.py and runs by its
+path from anywhere."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ import pytest
 from conftest import REPO_ROOT
 
 BIN = REPO_ROOT / "bin"
+SUBFOLDERS = ("perf", "check", "dev")  # benchmarks, checks and soak, developer tools
 
 
 def python_scripts() -> list[Path]:
-    """Executable files in bin/ whose shebang names python (bin/xlazero is bash)."""
+    """Executable files in bin/ and its subfolders whose shebang names python (bin/xlazero is
+    bash)."""
     scripts = []
-    for path in sorted(BIN.iterdir()):
+    folders = (BIN, *(BIN / s for s in SUBFOLDERS))
+    for path in sorted(p for folder in folders for p in folder.iterdir()):
         if not path.is_file() or not os.access(path, os.X_OK):
             continue
         with path.open("rb") as f:
@@ -36,6 +40,13 @@ def test_scripts_found():
     assert not any(p.name == "xlazero" for p in SCRIPTS)
 
 
+def test_scripts_in_each_subfolder_with_one_venv_loader():
+    """Each subfolder's _venv.py (found first, as the script's own folder is) is the same file."""
+    loaders = {(BIN / s / "_venv.py").read_text() for s in SUBFOLDERS}
+    assert len(loaders) == 1
+    assert all(any(p.parent == BIN / s for p in SCRIPTS) for s in SUBFOLDERS)
+
+
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_imports_venv_bootstrap(script):
     """Each script imports _venv at module level (so run by path it finds .venv and the repo)."""
@@ -46,10 +57,12 @@ def test_imports_venv_bootstrap(script):
 
 
 HELP_ALL = """
-import contextlib, io, json, runpy, sys
+import contextlib, io, json, os, runpy, sys
 out = {}
-sys.path.insert(0, sys.argv[1])  # as when a script runs by its path: its folder comes first
-for script in sys.argv[2:]:
+sys.path.insert(0, "")  # the script's folder, set below
+for script in sys.argv[1:]:
+    sys.path[0] = os.path.dirname(script)  # as when a script runs by its path: its folder first
+    sys.modules.pop("_venv", None)  # bin/_venv.py, or the one of the script's subfolder
     text, code = io.StringIO(), None
     sys.argv = [script, "--help"]
     try:
@@ -73,7 +86,7 @@ def _env_without_venv() -> dict[str, str]:
 
 def test_help_from_another_directory():
     """`bin/<script> --help` started by its path from / exits 0 with usage text."""
-    script = BIN / "perft"
+    script = BIN / "perf" / "perft"
     run = subprocess.run([str(script), "--help"], cwd="/", env=_env_without_venv(),
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "usage" in run.stdout.lower(), run.stderr[-2000:]
@@ -83,7 +96,7 @@ def test_every_script_prints_its_help():
     """Every script's `--help` exits 0 with usage text: all of them in one interpreter (started
     from /), each run as __main__, so a broken import or argument parser shows at the cost of
     one start-up instead of one per script (each imports jax)."""
-    run = subprocess.run([sys.executable, "-c", HELP_ALL, str(BIN), *map(str, SCRIPTS)], cwd="/",
+    run = subprocess.run([sys.executable, "-c", HELP_ALL, *map(str, SCRIPTS)], cwd="/",
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     results = json.loads(run.stdout)
@@ -94,7 +107,7 @@ def test_every_script_prints_its_help():
 
 def test_backendbench_labels_rows_with_the_backend_opts_data_type():
     net = BIN.parent / "nets" / "untrained.onnx"
-    out = subprocess.run([str(BIN / "backendbench"), str(net), "--batch-sizes", "2", "--repeats", "1",
+    out = subprocess.run([str(BIN / "perf" / "backendbench"), str(net), "--batch-sizes", "2", "--repeats", "1",
                           "--no-onnxruntime", "--backend-opts", "data_type=bf16,cache_dir=none"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -1,6 +1,6 @@
-"""bin/device-check on a machine without a GPU: says so, skips every step by name, exits 0, fast.
+"""bin/perf/device-check on a machine without a GPU: says so, skips every step by name, exits 0, fast.
 
-(Its full run needs a GPU; ``bin/device-check OUT --cpu-rehearsal`` runs every step on the CPU
+(Its full run needs a GPU; ``bin/perf/device-check OUT --cpu-rehearsal`` runs every step on the CPU
 at tiny sizes and takes minutes, so it is not a test.)"""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-DEVICE_CHECK = REPO_ROOT / "bin" / "device-check"
+DEVICE_CHECK = REPO_ROOT / "bin" / "perf" / "device-check"
 STEPS = ["env", "gpu-tests", "backend", "engine", "startup", "cuda-extra"]
 
 
 @pytest.mark.skipif(
     bool(shutil.which("nvidia-smi") or list(Path("/dev").glob("nvidia*"))),
-    reason="a GPU may be here: bin/device-check would run its full checks",
+    reason="a GPU may be here: bin/perf/device-check would run its full checks",
 )
 def test_without_a_gpu_every_step_is_skipped_and_reported(tmp_path):
     out = tmp_path / "out"

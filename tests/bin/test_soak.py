@@ -1,4 +1,4 @@
-"""The short version of `bin/soak` (the long one: README, "Tools"): each kind small, and the log
+"""The short version of `bin/check/soak` (the long one: README, "Tools"): each kind small, and the log
 resumes. The whole file runs in about 20 s on the project's 2-core machine."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-SOAK = REPO_ROOT / "bin" / "soak"
+SOAK = REPO_ROOT / "bin" / "check" / "soak"
 sys.path.insert(0, str(REPO_ROOT / "bin"))
 
 from xlazero_perf.soak_games import CUTECHESS, STOCKFISH, classify  # noqa: E402

@@ -1,4 +1,4 @@
-"""`bin/treemem --probe` (issue 42, item 2): the CSV log, the summary, the limit found.
+"""`bin/perf/treemem --probe` (issue 42, item 2): the CSV log, the summary, the limit found.
 
 The fast test drives a stand-in UCI engine (a few lines of Python that search to a node cap and
 then idle, as RamLimitMb makes the search do): the real engine takes 15-25 s to start on the
@@ -14,7 +14,7 @@ import textwrap
 import pytest
 from conftest import REPO_ROOT
 
-TREEMEM = REPO_ROOT / "bin" / "treemem"
+TREEMEM = REPO_ROOT / "bin" / "perf" / "treemem"
 
 FAKE_ENGINE = textwrap.dedent(
     """

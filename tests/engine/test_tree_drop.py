@@ -1,6 +1,6 @@
 """Dropping a big tree costs no visible time (the compiled tree is a few arrays, freed at once;
 the Python tree's millions of objects took seconds to free). The figure after a 1,000,000-node
-analysis is in docs/engine.md (bin/ucilatency); here a smaller tree, with a generous bound."""
+analysis is in docs/engine.md (bin/perf/ucilatency); here a smaller tree, with a generous bound."""
 
 from __future__ import annotations
 

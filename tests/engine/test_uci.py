@@ -378,7 +378,7 @@ def test_option_pairs_of_the_bin_tools():
 
 
 def test_a_null_move_in_searchmoves_is_ignored_and_the_go_answered(raw):
-    """Found by bin/soak uci: python-chess parses 0000 as the null move, which the search could
+    """Found by bin/check/soak uci: python-chess parses 0000 as the null move, which the search could
     not place, and that go ended with an error and no bestmove."""
     raw.send("position startpos")
     raw.send("go nodes 50 searchmoves 0000 e2e4")

@@ -19,7 +19,7 @@ UNTRAINED_NET = NETS / "untrained.onnx"
 
 def test_generator_reproduces_untrained_net(tmp_path):
     out = tmp_path / "untrained.onnx"
-    subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "make-untrained-net"), "--output", str(out)],
+    subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "dev" / "make-untrained-net"), "--output", str(out)],
                    check=True, capture_output=True)
     assert out.read_bytes() == UNTRAINED_NET.read_bytes()
     assert is_untrained(UNTRAINED_NET)

@@ -1,4 +1,4 @@
-"""bin/make-bt-net's generator (xlazero_perf.btnet): a tiny random transformer net loads in
+"""bin/dev/make-bt-net's generator (xlazero_perf.btnet): a tiny random transformer net loads in
 backend_xla, gives finite outputs equal to onnx.reference's on its ONNX conversion, and has the
 layer layout of the zoo's lc0-made transformer of the same architecture."""
 
@@ -85,14 +85,14 @@ def test_zoo_preset_has_the_layout_of_lc0s_own_file(tmp_path):
 
 def test_make_bt_net_script(tmp_path):
     path = tmp_path / "s.pb.gz"
-    run = subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "make-bt-net"), "--output", str(path),
+    run = subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "dev" / "make-bt-net"), "--output", str(path),
                           "--embedding", "32", "--heads", "2", "--layers", "1", "--dff", "32",
                           "--smolgen-channels", "4", "--smolgen-hidden", "8", "--smolgen-gen", "8"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     w = read_weights(path)
     assert w.net.weights.headcount == 2 and len(w.net.weights.encoder) == 1
-    bad = subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "make-bt-net"), "--output",
+    bad = subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "dev" / "make-bt-net"), "--output",
                           str(tmp_path / "x.pb.gz"), "--embedding", "30", "--heads", "4"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "must divide" in bad.stderr

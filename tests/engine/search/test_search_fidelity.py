@@ -2,7 +2,7 @@
 
 Truth: lc0's root visit statistics after ``go nodes 400`` with Maia-1900 at lc0's defaults
 (``../shared/lc0/search/lc0-maia-1900-n400.jsonl.gz``), and, for positions outside ../shared,
-the same made by ``bin/lc0-root-stats`` with the lc0 build in ../shared/tools
+the same made by ``bin/check/lc0-root-stats`` with the lc0 build in ../shared/tools
 (``tests/data/lc0-maia-1900-*.jsonl.gz``: random positions, and positions inside games where
 each search continues the previous one's tree). lc0 against itself at other thread and
 minibatch settings agrees on 98.3 % of best moves at a mean visit-share distance of 0.027.
@@ -106,7 +106,7 @@ def _heldout(name: str) -> list[dict]:
 
 
 def test_fidelity_on_heldout_random_positions(maia1900):
-    """Positions after 1-80 random plies, not in ../shared (bin/lc0-root-stats --random-positions
+    """Positions after 1-80 random plies, not in ../shared (bin/check/lc0-root-stats --random-positions
     60 --seed 2026); every second one in CI (96.7 %, 0.028). Every third one sat at the bounds
     (90 %, 0.038), too few for a fair test; all 59 (--run-slow) give 94.9 % and 0.024."""
     records = _heldout("random")

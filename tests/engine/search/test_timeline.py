@@ -1,4 +1,4 @@
-"""The search's timeline (engine/search/timeline.py, ``bin/bench --trace``): each batch's
+"""The search's timeline (engine/search/timeline.py, ``bin/perf/bench --trace``): each batch's
 phases in order, and the search thread gathering the next batch while the device evaluates
 one (Threads=2), which is what the timeline exists to show."""
 

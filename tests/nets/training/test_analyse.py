@@ -1,4 +1,4 @@
-"""``bin/train-net analyse``: a player's moves read from a PGN, a hung queen counted as a blunder,
+"""``bin/dev/train-net analyse``: a player's moves read from a PGN, a hung queen counted as a blunder,
 agreement over the right moves, calibration bins that hold every position, the time limit, a second
 network's columns computed from its own outputs.
 

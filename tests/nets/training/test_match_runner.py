@@ -1,4 +1,4 @@
-"""The match runner shared by bin/match and bin/train-net evaluate: scores, PGN, lost games.
+"""The match runner shared by bin/match and bin/dev/train-net evaluate: scores, PGN, lost games.
 
 The truth for games is python-chess replaying the PGN; for the interval, the per-game variance
 worked out by hand. bin/match's own command line is tested in tests/bin/test_match.py.

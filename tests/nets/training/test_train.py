@@ -39,7 +39,7 @@ def test_resumed_run_equals_an_uninterrupted_one(tmp_path):
 
 
 def test_all_reproduces_the_shipped_recipe_in_order(monkeypatch):
-    """`bin/train-net all`: each data stage with its own seed, training continued after the stages
+    """`bin/dev/train-net all`: each data stage with its own seed, training continued after the stages
     named in TRAIN_AFTER_STAGE (one run directory, growing step totals), then export and evaluate."""
     from nets.training import cli
 
