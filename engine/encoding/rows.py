@@ -256,19 +256,27 @@ def encode_into(rows, last, fmt, fill, out):
 
     lc0's EncodePositionForNN: see the reference nets/training/reference/planes.py ``position_masks``, which this
     follows step by step."""
-    canonical = fmt >= _CANONICAL
-    repeats_only = fmt == _V2 or fmt == _V2_ARMAGEDDON
     cur = rows[last]
-    us = np.int64(cur[TURN])
-    them = 1 - us
-    black = us != 0
+    black = np.int64(cur[TURN]) != 0
     transform = canonical_transform(cur, fmt)
     out[:] = 0.0
-    one = np.float32(1.0)
+    _history_planes(rows, last, fmt, fill, out, transform)
+    _aux_planes(cur, fmt, black, transform, out)
+    return transform
 
-    castling_now = cur[CASTLING]
+
+@njit(cache=True, nogil=True, inline="always")
+def _history_planes(rows, last, fmt, fill, out, transform):
+    """The 8 history slots' planes (13 each) of ``rows[last]``, newest first: where lc0 stops
+    (canonical formats at a castling change, an en-passant position or a zeroing move; the
+    history fill; v2's slots for repetitions only) and each slot's repetition flag."""
+    canonical = fmt >= _CANONICAL
+    repeats_only = fmt == _V2 or fmt == _V2_ARMAGEDDON
+    us = np.int64(rows[last][TURN])
+    castling_now = rows[last][CASTLING]
     root = rows[0]
     root_ep = root[EP]
+    one = np.float32(1.0)
     history_idx = last
     i = 0
     while i < HISTORY_STEPS:
@@ -294,25 +302,7 @@ def encode_into(rows, last, fmt, fill, out):
             history_idx -= 1
             continue
         base = PLANES_PER_STEP * i
-        ours, theirs = pos[us], pos[them]
-        for f in range(6):
-            pieces = pos[PAWNS + f]
-            mine, other = pieces & ours, pieces & theirs
-            if f == 0 and is_fill and root_ep != NO_SQUARE:
-                # History fill of a root with an en-passant square: the pushed pawn back home.
-                rank = root_ep >> np.uint64(3)
-                if rank == np.uint64(2) or rank == np.uint64(5):
-                    white_pushed = rank == np.uint64(2)
-                    if white_pushed:
-                        landed, home = root_ep + np.uint64(8), root_ep - np.uint64(8)
-                    else:
-                        landed, home = root_ep - np.uint64(8), root_ep + np.uint64(8)
-                    if white_pushed == (not black):
-                        mine = (mine & ~bit(landed)) | bit(home)
-                    else:
-                        other = (other & ~bit(landed)) | bit(home)
-            _put(out, base + f, mine, black, transform, one)
-            _put(out, base + 6 + f, other, black, transform, one)
+        _piece_planes(pos, us, is_fill, root_ep, base, transform, out)
         if repeated:
             out[base + 12] = one
         if canonical and pos[RULE50] == ZERO:
@@ -320,6 +310,41 @@ def encode_into(rows, last, fmt, fill, out):
         i += 1
         history_idx -= 1
 
+
+@njit(cache=True, nogil=True, inline="always")
+def _piece_planes(pos, us, is_fill, root_ep, base, transform, out):
+    """One history slot's 12 piece planes from ``base``: ours P N B R Q K, then theirs (``us``
+    the side to move of the position encoded); a history fill of a root with an en-passant
+    square has the pushed pawn back home."""
+    them = 1 - us
+    black = us != 0
+    one = np.float32(1.0)
+    ours, theirs = pos[us], pos[them]
+    for f in range(6):
+        pieces = pos[PAWNS + f]
+        mine, other = pieces & ours, pieces & theirs
+        if f == 0 and is_fill and root_ep != NO_SQUARE:
+            rank = root_ep >> np.uint64(3)
+            if rank == np.uint64(2) or rank == np.uint64(5):
+                white_pushed = rank == np.uint64(2)
+                if white_pushed:
+                    landed, home = root_ep + np.uint64(8), root_ep - np.uint64(8)
+                else:
+                    landed, home = root_ep - np.uint64(8), root_ep + np.uint64(8)
+                if white_pushed == (not black):
+                    mine = (mine & ~bit(landed)) | bit(home)
+                else:
+                    other = (other & ~bit(landed)) | bit(home)
+        _put(out, base + f, mine, black, transform, one)
+        _put(out, base + 6 + f, other, black, transform, one)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _aux_planes(cur, fmt, black, transform, out):
+    """The 8 auxiliary planes of the position row ``cur`` by input format: castling (rook
+    squares, or four flags ours first), en-passant marker or side to move, rule-50 counter,
+    Armageddon side, and the all-ones plane."""
+    one = np.float32(1.0)
     wq, wk, bq, bk = _castling_rooks(cur)
     if fmt >= _CASTLING_PLANE:
         _put(out, AUX_BASE, wq | bq, black, transform, one)
@@ -335,7 +360,7 @@ def encode_into(rows, last, fmt, fill, out):
             out[AUX_BASE + 2] = one
         if bk != ZERO:
             out[AUX_BASE + 3] = one
-    if canonical:
+    if fmt >= _CANONICAL:
         marker = cur[EP]
         if marker != NO_SQUARE:  # lc0 keeps the marker on the back rank of the side that pushed
             rank_base = ZERO if (marker >> np.uint64(3)) == np.uint64(2) else np.uint64(56)
@@ -347,7 +372,6 @@ def encode_into(rows, last, fmt, fill, out):
     if (fmt == _ARMAGEDDON or fmt == _V2_ARMAGEDDON) and black:
         out[AUX_BASE + 6] = one
     out[AUX_BASE + 7] = one
-    return transform
 
 
 @njit(cache=True, nogil=True)
