@@ -89,32 +89,19 @@ def legal_moves(pos, transform, moves, indices):
     frame_row = us * 8 + transform
     ours, theirs = pos[us], pos[them]
     occ = ours | theirs
-    t_pawns = pos[PAWNS] & theirs
-    t_knights = pos[KNIGHTS] & theirs
-    t_diag = (pos[BISHOPS] | pos[QUEENS]) & theirs
-    t_orth = (pos[ROOKS] | pos[QUEENS]) & theirs
-    t_king = pos[KINGS] & theirs
+    t_pawns, t_knights, t_diag, t_orth, t_king = _their_pieces(pos, theirs)
     king_bb = pos[KINGS] & ours
     ksq = lsb(king_bb)
     n = 0
 
     checkers = attackers_to(ksq, occ, t_pawns, t_knights, t_diag, t_orth, t_king, them)
-    pinned = ZERO
-    snipers = (rook_attacks(ksq, ZERO) & t_orth) | (bishop_attacks(ksq, ZERO) & t_diag)
-    while snipers != ZERO:
-        between = BETWEEN[ksq, lsb(snipers)] & occ
-        if between & ours != ZERO and popcount(between) == 1:
-            pinned |= between
-        snipers &= snipers - ONE
-
-    # King steps, tested with the king lifted off the board.
-    targets = KING_ATTACKS[ksq] & ~ours
-    lifted = occ ^ king_bb
+    pinned = _pinned(ksq, occ, ours, t_diag, t_orth)
+    targets = _king_targets(
+        ksq, occ ^ king_bb, ours, them, t_pawns, t_knights, t_diag, t_orth, t_king
+    )
     while targets != ZERO:
-        to = lsb(targets)
+        n = _add(moves, indices, n, encode(ksq, lsb(targets), 0, 0), frame_row)
         targets &= targets - ONE
-        if attackers_to(to, lifted, t_pawns, t_knights, t_diag, t_orth, t_king, them) == ZERO:
-            n = _add(moves, indices, n, encode(ksq, to, 0, 0), frame_row)
     n_checkers = popcount(checkers)
     if n_checkers >= 2:
         return n
@@ -123,8 +110,7 @@ def legal_moves(pos, transform, moves, indices):
         allowed = checkers | BETWEEN[ksq, lsb(checkers)]
     allowed &= ~ours
 
-    # Knights (a pinned knight never moves), then sliders (diagonal and straight separately, a
-    # queen in both).
+    # Knights (a pinned knight never moves), then sliders (a queen diagonal and straight).
     bb = pos[KNIGHTS] & ours & ~pinned
     while bb != ZERO:
         frm = lsb(bb)
@@ -145,7 +131,7 @@ def legal_moves(pos, transform, moves, indices):
                 n = _add(moves, indices, n, encode(frm, lsb(targets), 0, 0), frame_row)
                 targets &= targets - ONE
 
-    # Pawns: captures, then single and double pushes.
+    # Pawns: captures, then single and double pushes, then en passant.
     pawns = pos[PAWNS] & ours
     bb = pawns
     while bb != ZERO:
@@ -157,6 +143,70 @@ def legal_moves(pos, transform, moves, indices):
         while targets != ZERO:
             n = _add_pawn(moves, indices, n, frm, lsb(targets), frame_row)
             targets &= targets - ONE
+    single, double, step = _pawn_pushes(pawns, us, ksq, occ, allowed, pinned)
+    for distance in range(1, 3):
+        targets = single if distance == 1 else double
+        while targets != ZERO:
+            to = lsb(targets)
+            targets &= targets - ONE
+            n = _add_pawn(moves, indices, n, to - step * distance, to, frame_row)
+    ep = np.int64(pos[EP])
+    capturers = _en_passant_capturers(
+        ep, step, pawns, us, ksq, occ, t_pawns, t_knights, t_diag, t_orth, t_king
+    )
+    while capturers != ZERO:
+        # En passant is the move word's kind 1 (16-bit words, engine/board/moves.py).
+        n = _add(moves, indices, n, encode(lsb(capturers), ep, 0, EN_PASSANT), frame_row)
+        capturers &= capturers - ONE
+    if n_checkers == 0:
+        n = _castling(pos, us, ksq, occ, moves, indices, n, frame_row)
+    return n
+
+
+@njit(cache=True, inline="always")
+def _their_pieces(pos, theirs):
+    """Their pawns, knights, diagonal sliders, straight sliders and king (``theirs``: their
+    pieces), the bitboards the attack tests take."""
+    t_pawns = pos[PAWNS] & theirs
+    t_knights = pos[KNIGHTS] & theirs
+    t_diag = (pos[BISHOPS] | pos[QUEENS]) & theirs
+    t_orth = (pos[ROOKS] | pos[QUEENS]) & theirs
+    t_king = pos[KINGS] & theirs
+    return t_pawns, t_knights, t_diag, t_orth, t_king
+
+
+@njit(cache=True, inline="always")
+def _pinned(ksq, occ, ours, t_diag, t_orth):
+    """Our pieces pinned to our king on ``ksq``: each alone between it and a slider of theirs."""
+    pinned = ZERO
+    snipers = (rook_attacks(ksq, ZERO) & t_orth) | (bishop_attacks(ksq, ZERO) & t_diag)
+    while snipers != ZERO:
+        between = BETWEEN[ksq, lsb(snipers)] & occ
+        if between & ours != ZERO and popcount(between) == 1:
+            pinned |= between
+        snipers &= snipers - ONE
+    return pinned
+
+
+@njit(cache=True, inline="always")
+def _king_targets(ksq, lifted, ours, them, t_pawns, t_knights, t_diag, t_orth, t_king):
+    """The squares our king on ``ksq`` may step to: each tested against their attacks with the
+    king lifted off the board (``lifted``: it must not step back along a slider's line)."""
+    safe = ZERO
+    targets = KING_ATTACKS[ksq] & ~ours
+    while targets != ZERO:
+        to = lsb(targets)
+        targets &= targets - ONE
+        if attackers_to(to, lifted, t_pawns, t_knights, t_diag, t_orth, t_king, them) == ZERO:
+            safe |= bit(to)
+    return safe
+
+
+@njit(cache=True, inline="always")
+def _pawn_pushes(pawns, us, ksq, occ, allowed, pinned):
+    """The target squares of our pawns' single and double pushes onto ``allowed`` squares, a
+    pinned pawn's only where it keeps its line with the king, and the step of a push (8 or -8
+    squares: a pawn pushed to ``to`` comes from ``to - step * distance``)."""
     if us == 0:
         single = (pawns << np.uint64(8)) & ~occ
         double = ((single & _RANK_3) << np.uint64(8)) & ~occ
@@ -165,36 +215,37 @@ def legal_moves(pos, transform, moves, indices):
         single = (pawns >> np.uint64(8)) & ~occ
         double = ((single & _RANK_6) >> np.uint64(8)) & ~occ
         step = -8
-    for distance in range(1, 3):
-        targets = (single if distance == 1 else double) & allowed
-        while targets != ZERO:
-            to = lsb(targets)
-            targets &= targets - ONE
-            frm = to - step * distance
-            if pinned & bit(frm) != ZERO and LINE[ksq, frm] & bit(to) == ZERO:
-                continue
-            n = _add_pawn(moves, indices, n, frm, to, frame_row)
+    single &= allowed
+    double &= allowed
+    pinned_pawns = pawns & pinned
+    while pinned_pawns != ZERO:
+        frm = lsb(pinned_pawns)
+        pinned_pawns &= pinned_pawns - ONE
+        line = LINE[ksq, frm]
+        single &= ~bit(frm + step) | line
+        if 0 <= frm + 2 * step < 64:
+            double &= ~bit(frm + 2 * step) | line
+    return single, double, step
 
-    ep = np.int64(pos[EP])
+
+@njit(cache=True, inline="always")
+def _en_passant_capturers(
+    ep, step, pawns, us, ksq, occ, t_pawns, t_knights, t_diag, t_orth, t_king
+):
+    """Our pawns that may capture en passant onto ``ep`` (NO_SQUARE: none), the one move that
+    removes two pieces from a rank: each gets a full test of our king after the capture."""
+    legal = ZERO
     if ep != NO_SQUARE and t_pawns & bit(ep - step) != ZERO and occ & bit(ep) == ZERO:
         captured = ep - step
-        capturers = PAWN_ATTACKS[them, ep] & pawns
+        capturers = PAWN_ATTACKS[1 - us, ep] & pawns
         while capturers != ZERO:
             frm = lsb(capturers)
             capturers &= capturers - ONE
             after = (occ ^ bit(frm) ^ bit(captured)) | bit(ep)
-            if (
-                attackers_to(
-                    ksq, after, t_pawns & ~bit(captured), t_knights, t_diag, t_orth, t_king, them
-                )
-                == ZERO
-            ):
-                # En passant is the move word's kind 1 (16-bit words, engine/board/moves.py).
-                n = _add(moves, indices, n, encode(frm, ep, 0, EN_PASSANT), frame_row)
-
-    if n_checkers == 0:
-        n = _castling(pos, us, ksq, occ, moves, indices, n, frame_row)
-    return n
+            t_left = t_pawns & ~bit(captured)
+            if attackers_to(ksq, after, t_left, t_knights, t_diag, t_orth, t_king, 1 - us) == ZERO:
+                legal |= bit(frm)
+    return legal
 
 
 @njit(cache=True)
