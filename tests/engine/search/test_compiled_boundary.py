@@ -14,7 +14,7 @@ import pytest
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
-from engine.search import run as search_module
+from engine.search import worker as search_module
 from engine.search.core import backup, calls, gather
 from engine.search.warmup import _Instant, compile_the_rest
 
