@@ -28,7 +28,15 @@ def _ref_path(onnx_name: str) -> str:
     return onnx_name.replace("-opset18.onnx", ".onnx").replace(".onnx", "-ref.jsonl.gz")
 
 
-@pytest.mark.parametrize("name", ZOO_FILES or ["<../shared absent>"])
+def _zoo_params(names: list[str]) -> list:
+    """The input-format variants after the first differ here in their weights only (the planes
+    are lc0's own; each format's encoding is checked against lc0's planes in
+    tests/engine/encoding and end to end in tests/backend_xla/lc0/test_lc0_engine_plays.py):
+    --run-slow."""
+    return [pytest.param(n, marks=pytest.mark.slow) if n in LAX_ZOO_FILES else n for n in names]
+
+
+@pytest.mark.parametrize("name", _zoo_params(ZOO_FILES) or ["<../shared absent>"])
 def test_zoo_network_matches_lc0(name):
     path = need_shared("zoo", name)
     records = [r for r in read_jsonl(need_shared("zoo", _ref_path(name))) if "policy_full" in r]

@@ -114,7 +114,13 @@ def test_f32_matches_numpy_and_lax(case, method):
     _check(case, method, "NCHW")
 
 
-@pytest.mark.parametrize("method", METHODS)
+def _slow_winograd4(methods):
+    """winograd4's programs compile 3-5x longer than winograd2's, whose path they share: CI runs
+    winograd4 in the matrix above, --run-slow here too."""
+    return [pytest.param(m, marks=pytest.mark.slow) if m == "winograd4" else m for m in methods]
+
+
+@pytest.mark.parametrize("method", _slow_winograd4(METHODS))
 def test_f32_nhwc_layout(method):
     _check(CASES[0], method, "NHWC")
     _check(CASES[5], method, "NHWC")
@@ -126,7 +132,8 @@ def test_unsupported_attributes_fall_back_correctly(case, method):
     _check(case, method, "NCHW" if case[-1] == 1 else "NHWC")
 
 
-@pytest.mark.parametrize("method", ["im2col", "im2row", "shifted", "winograd2", "winograd4"])
+@pytest.mark.parametrize(
+    "method", _slow_winograd4(["im2col", "im2row", "shifted", "winograd2", "winograd4"]))
 def test_traced_weights_and_relu(method):
     """Weights passed as jit arguments (transform traced, not folded) and the fused ReLU."""
     x, w, b, attrs = _data(CASES[0], seed=1)
@@ -136,8 +143,8 @@ def test_traced_weights_and_relu(method):
     np.testing.assert_allclose(np.asarray(got), want, atol=F32_ATOL, rtol=0)
 
 
-@pytest.mark.parametrize("method", ["lax", "im2col", "im2row", "shifted", "winograd2",
-                                    "winograd4"])
+@pytest.mark.parametrize("method", _slow_winograd4(["lax", "im2col", "im2row", "shifted",
+                                                    "winograd2", "winograd4"]))
 def test_bf16_close_to_f64(method):
     x, w, b, attrs = _data(CASES[0], seed=2)
     want = numpy_conv(x, w, b, **attrs)
