@@ -221,14 +221,26 @@ def register_backends() -> None:
     import engine.backends  # noqa: F401  (random)
 
 
+WARM_UP_FLAG = "--warm-up"
+WARM_UP_HELP = (
+    "make ready what the options name (compile the search's functions and the network's "
+    "programs into the caches, as isready does), then exit: run once after an install or "
+    "update, so that the first start a GUI makes is a warm one (a cold one compiles for tens "
+    "of seconds, which a GUI may take for a hung engine)"
+)
+
+
 def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None) -> int:
     """Console entry point: ``xlazero [--flag=value ...]``; exit code 2 on a bad flag."""
     register_backends()
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
-        print("usage: xlazero [--option=value ...]\n")
+        print("usage: xlazero [--option=value ...] [--warm-up]\n")
+        print(f"{WARM_UP_FLAG}: {WARM_UP_HELP}\n")
         print(opts.markdown_table())
         return 0
+    warm_up_only = WARM_UP_FLAG in argv
+    argv = [a for a in argv if a != WARM_UP_FLAG]
     try:
         argv = expand_config(argv)
         values = opts.parse_command_line(argv)
@@ -238,6 +250,9 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
     start_warm_up()  # the compiled search, while the GUI sends uci and the options
     out = stdout or sys.stdout
     uci = UciEngine(out, values)
+    if warm_up_only:
+        uci.handle("isready")
+        return 0
     stream = stdin or sys.stdin.buffer
     for raw in stream:
         line = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw

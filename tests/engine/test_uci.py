@@ -271,6 +271,20 @@ def test_unknown_flag_exits_2():
     assert "--no-such-flag" in proc.stderr
 
 
+def test_warm_up_flag_makes_ready_and_exits_without_reading_stdin():
+    """``--warm-up`` (run once after an install) answers as isready does and exits: it reads no
+    command, so the stdin left open here must not hold it."""
+    proc = subprocess.Popen(ENGINE_CMD + ["--warm-up", "--backend=random"], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.wait(timeout=120) == 0  # stdin still open: it exited on its own
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+    finally:
+        proc.kill()
+    assert out.splitlines()[-1] == "readyok", out
+
+
 def test_command_line_sets_options(tmp_path):
     log = tmp_path / "uci.log"
     eng = RawEngine("--cpuct=1.7", "--minibatch-size=64", f"--logfile={log}", "--show-wdl")
