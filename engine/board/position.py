@@ -72,6 +72,14 @@ def compute_hash(pos):
 
 def from_chess_position(board: chess.Board) -> np.ndarray:
     """The row of ``board``'s current position (its move stack is not read)."""
+    pos = unhashed_row(board)
+    pos[HASH] = compute_hash(pos)
+    return pos
+
+
+def unhashed_row(board: chess.Board) -> np.ndarray:
+    """:func:`from_chess_position` without the hash (0): no compiled code runs, so a module can
+    build a constant row at import without starting numba (a tenth of a second of a start)."""
     pos = np.zeros(FIELDS, np.uint64)
     pos[WHITE] = board.occupied_co[chess.WHITE]
     pos[BLACK] = board.occupied_co[chess.BLACK]
@@ -85,7 +93,6 @@ def from_chess_position(board: chess.Board) -> np.ndarray:
     pos[RULE50] = board.halfmove_clock
     pos[PLY] = 2 * (board.fullmove_number - 1) + int(pos[TURN])
     pos[FLAGS] = FLAG_CHESS960 if board.chess960 else 0
-    pos[HASH] = compute_hash(pos)
     return pos
 
 

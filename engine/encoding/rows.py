@@ -46,6 +46,7 @@ from engine.board.position import (
     RULE50,
     TURN,
     WHITE,
+    unhashed_row,
 )
 from engine.board.repetition import repetitions
 
@@ -68,8 +69,9 @@ NO_SQUARE = np.uint64(64)
 _CASTLING_PLANE, _CANONICAL, _HECTOPLIES = 2, 3, 4
 _V2, _ARMAGEDDON, _V2_ARMAGEDDON = 5, 132, 133
 
-_STARTPOS = from_chess_position(chess.Board())
-"""The standard start position's row (history fill ``fen_only`` compares the root to it)."""
+_STARTPOS = unhashed_row(chess.Board())
+"""The standard start position's row (history fill ``fen_only`` compares the root to it, by
+:func:`same_board`'s fields, which leave the hash out)."""
 _KEY_FIELDS = TURN + 1
 """Fields WHITE..TURN: pieces, castling rights, en-passant marker and side to move."""
 
