@@ -311,6 +311,32 @@ OPTIONS: tuple[Option, ...] = (
         param="max_prefetch",
     ),
     _o(
+        "IdlingMinimumWork",
+        SPIN,
+        0,
+        "idling-minimum-work",
+        "With Threads above 1: a minibatch holding more positions than this goes to the network "
+        "at once, before it is full, when the network would otherwise idle (see "
+        "ThreadIdlingThreshold).",
+        0,
+        10000,
+        param="idling_minimum_work",
+    ),
+    _o(
+        "ThreadIdlingThreshold",
+        SPIN,
+        128,
+        "thread-idling-threshold",
+        "The network counts as idle while Threads minus the minibatches it is computing is above "
+        "this: gathering then stops early and hands over what it has (lc0's partial batches; "
+        "lc0's default is 1). Threads or more, as the default: never, which keeps a search "
+        "independent of the network's timing; on a fixed-latency device partial batches cost "
+        "nodes/s here (docs/engine.md).",
+        0,
+        128,
+        param="thread_idling_threshold",
+    ),
+    _o(
         "OutOfOrderEval",
         CHECK,
         True,

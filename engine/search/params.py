@@ -87,6 +87,8 @@ class SearchParams:
     max_collision_visits_scaling_end: int
     max_collision_visits_scaling_power: float
     max_prefetch: int
+    idling_minimum_work: int
+    thread_idling_threshold: int
     out_of_order_eval: bool
     max_out_of_order_evals_factor: float
     nn_cache_size: int

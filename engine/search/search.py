@@ -62,6 +62,10 @@ class Search:
         """Set when an evaluation finishes or a stop arrives: the loop waits on it."""
         self.stop_flag = np.zeros(1, np.uint8)
         """The stop as the compiled gather reads it."""
+        self.on_device = np.zeros(1, np.int64)
+        """Minibatches handed to the network and not yet answered, as the compiled gather reads
+        it (its partial minibatches); changed under ``device_lock`` only."""
+        self.device_lock = threading.Lock()
         self._ponderhit_limit: Limit | None = None
         self._pad_key: tuple[int, int] | None = None
         self._pad = np.zeros(1, np.int64)

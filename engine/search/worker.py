@@ -77,7 +77,9 @@ class SearchWorker:
         pad = owner.pad_table(size, p.max_prefetch)
         info, draw_scores = self._walk_consts
         root_filter = self.root_filter(remaining, best)
-        walk = cgather.Walk(owner.hist, info, draw_scores, root_filter, owner.stop_flag)
+        walk = cgather.Walk(
+            owner.hist, info, draw_scores, root_filter, owner.stop_flag, owner.on_device
+        )
         self._run_gather(
             batch, walk, size, max_ooo, collisions_left, p.max_collision_events, nodes_left, pad
         )
@@ -103,11 +105,13 @@ class SearchWorker:
         the owner when done."""
         owner = self.owner
         planes, timeline = batch.planes[:n], owner.timeline
+        with owner.device_lock:
+            owner.on_device[0] += 1
         if timeline is None:
             future = owner.executor.submit(owner.network.evaluate, planes)
         else:
             future = owner.executor.submit(_timed_evaluate, owner.network, planes, timeline, seq)
-        future.add_done_callback(lambda _: owner.wake.set())
+        future.add_done_callback(lambda _: _answered(owner))
         return future
 
     def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
@@ -192,7 +196,12 @@ class SearchWorker:
         batch = owner.batches[0]
         no_filter = np.zeros(0, np.uint8)
         walk = cgather.Walk(
-            owner.hist, owner.walk_info(), np.zeros(2, np.float64), no_filter, owner.stop_flag
+            owner.hist,
+            owner.walk_info(),
+            np.zeros(2, np.float64),
+            no_filter,
+            owner.stop_flag,
+            owner.on_device,
         )
         self._run_gather(batch, walk, 1, 1, 1, 1, -1, np.zeros(2, np.int64))
         n = int(batch.meta[cgather.REQUESTS])
@@ -212,6 +221,14 @@ def network_heads(values: np.ndarray) -> np.ndarray:
     out = np.ascontiguousarray(values, np.float32).view()
     out.flags.writeable = False
     return out
+
+
+def _answered(owner: Search) -> None:
+    """An evaluation finished (or was cancelled): one minibatch fewer on the device; wake the
+    loop."""
+    with owner.device_lock:
+        owner.on_device[0] -= 1
+    owner.wake.set()
 
 
 def _timed_evaluate(

@@ -208,6 +208,23 @@ def test_prefetch_sends_more_positions_to_the_network():
     assert search(MaxPrefetch=32).node["N"] == 60
 
 
+@effect_of("ThreadIdlingThreshold", "IdlingMinimumWork")
+def test_an_idle_network_gets_partial_minibatches():
+    """lc0's partial minibatches: at threshold 0 the network counts as idle whenever fewer than
+    Threads minibatches are on it, which is always when one is gathered, so each minibatch goes
+    after its first pick; IdlingMinimumWork above the minibatch, or one thread, turns it off.
+    The tree still gets exactly the visits asked for."""
+    full = batches("go nodes 200", MinibatchSize=64)
+    partial = batches("go nodes 200", MinibatchSize=64, ThreadIdlingThreshold=0)
+    assert len(partial) > 2 * len(full) and sum(partial) / len(partial) < 3, (full, partial)
+    assert search("go nodes 200", MinibatchSize=64, ThreadIdlingThreshold=0).node["N"] == 200
+    unworthy = batches("go nodes 200", MinibatchSize=64, ThreadIdlingThreshold=0,
+                       IdlingMinimumWork=1000)
+    assert unworthy == full
+    one = batches("go nodes 200", MinibatchSize=64, Threads=1)
+    assert batches("go nodes 200", MinibatchSize=64, Threads=1, ThreadIdlingThreshold=0) == one
+
+
 def _rows_after_warm_cache(**options) -> tuple[int, int]:
     return _warm_cache(tuple(sorted(options.items())))
 

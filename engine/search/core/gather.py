@@ -43,6 +43,8 @@ from .params import (
     FPU_ABSOLUTE_ROOT,
     FPU_VALUE,
     FPU_VALUE_ROOT,
+    IDLING_MIN_WORK,
+    IDLING_THRESHOLD,
     ML_CONSTANT,
     ML_MAX_EFFECT,
     ML_QUADRATIC,
@@ -50,6 +52,7 @@ from .params import (
     ML_SLOPE,
     ML_THRESHOLD,
     OUT_OF_ORDER,
+    THREADS,
     TWO_FOLD,
     USE_MLH,
 )
@@ -109,11 +112,12 @@ STACK = 4096
 PREFETCH_LEVELS = 64
 REQUESTS, COLLISIONS, EVENTS, OUT_OF_ORDER_DONE, NO_ROOM = range(5)
 
-Walk = namedtuple("Walk", "hist info draw_scores root_filter stop")
+Walk = namedtuple("Walk", "hist info draw_scores root_filter stop on_device")
 """What selection reads besides the tree: hist uint64 [H, FIELDS] (the game's rows, then the
 path's); info int64 [5]: game length, input format, history fill, tablebase pieces (0: no
 tables), root in the tables; draw_scores float64 [2] by depth parity; root_filter uint8
-[root edges] (1: the move may get visits), or empty for all; stop uint8 [1]."""
+[root edges] (1: the move may get visits), or empty for all; stop uint8 [1]; on_device int64
+[1]: minibatches the network is computing now (written by the evaluation threads)."""
 GAME_LEN, FORMAT, FILL, TB_PIECES, ROOT_IN_TB = range(5)
 """Prefetch's descent, one row a level: children in PUCT order, their terms, and meta int64
 [levels, 6]: node, depth, budget left, spent, children kept, next child."""
@@ -572,6 +576,19 @@ def in_flight(tree):
     return total
 
 
+@njit(cache=True)
+def _network_idle(params, walk, requests):
+    """Whether a minibatch of ``requests`` should go now, unfinished, because the network has
+    nothing to compute (lc0's GatherMinibatch with ThreadIdlingThreshold and IdlingMinimumWork;
+    never with one thread, which would then send every minibatch after its first pick)."""
+    threads = params[THREADS]
+    return (
+        threads > 1
+        and requests > params[IDLING_MIN_WORK]
+        and threads - walk.on_device[0] > params[IDLING_THRESHOLD]
+    )
+
+
 @njit(cache=True, nogil=True)
 def gather(
     tree,
@@ -590,9 +607,12 @@ def gather(
     """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch;
     ``nodes_left`` < 0: no node limit.
     A minibatch cut short by collisions is filled with prefetched positions up to
-    ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer)."""
+    ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer).
+    With the network idle it stops early, as lc0's: see :func:`_network_idle`."""
     batch.meta[:] = 0
     while batch.meta[REQUESTS] < batch_size and batch.meta[OUT_OF_ORDER_DONE] < max_ooo:
+        if batch.meta[REQUESTS] > 0 and _network_idle(params, walk, batch.meta[REQUESTS]):
+            break
         want = min(
             collisions_left,
             batch_size - batch.meta[REQUESTS],

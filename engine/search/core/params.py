@@ -39,6 +39,9 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     ("ML_QUADRATIC", "moves_left_quadratic_factor"),
     ("OUT_OF_ORDER", "out_of_order_eval"),
     ("CACHE_HISTORY", "cache_history_length"),
+    ("THREADS", "threads"),
+    ("IDLING_MIN_WORK", "idling_minimum_work"),
+    ("IDLING_THRESHOLD", "thread_idling_threshold"),
 )
 """(index name, source) of each entry of the packed array, in order."""
 
@@ -68,6 +71,9 @@ ML_SCALED = NAMES.index("ML_SCALED")
 ML_QUADRATIC = NAMES.index("ML_QUADRATIC")
 OUT_OF_ORDER = NAMES.index("OUT_OF_ORDER")
 CACHE_HISTORY = NAMES.index("CACHE_HISTORY")
+THREADS = NAMES.index("THREADS")
+IDLING_MIN_WORK = NAMES.index("IDLING_MIN_WORK")
+IDLING_THRESHOLD = NAMES.index("IDLING_THRESHOLD")
 
 
 def _check_layout() -> None:

@@ -113,3 +113,43 @@ def test_a_batch_gathered_while_another_is_in_flight_is_full():
     assert (tree.nodes["nif"][: tree.count[0]] == 0).all()
     root = search.root  # out-of-order backups (terminals, cache hits) are real visits
     assert root.n == 1 + sum(root.cn) and root.n >= before
+
+
+def _gather_one(search: Search, on_device: int) -> int:
+    """Gather one minibatch on the current tree with ``on_device`` minibatches said to be on
+    the network, then abandon it; returns its request count."""
+    deadline = time.monotonic() + 10
+    while search.on_device[0] != 0 and time.monotonic() < deadline:
+        time.sleep(0.001)  # the last search's abandoned minibatches come back first
+    assert search.on_device[0] == 0
+    run = SearchRun(search, Limit(infinite=True))
+    search.state.new_search(run.limit)
+    batch = run.worker.prepare()[0]
+    search.on_device[0] = on_device
+    try:
+        n, _ = run.worker.gather(batch)
+    finally:
+        search.on_device[0] = 0
+    run.worker.abandon(batch)
+    return n
+
+
+def test_partial_minibatch_when_the_network_idles():
+    """lc0's ThreadIdlingThreshold: with the network idle (Threads minus the minibatches it
+    computes above the threshold) the gather hands over what its first pick found; while the
+    network computes one, or at the default threshold, or with one thread, it fills the
+    minibatch. Abandoning leaves the tree as it was."""
+    counts = {}
+    for options in ({"ThreadIdlingThreshold": 1}, {}, {"Threads": 1, "ThreadIdlingThreshold": 0}):
+        search = Search(RandomNetwork(), from_options(NO_CLOCK | {"MinibatchSize": 256} | options))
+        search.set_position(chess.Board())
+        search.run(Limit(nodes=20_000))
+        n_before = int(search.state.tree.nodes["n"][0])
+        key = tuple(sorted(options.items()))
+        counts[key] = (_gather_one(search, 0), _gather_one(search, 1))
+        tree = search.state.tree
+        assert (tree.nodes["nif"][: tree.count[0]] == 0).all()
+        assert int(tree.nodes["n"][0]) >= n_before
+    idle, busy = counts[(("ThreadIdlingThreshold", 1),)]
+    assert 0 < idle < busy and busy >= 200, counts
+    assert all(i == b >= 200 for i, b in list(counts.values())[1:]), counts
