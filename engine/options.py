@@ -305,7 +305,9 @@ OPTIONS: tuple[Option, ...] = (
         32,
         "max-prefetch",
         "A minibatch smaller than this is filled up to it with positions the search will likely visit "
-        "next, for the NN cache only.",
+        "next, for the NN cache only. A backend that pads batches (compiled sizes, or a device "
+        "whose call costs the same whatever its rows) has its padding filled instead, those rows "
+        "being computed anyway. 0: no prefetch.",
         0,
         1024,
         param="max_prefetch",

@@ -53,7 +53,8 @@ class BackendAttributes:
       (lc0's ``GetMiniBatchSize``): small on a CPU, where a batch costs in proportion to its
       size and a small tree gains most from each evaluation, large on a GPU, which needs width.
     padded_size: ``padded_size(n)``, the rows a batch of n costs (n rounded up to a compiled
-      size): the search then prefetches into the padding only. None: a batch costs its rows,
+      size; for a device whose call costs the same whatever its rows, its full batch): the
+      search then fills the padding with prefetched positions. None: a batch costs its rows,
       and the search prefetches up to MaxPrefetch.
     concurrency: how many ``evaluate`` calls the backend runs at once to advantage (e.g. one
       per device); the search evaluates that many of its batches in flight at once.

@@ -94,6 +94,12 @@ def _evaluate(bits, hash_words, seed_word, logits, wdl, policy, q, d):
         d[r] = wdl[row, 1]
 
 
+def _device_rows(n: int) -> int:
+    """Rows a simulated accelerator's call costs: its minibatch, whatever ``n`` (the delay is
+    the same for any batch)."""
+    return max(n, ACCELERATOR_MINIBATCH)
+
+
 class RandomNetwork:
     """A Network whose outputs are a pure function of the input planes; has WDL, no moves-left head."""
 
@@ -114,15 +120,15 @@ class RandomNetwork:
 
     def attributes(self) -> BackendAttributes:
         """Without a delay, a CPU backend's (minibatch 7, batches padded to multiples of it);
-        with one, an accelerator's: a batch costs ``delay`` whatever its rows, so the search
-        gathers lc0's GPU minibatch and prefetches up to MaxPrefetch."""
+        with one, an accelerator's: lc0's GPU minibatch, and a batch costs ``delay`` whatever
+        its rows, as if each call computed that minibatch, so the search fills the rest."""
         accelerator = self.delay_ms > 0
         return BackendAttributes(
             name=self.name,
             description=self._description(),
             max_batch=self.max_batch,
             preferred_batch=ACCELERATOR_MINIBATCH if accelerator else self.preferred_batch,
-            padded_size=None if accelerator else self.padded_size,
+            padded_size=_device_rows if accelerator else self.padded_size,
             concurrency=self.concurrency,
         )
 

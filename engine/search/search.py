@@ -196,18 +196,21 @@ class Search:
         return self._packed_value
 
     def pad_table(self, batch_size: int, max_prefetch: int) -> np.ndarray:
-        """Prefetch target by request count: MaxPrefetch (lc0), but no further than the rows
-        the backend computes anyway (its padded size), so prefetching costs no network time."""
+        """Prefetch target by request count. A backend that computes a batch's rows only is
+        filled up to MaxPrefetch (lc0's); one that pads batches (to compiled sizes, or a
+        device whose call costs the same whatever its rows) has its padding filled, which costs
+        no network time, up to the batch buffers' rows. MaxPrefetch 0: no prefetch."""
         key = (batch_size, max_prefetch)
         if self._pad_key != key:
             padded = self.attributes.padded_size
-            self._pad = np.array(
-                [
-                    max_prefetch if padded is None or n == 0 else min(max_prefetch, padded(n))
-                    for n in range(batch_size + 1)
-                ],
-                np.int64,
-            )
+            rows = max(batch_size, max_prefetch)  # the batch buffers' (SearchWorker.prepare)
+
+            def target(n: int) -> int:
+                if max_prefetch == 0 or padded is None or n == 0:
+                    return max_prefetch
+                return min(padded(n), rows)
+
+            self._pad = np.array([target(n) for n in range(batch_size + 1)], np.int64)
             self._pad_key = key
         return self._pad
 

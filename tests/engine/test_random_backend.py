@@ -122,13 +122,15 @@ def test_uci_reports_a_bad_backend_opts_and_goes_on():
 
 
 def test_a_delay_makes_it_an_accelerator_for_the_search():
-    """With a delay a batch costs the same whatever its rows: the search is told so (no
-    padding to prefetch into, lc0's GPU minibatch), while without one it is a CPU backend."""
+    """With a delay a batch costs the same whatever its rows: the search is told so (every
+    call costs lc0's GPU minibatch, its padding to prefetch into), while without one it is a
+    CPU backend."""
     from engine.search.params import SearchParams
 
     cpu, gpu = load("", "").attributes(), load("", "delay=1").attributes()
     assert cpu.padded_size is not None and cpu.padded_size(1) == cpu.preferred_batch
-    assert gpu.padded_size is None
+    assert gpu.padded_size is not None
+    assert gpu.padded_size(1) == gpu.padded_size(256) == 256 < gpu.padded_size(300) == 300
     params = SearchParams()
     assert params.batch_size(cpu.max_batch, cpu.preferred_batch) == 7
     assert params.batch_size(gpu.max_batch, gpu.preferred_batch) == 256

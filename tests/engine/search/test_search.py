@@ -594,6 +594,42 @@ def test_prefetch_fills_small_batches_for_the_cache_only():
     assert cache32 > cache0  # the prefetched results are kept
 
 
+class PaddedNetwork(ConstNetwork):
+    """ConstNetwork computing every batch padded to a multiple of 16 rows, counting the calls."""
+
+    def __init__(self) -> None:
+        super().__init__(q=0.05)
+        self.sizes: list[int] = []
+
+    def attributes(self) -> BackendAttributes:
+        return BackendAttributes("padded", (), self.max_batch, self.max_batch,
+                                 lambda n: -(-n // 16) * 16, 1)
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        self.sizes.append(planes.shape[0])
+        return super().evaluate(planes)
+
+
+def test_prefetch_fills_the_padding_of_a_padding_backend():
+    """A backend that computes each batch padded (compiled sizes; a device whose call costs
+    the same whatever its rows) gets its padding filled with prefetched positions, beyond
+    MaxPrefetch: those rows cost no network time. MaxPrefetch 0 still turns prefetch off, and
+    the tree gets exactly the visits asked for."""
+    sizes = {}
+    for prefetch in (0, 4):
+        net = PaddedNetwork()
+        search = Search(net, SearchParams(smart_pruning_factor=0.0, max_prefetch=prefetch))
+        search.set_position(chess.Board())
+        search.run(Limit(nodes=400))
+        assert search.root.n == 400
+        _assert_tree_consistent(search.root)
+        sizes[prefetch] = net.sizes
+        search.close()
+    assert any(n % 16 for n in sizes[0])  # without prefetch: batches as gathered
+    # Beyond MaxPrefetch's 4, once the tree has more than the root's 20 children to offer:
+    assert sizes[4][:2] == [1, 20] and all(n % 16 == 0 for n in sizes[4][2:]), sizes[4]
+
+
 def test_move_without_visits_is_the_cached_favourite():
     """A search stopped before any visit (here `go nodes 0`) plays the network's favourite when
     the NN cache knows the root, not merely the first legal move."""
