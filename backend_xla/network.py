@@ -203,6 +203,7 @@ class XlaNetwork:
             preferred_batch=self.preferred_batch,
             padded_size=self.padded_size,
             concurrency=self.concurrency,
+            packed_input=False,
         )
 
     def describe(self) -> list[str]:

@@ -147,6 +147,11 @@ class Delayed:
         time.sleep(self._delay)
         return out
 
+    def evaluate_packed(self, masks, values):
+        out = self._network.evaluate_packed(masks, values)
+        time.sleep(self._delay)
+        return out
+
 
 class Searches:
     """xlazero's measured searches, each with a fresh Search (its ucinewgame) to ``nodes``,

@@ -58,6 +58,10 @@ class BackendAttributes:
       and the search prefetches up to MaxPrefetch.
     concurrency: how many ``evaluate`` calls the backend runs at once to advantage (e.g. one
       per device); the search evaluates that many of its batches in flight at once.
+    packed_input: whether the network takes lc0's packed planes (``evaluate_packed``: a mask of
+      squares and a value a plane, 1.3 KB a position against 28 KB of floats). Otherwise the
+      evaluation thread expands them into float planes for ``evaluate``, off the search's
+      thread.
     """
 
     name: str
@@ -66,6 +70,7 @@ class BackendAttributes:
     preferred_batch: int
     padded_size: Callable[[int], int] | None
     concurrency: int
+    packed_input: bool
 
     def __post_init__(self) -> None:
         if self.max_batch < 1 or not 1 <= self.preferred_batch <= self.max_batch:
@@ -97,6 +102,11 @@ class Network(Protocol):
         """Evaluate float32 planes [N, 112, 8, 8]; any N >= 1 (backends split large batches)."""
         ...
 
+    # A network whose attributes say packed_input also has:
+    #   def evaluate_packed(self, masks: np.ndarray, values: np.ndarray) -> NetworkOutput
+    # masks uint64 [N, 112] (bit 8 * rank + file: the squares of each plane), values float32
+    # [N, 112] (the value on them): the same as evaluate() of the expanded planes.
+
 
 NETWORK_MEMBERS = ("input_format", "has_wdl", "has_mlh", "attributes", "evaluate")
 """What every network provides (the :class:`Network` protocol), checked when one is loaded."""
@@ -126,6 +136,11 @@ def checked_attributes(network: object, backend: str) -> BackendAttributes:
         raise BackendError(
             f"backend {backend!r}: {kind}.attributes() returned "
             f"{type(attributes).__name__}, expected BackendAttributes"
+        )
+    if attributes.packed_input and not hasattr(network, "evaluate_packed"):
+        raise BackendError(
+            f"backend {backend!r}: its network ({kind}) declares packed_input but lacks "
+            "'evaluate_packed'"
         )
     return attributes
 

@@ -100,6 +100,43 @@ def _device_rows(n: int) -> int:
     return max(n, ACCELERATOR_MINIBATCH)
 
 
+@njit(cache=True, nogil=True)
+def _evaluate_packed(masks, value_bits, hash_words, seed_word, logits, wdl, policy, q, d):
+    """:func:`_evaluate` of packed planes (masks uint64 [N, 112] with bit 8 * rank + file;
+    value_bits uint32 [N, 112], the values' float32 bit patterns): the same hash. A plane's
+    mask there has each byte's bits reversed (bit 8 * rank + 7 - file), is empty when its
+    value is zero, and its first value is the value on a1, if any."""
+    n, planes = masks.shape[0], masks.shape[1]
+    for r in range(n):
+        h = seed_word
+        for p in range(planes):
+            mask, bits = masks[r, p], value_bits[r, p]
+            if bits & np.uint32(0x7FFFFFFF) == 0:
+                mask = np.uint64(0)
+            h += _reverse_bytes_bits(mask) * hash_words[p]
+            h += (np.uint64(bits) if mask & np.uint64(1) else np.uint64(0)) * hash_words[planes + p]
+        h ^= h >> np.uint64(29)
+        start = h % np.uint64(TABLE_SIZE)
+        policy[r, :] = logits[start : start + np.uint64(policy.shape[1])]
+        row = (h >> np.uint64(32)) % np.uint64(TABLE_SIZE)
+        q[r] = wdl[row, 0] - wdl[row, 2]
+        d[r] = wdl[row, 1]
+
+
+@njit(cache=True, nogil=True)
+def _reverse_bytes_bits(x):
+    """``x`` with the bits of each byte in reverse order (files a <-> h of a bitboard)."""
+    x = ((x >> np.uint64(1)) & np.uint64(0x5555555555555555)) | (
+        (x & np.uint64(0x5555555555555555)) << np.uint64(1)
+    )
+    x = ((x >> np.uint64(2)) & np.uint64(0x3333333333333333)) | (
+        (x & np.uint64(0x3333333333333333)) << np.uint64(2)
+    )
+    return ((x >> np.uint64(4)) & np.uint64(0x0F0F0F0F0F0F0F0F)) | (
+        (x & np.uint64(0x0F0F0F0F0F0F0F0F)) << np.uint64(4)
+    )
+
+
 class RandomNetwork:
     """A Network whose outputs are a pure function of the input planes; has WDL, no moves-left head."""
 
@@ -117,6 +154,12 @@ class RandomNetwork:
         self._seed_word = np.uint64((self.seed * _SEED_WORD) % 2**64)
         # Compile (or load from numba's cache) now, not in a go; without the delay.
         RandomNetwork._outputs(self, np.zeros((1, INPUT_PLANES, 8, 8), np.float32))
+        _evaluate_packed(
+            np.zeros((1, INPUT_PLANES), np.uint64), np.zeros((1, INPUT_PLANES), np.uint32),
+            _HASH_WORDS, self._seed_word, _LOGITS, _WDL,
+            np.empty((1, POLICY_SIZE), np.float32), np.empty(1, np.float32),
+            np.empty(1, np.float32),
+        )  # fmt: skip
 
     def attributes(self) -> BackendAttributes:
         """Without a delay, a CPU backend's (minibatch 7, batches padded to multiples of it);
@@ -130,6 +173,8 @@ class RandomNetwork:
             preferred_batch=ACCELERATOR_MINIBATCH if accelerator else self.preferred_batch,
             padded_size=_device_rows if accelerator else self.padded_size,
             concurrency=self.concurrency,
+            # A subclass that wraps evaluate() (tests' networks) is given float planes.
+            packed_input=type(self).evaluate is RandomNetwork.evaluate,
         )
 
     def _description(self) -> tuple[str, ...]:
@@ -152,6 +197,23 @@ class RandomNetwork:
         if self.delay_ms > 0:
             time.sleep(max(0.0, start + self.delay_ms / 1000.0 - time.perf_counter()))
         return out
+
+    def evaluate_packed(self, masks: np.ndarray, values: np.ndarray) -> NetworkOutput:
+        """:meth:`evaluate` of lc0's packed planes (masks uint64 [N, 112], values float32
+        [N, 112]): the same outputs as for the expanded planes, with the same delay."""
+        start = time.perf_counter()
+        n = masks.shape[0]
+        policy = np.empty((n, POLICY_SIZE), np.float32)
+        q = np.empty(n, np.float32)
+        d = np.empty(n, np.float32)
+        _evaluate_packed(
+            np.ascontiguousarray(masks, np.uint64),
+            np.ascontiguousarray(values, np.float32).view(np.uint32),
+            _HASH_WORDS, self._seed_word, _LOGITS, _WDL, policy, q, d,
+        )  # fmt: skip
+        if self.delay_ms > 0:
+            time.sleep(max(0.0, start + self.delay_ms / 1000.0 - time.perf_counter()))
+        return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
 
     def _outputs(self, planes: np.ndarray) -> NetworkOutput:
         """The outputs, without the delay."""

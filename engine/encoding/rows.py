@@ -5,10 +5,13 @@ The planes of docs/encoding.md (the python-chess reference nets/training/referen
 which the tests compare with, spells out the same rules), computed from a
 game's position rows (:mod:`engine.board.position`): ``rows[0]`` is the game's root (the FEN
 position), ``rows[last]`` the position to encode, every row in between one ply apart.
-Everything compiled is ``@njit(cache=True, nogil=True)`` and allocates nothing:
+Everything compiled is ``@njit(cache=True, nogil=True)``, and what the search calls allocates
+nothing:
 
-* :func:`encode_into` writes one position's planes into a float32 ``[112, 8, 8]`` slice of a
-  preallocated batch and returns the canonical transform chosen;
+* :func:`encode_packed` writes one position's planes as lc0 packs them (a mask of squares and
+  a value a plane) and returns the canonical transform chosen; :func:`expand_into` and
+  :func:`expand_batch` make float32 ``[112, 8, 8]`` planes of them, and :func:`encode_into`
+  does both;
 * :func:`encode_batch_into` does it for many positions of concatenated games in one call;
 * :func:`canonical_transform` is lc0's ChooseTransform of one row (what the policy indices of
   a leaf need before its planes exist);
@@ -32,7 +35,7 @@ from numba import njit
 
 from engine.backend import INPUT_PLANES
 from engine.board import MAX_MOVES, from_chess_position, game_rows, legal_moves, to_chess_move
-from engine.board.bitboards import ONE, ZERO, bit, lsb, msb
+from engine.board.bitboards import ONE, ZERO, bit, msb
 from engine.board.position import (
     BISHOPS,
     BLACK,
@@ -64,6 +67,7 @@ HISTORY_STEPS = 8
 PLANES_PER_STEP = 13
 AUX_BASE = HISTORY_STEPS * PLANES_PER_STEP  # 104
 NO_SQUARE = np.uint64(64)
+ALL_SQUARES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 # Format numbers (see .formats): rules follow from comparisons, as in lc0.
 _CASTLING_PLANE, _CANONICAL, _HECTOPLIES = 2, 3, 4
@@ -215,18 +219,22 @@ def is_repetition(rows, index):
 
 
 @njit(cache=True, nogil=True)
-def _put(out, plane, bb, black, transform, value):
-    """Set the squares of absolute bitboard ``bb`` to ``value`` in ``out[plane]`` (frame of
-    the side to move, then the canonical transform)."""
+def _put(masks, values, plane, bb, black, transform, value):
+    """Plane ``plane`` holds ``value`` on the squares of absolute bitboard ``bb`` (frame of
+    the side to move, then the canonical transform): its mask and its value."""
     if bb == ZERO:
         return
     if black:
         bb = mirror_ranks(bb)
-    bb = apply_transform(bb, transform)
-    while bb != ZERO:
-        s = lsb(bb)
-        out[plane, s >> 3, s & 7] = value
-        bb &= bb - ONE
+    masks[plane] = apply_transform(bb, transform)
+    values[plane] = value
+
+
+@njit(cache=True, nogil=True)
+def _fill(masks, values, plane, value):
+    """Plane ``plane`` holds ``value`` on every square."""
+    masks[plane] = ALL_SQUARES
+    values[plane] = value
 
 
 @njit(cache=True, nogil=True)
@@ -251,24 +259,58 @@ def _castling_rooks(pos):
 
 
 @njit(cache=True, nogil=True)
-def encode_into(rows, last, fmt, fill, out):
+def encode_packed(rows, last, fmt, fill, masks, values):
     """Write lc0's 112 planes of ``rows[last]`` (history ``rows[:last + 1]``, ``rows[0]`` the
-    game's root) in input format ``fmt`` with history fill ``fill`` (FILL_*) into the float32
-    ``out`` [112, 8, 8]; returns the canonical transform applied (0 for formats 1, 2).
+    game's root) in input format ``fmt`` with history fill ``fill`` (FILL_*) as lc0 packs
+    them (its InputPlane): ``masks`` uint64 [112], the squares of each plane (bit 8 * rank +
+    file), and ``values`` float32 [112], the value on those squares; returns the canonical
+    transform applied (0 for formats 1, 2). :func:`expand_into` makes the float planes.
 
     lc0's EncodePositionForNN: see the reference nets/training/reference/planes.py ``position_masks``, which this
     follows step by step."""
     cur = rows[last]
     black = np.int64(cur[TURN]) != 0
     transform = canonical_transform(cur, fmt)
-    out[:] = 0.0
-    _history_planes(rows, last, fmt, fill, out, transform)
-    _aux_planes(cur, fmt, black, transform, out)
+    masks[:] = ZERO
+    values[:] = np.float32(0.0)
+    _history_planes(rows, last, fmt, fill, masks, values, transform)
+    _aux_planes(cur, fmt, black, transform, masks, values)
+    return transform
+
+
+@njit(cache=True, nogil=True)
+def expand_into(masks, values, out):
+    """The float32 planes ``out`` [112, 8, 8] of one position's packed planes (masks uint64
+    [112], values float32 [112]): ``values[p]`` on the squares of ``masks[p]``, else 0."""
+    flat = out.reshape(masks.shape[0], 64)
+    zero = np.float32(0.0)
+    for p in range(masks.shape[0]):
+        mask, value = masks[p], values[p]
+        for s in range(64):  # branch-free: the compiler vectorises it
+            flat[p, s] = value if (mask >> np.uint64(s)) & ONE else zero
+
+
+@njit(cache=True, nogil=True)
+def expand_batch(masks, values, out, n):
+    """:func:`expand_into` for the first ``n`` positions of masks [N, 112] and values [N, 112]
+    into out [N, 112, 8, 8] (the evaluation thread's part of a search's batch)."""
+    for r in range(n):
+        expand_into(masks[r], values[r], out[r])
+
+
+@njit(cache=True, nogil=True)
+def encode_into(rows, last, fmt, fill, out):
+    """:func:`encode_packed` as float32 planes ``out`` [112, 8, 8]; returns the canonical
+    transform applied."""
+    masks = np.empty(out.shape[0], np.uint64)
+    values = np.empty(out.shape[0], np.float32)
+    transform = encode_packed(rows, last, fmt, fill, masks, values)
+    expand_into(masks, values, out)
     return transform
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _history_planes(rows, last, fmt, fill, out, transform):
+def _history_planes(rows, last, fmt, fill, masks, values, transform):
     """The 8 history slots' planes (13 each) of ``rows[last]``, newest first: where lc0 stops
     (canonical formats at a castling change, an en-passant position or a zeroing move; the
     history fill; v2's slots for repetitions only) and each slot's repetition flag."""
@@ -304,9 +346,9 @@ def _history_planes(rows, last, fmt, fill, out, transform):
             history_idx -= 1
             continue
         base = PLANES_PER_STEP * i
-        _piece_planes(pos, us, is_fill, root_ep, base, transform, out)
+        _piece_planes(pos, us, is_fill, root_ep, base, transform, masks, values)
         if repeated:
-            out[base + 12] = one
+            _fill(masks, values, base + 12, one)
         if canonical and pos[RULE50] == ZERO:
             break
         i += 1
@@ -314,7 +356,7 @@ def _history_planes(rows, last, fmt, fill, out, transform):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _piece_planes(pos, us, is_fill, root_ep, base, transform, out):
+def _piece_planes(pos, us, is_fill, root_ep, base, transform, masks, values):
     """One history slot's 12 piece planes from ``base``: ours P N B R Q K, then theirs (``us``
     the side to move of the position encoded); a history fill of a root with an en-passant
     square has the pushed pawn back home."""
@@ -337,43 +379,44 @@ def _piece_planes(pos, us, is_fill, root_ep, base, transform, out):
                     mine = (mine & ~bit(landed)) | bit(home)
                 else:
                     other = (other & ~bit(landed)) | bit(home)
-        _put(out, base + f, mine, black, transform, one)
-        _put(out, base + 6 + f, other, black, transform, one)
+        _put(masks, values, base + f, mine, black, transform, one)
+        _put(masks, values, base + 6 + f, other, black, transform, one)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _aux_planes(cur, fmt, black, transform, out):
+def _aux_planes(cur, fmt, black, transform, masks, values):
     """The 8 auxiliary planes of the position row ``cur`` by input format: castling (rook
     squares, or four flags ours first), en-passant marker or side to move, rule-50 counter,
     Armageddon side, and the all-ones plane."""
     one = np.float32(1.0)
     wq, wk, bq, bk = _castling_rooks(cur)
     if fmt >= _CASTLING_PLANE:
-        _put(out, AUX_BASE, wq | bq, black, transform, one)
-        _put(out, AUX_BASE + 1, wk | bk, black, transform, one)
+        _put(masks, values, AUX_BASE, wq | bq, black, transform, one)
+        _put(masks, values, AUX_BASE + 1, wk | bk, black, transform, one)
     else:
         if black:
             wq, wk, bq, bk = bq, bk, wq, wk  # ours first
         if wq != ZERO:
-            out[AUX_BASE] = one
+            _fill(masks, values, AUX_BASE, one)
         if wk != ZERO:
-            out[AUX_BASE + 1] = one
+            _fill(masks, values, AUX_BASE + 1, one)
         if bq != ZERO:
-            out[AUX_BASE + 2] = one
+            _fill(masks, values, AUX_BASE + 2, one)
         if bk != ZERO:
-            out[AUX_BASE + 3] = one
+            _fill(masks, values, AUX_BASE + 3, one)
     if fmt >= _CANONICAL:
         marker = cur[EP]
         if marker != NO_SQUARE:  # lc0 keeps the marker on the back rank of the side that pushed
             rank_base = ZERO if (marker >> np.uint64(3)) == np.uint64(2) else np.uint64(56)
-            _put(out, AUX_BASE + 4, bit((marker & np.uint64(7)) | rank_base), black, transform, one)
+            square = bit((marker & np.uint64(7)) | rank_base)
+            _put(masks, values, AUX_BASE + 4, square, black, transform, one)
     elif black:
-        out[AUX_BASE + 4] = one
+        _fill(masks, values, AUX_BASE + 4, one)
     rule50 = np.float64(cur[RULE50])
-    out[AUX_BASE + 5] = np.float32(rule50 / 100.0 if fmt >= _HECTOPLIES else rule50)
+    _fill(masks, values, AUX_BASE + 5, np.float32(rule50 / 100.0 if fmt >= _HECTOPLIES else rule50))
     if (fmt == _ARMAGEDDON or fmt == _V2_ARMAGEDDON) and black:
-        out[AUX_BASE + 6] = one
-    out[AUX_BASE + 7] = one
+        _fill(masks, values, AUX_BASE + 6, one)
+    _fill(masks, values, AUX_BASE + 7, one)
 
 
 @njit(cache=True, nogil=True)

@@ -35,7 +35,7 @@ class _Instant:
     has_mlh = True
 
     def attributes(self) -> BackendAttributes:
-        return BackendAttributes("warm-up", (), 64, 7, lambda n: -(-n // 7) * 7, 1)
+        return BackendAttributes("warm-up", (), 64, 7, lambda n: -(-n // 7) * 7, 1, False)
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         n = len(planes)
@@ -55,6 +55,7 @@ def compile_the_rest() -> None:
     """Compile, with the argument types the search passes, the functions a search calls last
     (run by the warm-up's helper process; a no-op where numba's cache has them)."""
     from engine.board.position import FIELDS
+    from engine.encoding.rows import expand_batch
     from engine.search.core import backup, gather, params, steps, stoppers, tree, view
     from engine.search.params import from_options
     from engine.search.state import NNCache
@@ -80,6 +81,7 @@ def compile_the_rest() -> None:
     steps.drop_request(batch, 0, 0)
     steps.tablebase_terminal(t, packed, counters, 0, 0.0, 0)
     steps.cached_slot(rows, 0, -1, packed, cache)
+    expand_batch(batch.masks, batch.values, batch.planes, 0)
 
 
 def _start_helper() -> subprocess.Popen | None:

@@ -20,6 +20,7 @@ from engine import tablebase as tb
 from engine.backend import Network, NetworkOutput
 from engine.board import to_board
 from engine.board.moves import MAX_MOVES
+from engine.encoding.rows import expand_batch
 from engine.search.core import backup as cbackup
 from engine.search.core import gather as cgather
 from engine.search.core import steps
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 gather_minibatch = direct(cgather.gather)
 expand_and_backup = direct(cbackup.expand_and_backup)
+expand_planes = direct(expand_batch)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
 
 _ALL_MOVES = np.zeros(0, np.uint8)
@@ -104,13 +106,10 @@ class SearchWorker:
         """The batch's first ``n`` positions handed to an evaluation thread; the future wakes
         the owner when done."""
         owner = self.owner
-        planes, timeline = batch.planes[:n], owner.timeline
+        packed, timeline = owner.attributes.packed_input, owner.timeline
         with owner.device_lock:
             owner.on_device[0] += 1
-        if timeline is None:
-            future = owner.executor.submit(owner.network.evaluate, planes)
-        else:
-            future = owner.executor.submit(_timed_evaluate, owner.network, planes, timeline, seq)
+        future = owner.executor.submit(run_network, owner.network, packed, batch, n, timeline, seq)
         future.add_done_callback(lambda _: _answered(owner))
         return future
 
@@ -207,7 +206,7 @@ class SearchWorker:
         n = int(batch.meta[cgather.REQUESTS])
         if n:
             try:
-                out = owner.network.evaluate(batch.planes[:n])
+                out = run_network(owner.network, owner.attributes.packed_input, batch, n)
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable
                 raise
@@ -231,10 +230,24 @@ def _answered(owner: Search) -> None:
     owner.wake.set()
 
 
-def _timed_evaluate(
-    network: Network, planes: np.ndarray, timeline: Timeline, seq: int
+def run_network(
+    network: Network,
+    packed: bool,
+    batch: cgather.Batch,
+    n: int,
+    timeline: Timeline | None = None,
+    seq: int = 0,
 ) -> NetworkOutput:
-    start = Timeline.now()
-    out = network.evaluate(planes)
-    timeline.add(seq, "device", start, Timeline.now())
+    """The network's answer for the batch's first ``n`` positions (on an evaluation thread):
+    their packed planes as they are for a network that takes them, else expanded into the
+    batch's float planes first. ``timeline``: the network call's start and end go there."""
+    if not packed:
+        expand_planes(batch.masks, batch.values, batch.planes, n)
+    start = Timeline.now() if timeline is not None else 0.0
+    if packed:
+        out = network.evaluate_packed(batch.masks[:n], batch.values[:n])  # type: ignore[attr-defined]  # declared by packed_input
+    else:
+        out = network.evaluate(batch.planes[:n])
+    if timeline is not None:
+        timeline.add(seq, "device", start, Timeline.now())
     return out

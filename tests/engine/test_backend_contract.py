@@ -62,13 +62,30 @@ def test_a_record_of_the_wrong_type_fails_at_load(registered):
         load_network("", backend="dict-record")
 
 
+class PackedWithoutMethod(RandomNetwork):
+    """A network that declares packed input but has no evaluate_packed."""
+
+    evaluate_packed = None
+
+    def __getattribute__(self, name):
+        if name == "evaluate_packed":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def test_packed_input_without_its_method_fails_at_load(registered):
+    registered("packed", PackedWithoutMethod)
+    with pytest.raises(BackendError, match=r"backend 'packed'.*packed_input.*'evaluate_packed'"):
+        load_network("", backend="packed")
+
+
 def test_inconsistent_batch_sizes_are_refused():
     with pytest.raises(ValueError, match=r"preferred_batch \(9\) <= max_batch \(8\)"):
         BackendAttributes(name="x", description=(), max_batch=8, preferred_batch=9,
-                          padded_size=None, concurrency=1)
+                          padded_size=None, concurrency=1, packed_input=False)
     with pytest.raises(ValueError, match="concurrency >= 1"):
         BackendAttributes(name="x", description=(), max_batch=8, preferred_batch=8,
-                          padded_size=None, concurrency=0)
+                          padded_size=None, concurrency=0, packed_input=False)
 
 
 def test_the_record_is_frozen_and_the_random_backend_fills_every_field():
@@ -78,7 +95,7 @@ def test_the_record_is_frozen_and_the_random_backend_fills_every_field():
     attributes = net.attributes()
     assert attributes == BackendAttributes(name="random", description=(), max_batch=1024,
                                            preferred_batch=7, padded_size=net.padded_size,
-                                           concurrency=1)
+                                           concurrency=1, packed_input=True)
     assert attributes.padded_size is not None and attributes.padded_size(5) == 7
     with pytest.raises(AttributeError):
         attributes.max_batch = 1  # type: ignore[misc]  # frozen: the point of the test

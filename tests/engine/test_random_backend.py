@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import chess
 import numpy as np
 import pytest
 
@@ -134,3 +135,33 @@ def test_a_delay_makes_it_an_accelerator_for_the_search():
     params = SearchParams()
     assert params.batch_size(cpu.max_batch, cpu.preferred_batch) == 7
     assert params.batch_size(gpu.max_batch, gpu.preferred_batch) == 256
+
+
+def test_packed_planes_give_the_outputs_of_the_expanded_ones():
+    """The search hands the random backend lc0's packed planes (a mask and a value a plane):
+    its outputs are those of the float planes they expand to, for positions with history,
+    in canonical and classical formats, at any seed; a zero value on a full mask (rule50 0)
+    counts as an empty plane, as in the floats."""
+    from engine.board import game_rows
+    from engine.encoding.rows import FILL_FEN_ONLY, encode_packed, expand_into
+
+    boards = []
+    for moves in ([], ["e2e4", "e7e5", "g1f3", "b8c6"], ["d2d4", "g8f6", "c2c4", "e7e6", "b1c3"]):
+        board = chess.Board()
+        for m in moves:
+            board.push_uci(m)
+        boards.append(board)
+    for fmt in (1, 3, 4):
+        masks = np.zeros((len(boards), INPUT_PLANES), np.uint64)
+        values = np.zeros((len(boards), INPUT_PLANES), np.float32)
+        planes = np.zeros((len(boards), INPUT_PLANES, 8, 8), np.float32)
+        for k, board in enumerate(boards):
+            rows = game_rows(board)
+            encode_packed(rows, len(rows) - 1, fmt, FILL_FEN_ONLY, masks[k], values[k])
+            expand_into(masks[k], values[k], planes[k])
+        assert (masks[:, 109] == np.uint64(2**64 - 1)).all() and values[0, 109] == 0  # rule50
+        for seed in ("", "seed=7"):
+            net = load("", seed)
+            packed, floats = net.evaluate_packed(masks, values), net.evaluate(planes)
+            for head in ("policy", "q", "d"):
+                np.testing.assert_array_equal(getattr(packed, head), getattr(floats, head))

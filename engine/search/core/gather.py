@@ -27,7 +27,7 @@ from engine.board.movegen import in_check, legal_moves
 from engine.board.moves import MAX_MOVES
 from engine.board.position import BISHOPS, FIELDS, HASH, KNIGHTS, PAWNS, QUEENS, ROOKS, RULE50
 from engine.board.repetition import repetitions
-from engine.encoding.rows import canonical_transform, encode_into
+from engine.encoding.rows import canonical_transform, encode_packed
 
 from .backup import MAX_DEPTH, backup, cancel, order_descending
 from .cache import lookup, read_moves
@@ -98,12 +98,16 @@ FRAME = np.dtype(
     ],
     align=True,
 )
-Batch = namedtuple("Batch", "req rows moves indices planes coll meta stack frames frame_meta")
+Batch = namedtuple(
+    "Batch", "req rows moves indices masks values planes coll meta stack frames frame_meta"
+)
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
 the caller probes it); rows uint64 [B, FIELDS]: each request's position; moves / indices
 int32 [B, MAX_MOVES]: move words and policy indices;
-planes float32 [B, 112, 8, 8]; coll: COLLISION records; meta int64 [5]: requests, collisions,
+masks uint64 [B, 112] and values float32 [B, 112]: each request's input planes as lc0 packs
+them (engine/encoding/rows.py); planes float32 [B, 112, 8, 8]: the same expanded, written by
+the evaluation thread for a network that takes float planes; coll: COLLISION records; meta int64 [5]: requests, collisions,
 collision events, out-of-order backups, out of room (nodes or edges ran short: reserve more).
 Scratch space of the phases, allocated once: stack int64 [3, STACK] (selection); frames
 (FRAME records [levels, MAX_MOVES]) and frame_meta int64 [levels, 6] (prefetch: node, depth,
@@ -129,6 +133,8 @@ def new_batch(size: int) -> Batch:
         np.zeros((size, FIELDS), np.uint64),
         np.zeros((size, MAX_MOVES), np.int32),
         np.zeros((size, MAX_MOVES), np.int32),
+        np.zeros((size, 112), np.uint64),
+        np.zeros((size, 112), np.float32),
         np.zeros((size, 112, 8, 8), np.float32),
         np.zeros(4 * size + 64, COLLISION),
         np.zeros(5, np.int64),
@@ -365,7 +371,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         batch.req.tb[r] = tb
         for f in range(FIELDS):
             batch.rows[r, f] = pos[f]
-        encode_into(walk.hist, row, fmt, walk.info[FILL], batch.planes[r])
+        encode_packed(walk.hist, row, fmt, walk.info[FILL], batch.masks[r], batch.values[r])
         tree.nodes.status[node] |= PENDING
         batch.meta[REQUESTS] = r + 1
     if k > 1:
@@ -479,7 +485,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
         batch.req.depth[r] = depth
         batch.req.count[r] = count
         batch.req.tb[r] = 0
-        encode_into(hist, row, fmt, walk.info[FILL], batch.planes[r])
+        encode_packed(hist, row, fmt, walk.info[FILL], batch.masks[r], batch.values[r])
         batch.meta[REQUESTS] = r + 1
         return 1
     frames, frame_meta = batch.frames, batch.frame_meta

@@ -70,10 +70,9 @@ def drop_request(batch, r, n):
         for j in range(batch.moves.shape[1]):
             batch.moves[r, j] = batch.moves[last, j]
             batch.indices[r, j] = batch.indices[last, j]
-        for p in range(112):
-            for y in range(8):
-                for x in range(8):
-                    batch.planes[r, p, y, x] = batch.planes[last, p, y, x]
+        for p in range(batch.masks.shape[1]):
+            batch.masks[r, p] = batch.masks[last, p]
+            batch.values[r, p] = batch.values[last, p]
 
 
 @njit(cache=True)

@@ -41,6 +41,7 @@ class ConstNetwork:
             preferred_batch=self.max_batch,
             padded_size=None,
             concurrency=1,
+            packed_input=False,
         )
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
@@ -603,7 +604,7 @@ class PaddedNetwork(ConstNetwork):
 
     def attributes(self) -> BackendAttributes:
         return BackendAttributes("padded", (), self.max_batch, self.max_batch,
-                                 lambda n: -(-n // 16) * 16, 1)
+                                 lambda n: -(-n // 16) * 16, 1, False)
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         self.sizes.append(planes.shape[0])
