@@ -77,7 +77,7 @@ class Breakdown:
         ("SearchWorker", "root_filter", "  root filter (smart pruning's hint)"),
         ("SearchWorker", "probe", "  Syzygy probes of the flagged leaves"),
         ("SearchWorker", "process", "expand + backup of a batch (Python side)"),
-        ("worker", "expand_and_backup", "  compiled: softmax, edges, backup, cache"),
+        ("worker", "expand_and_backup", "  compiled: edges, backup, cache"),
         ("SearchRun", "_summary", "stoppers' root summary"),
         ("SearchWorker", "evaluate", "network call handed to the worker"),
     )

@@ -69,10 +69,13 @@ def compile_the_rest() -> None:
     stoppers._summary(t, 0.0, np.zeros(0, np.uint8), False, np.zeros(7, np.int64))
     rows = np.zeros((2, FIELDS), np.uint64)
     f32 = network_heads(np.zeros(1, np.float32))
+    policy = network_heads(np.zeros((1, POLICY_SIZE), np.float32))
+    backup.sort_policies(
+        batch.req, batch.moves, batch.indices, policy, 0, 1.0, batch.sorted_moves, batch.priors
+    )
     backup.expand_and_backup(
-        t, packed, counters, cache, batch.req, batch.moves, batch.indices,
-        network_heads(np.zeros((1, POLICY_SIZE), np.float32)), f32, f32, f32, 0,
-    )  # fmt: skip
+        t, packed, counters, cache, batch.req, batch.sorted_moves, batch.priors, f32, f32, f32, 0
+    )
     tree.keep_subtree(t, 0)
     view._edge_stats(t, 0, np.zeros((9, 0)))
     view._puct_terms(t, packed, 0, True, 0.0, np.zeros((3, 0)))

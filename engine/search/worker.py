@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 gather_minibatch = direct(cgather.gather)
 expand_and_backup = direct(cbackup.expand_and_backup)
 expand_planes = direct(expand_batch)
+sort_policies = direct(cbackup.sort_policies)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
 
 _ALL_MOVES = np.zeros(0, np.uint8)
@@ -109,7 +110,10 @@ class SearchWorker:
         packed, timeline = owner.attributes.packed_input, owner.timeline
         with owner.device_lock:
             owner.on_device[0] += 1
-        future = owner.executor.submit(run_network, owner.network, packed, batch, n, timeline, seq)
+        temperature = self.params.policy_softmax_temp
+        future = owner.executor.submit(
+            run_network, owner.network, packed, batch, n, temperature, timeline, seq
+        )
         future.add_done_callback(lambda _: _answered(owner))
         return future
 
@@ -128,12 +132,11 @@ class SearchWorker:
             state.counters,
             owner.cache.arrays,
             batch.req,
-            batch.moves,
-            batch.indices,
+            batch.sorted_moves,
+            batch.priors,
             # Read-only contiguous float32 whatever the backend returns (XLA's CPU buffers are
             # read-only, a numpy backend's are not): the call skips numba's dispatch, so its
             # argument types must never change (engine/search/core/calls.py).
-            network_heads(out.policy),
             network_heads(out.q),
             network_heads(out.d),
             network_heads(out.m),
@@ -206,7 +209,8 @@ class SearchWorker:
         n = int(batch.meta[cgather.REQUESTS])
         if n:
             try:
-                out = run_network(owner.network, owner.attributes.packed_input, batch, n)
+                packed, temperature = owner.attributes.packed_input, self.params.policy_softmax_temp
+                out = run_network(owner.network, packed, batch, n, temperature)
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable
                 raise
@@ -235,12 +239,15 @@ def run_network(
     packed: bool,
     batch: cgather.Batch,
     n: int,
+    temperature: float,
     timeline: Timeline | None = None,
     seq: int = 0,
 ) -> NetworkOutput:
-    """The network's answer for the batch's first ``n`` positions (on an evaluation thread):
-    their packed planes as they are for a network that takes them, else expanded into the
-    batch's float planes first. ``timeline``: the network call's start and end go there."""
+    """The network's answer for the batch's first ``n`` positions, on an evaluation thread,
+    beside the search's: their packed planes as they are for a network that takes them, else
+    expanded into the batch's float planes first; then each one's moves sorted by prior into
+    the batch (lc0's softmax at PolicyTemperature ``temperature``). ``timeline``: the network
+    call's start and end go there."""
     if not packed:
         expand_planes(batch.masks, batch.values, batch.planes, n)
     start = Timeline.now() if timeline is not None else 0.0
@@ -250,4 +257,7 @@ def run_network(
         out = network.evaluate(batch.planes[:n])
     if timeline is not None:
         timeline.add(seq, "device", start, Timeline.now())
+    policy = network_heads(out.policy)
+    sort_policies(batch.req, batch.moves, batch.indices, policy, n, float(temperature),
+                  batch.sorted_moves, batch.priors)  # fmt: skip
     return out

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from .cache import insert
-from .params import POLICY_TEMP, STICKY
+from .params import STICKY
 from .tree import NONE, PENDING, PROVEN, TABLEBASE, compress_prior, expand, prior
 
 PLAYOUTS, DEPTH_SUM, MAX_DEPTH, TB_HITS = 0, 1, 2, 3
@@ -140,22 +140,30 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
 
 
 @njit(cache=True, nogil=True)
-def expand_and_backup(tree, params, counters, cache, req, moves, indices, policy, q, d, m, n):
+def sort_policies(req, moves, indices, policy, n, temperature, out_moves, out_priors):
+    """For each of the ``n`` evaluated requests of a batch, its moves by decreasing prior and
+    the priors (:func:`softmax_sorted`) into ``out_moves`` int32 / ``out_priors`` uint16 [B,
+    MAX_MOVES]. Reads the batch and the network's policy only: the evaluation thread runs it,
+    beside the search's."""
+    for r in range(n):
+        softmax_sorted(
+            policy[r], indices[r], req.count[r], temperature, moves[r], out_moves[r], out_priors[r]
+        )
+
+
+@njit(cache=True, nogil=True)
+def expand_and_backup(tree, params, counters, cache, req, moves, priors, q, d, m, n):
     """Expand and back up the ``n`` evaluated requests of a batch (node -1: a prefetched
-    position, cached only); every result goes into the NN cache. Room for the edges has been
-    reserved."""
-    sorted_moves = np.empty(moves.shape[1], np.int32)
-    priors = np.empty(moves.shape[1], np.uint16)
-    temperature = params[POLICY_TEMP]
+    position, cached only) with their moves and priors as :func:`sort_policies` wrote them;
+    every result goes into the NN cache. Room for the edges has been reserved."""
     for r in range(n):
         k = req.count[r]
-        softmax_sorted(policy[r], indices[r], k, temperature, moves[r], sorted_moves, priors)
-        insert(cache, req.key[r], q[r], d[r], m[r], sorted_moves, priors, k)
+        insert(cache, req.key[r], q[r], d[r], m[r], moves[r], priors[r], k)
         node = req.node[r]
         if node < 0:
             continue
         tree.nodes.status[node] &= ~PENDING
-        expand(tree, np.int64(node), sorted_moves, priors, np.int64(k))
+        expand(tree, np.int64(node), moves[r], priors[r], np.int64(k))
         backup(
             tree,
             params,

@@ -99,7 +99,9 @@ FRAME = np.dtype(
     align=True,
 )
 Batch = namedtuple(
-    "Batch", "req rows moves indices masks values planes coll meta stack frames frame_meta"
+    "Batch",
+    "req rows moves indices masks values planes sorted_moves priors coll meta stack frames "
+    "frame_meta",
 )
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
@@ -107,7 +109,9 @@ the caller probes it); rows uint64 [B, FIELDS]: each request's position; moves /
 int32 [B, MAX_MOVES]: move words and policy indices;
 masks uint64 [B, 112] and values float32 [B, 112]: each request's input planes as lc0 packs
 them (engine/encoding/rows.py); planes float32 [B, 112, 8, 8]: the same expanded, written by
-the evaluation thread for a network that takes float planes; coll: COLLISION records; meta int64 [5]: requests, collisions,
+the evaluation thread for a network that takes float planes; sorted_moves int32 / priors
+uint16 [B, MAX_MOVES]: each request's moves by decreasing prior and the priors (written by the
+evaluation thread from the network's policy); coll: COLLISION records; meta int64 [5]: requests, collisions,
 collision events, out-of-order backups, out of room (nodes or edges ran short: reserve more).
 Scratch space of the phases, allocated once: stack int64 [3, STACK] (selection); frames
 (FRAME records [levels, MAX_MOVES]) and frame_meta int64 [levels, 6] (prefetch: node, depth,
@@ -136,6 +140,8 @@ def new_batch(size: int) -> Batch:
         np.zeros((size, 112), np.uint64),
         np.zeros((size, 112), np.float32),
         np.zeros((size, 112, 8, 8), np.float32),
+        np.zeros((size, MAX_MOVES), np.int32),
+        np.zeros((size, MAX_MOVES), np.uint16),
         np.zeros(4 * size + 64, COLLISION),
         np.zeros(5, np.int64),
         np.zeros((3, STACK), np.int64),
