@@ -57,7 +57,7 @@ class Search:
         self.hist = self._game
         """The game's rows, then room for a path's (the compiled selection's board)."""
         self.attributes = network.attributes()
-        self.executor = self._new_executor()
+        self.executor, self.device_slots = self._new_executor()
         self.wake = threading.Event()
         """Set when an evaluation finishes or a stop arrives: the loop waits on it."""
         self.stop_flag = np.zeros(1, np.uint8)
@@ -179,12 +179,18 @@ class Search:
 
     def renew_executor(self) -> None:
         """Leave a hung evaluation worker behind: the next calls go to new ones."""
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        self.executor = self._new_executor()
+        self.close()
+        self.executor, self.device_slots = self._new_executor()
 
-    def _new_executor(self) -> ThreadPoolExecutor:
-        workers = self.attributes.concurrency
-        return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nn-eval")
+    def _new_executor(self) -> tuple[ThreadPoolExecutor, threading.BoundedSemaphore]:
+        """The evaluation workers, one a batch in flight (each prepares its batch's planes,
+        calls the network and sorts the policy), and the device's slots: the network calls
+        the backend runs at once (its concurrency), so that a batch's preparation and sorting
+        overlap another's call."""
+        # Up to Threads batches are in flight (128 at most, the option's maximum); the pool
+        # starts a thread only when none is idle.
+        workers = ThreadPoolExecutor(128, thread_name_prefix="nn-eval")
+        return workers, threading.BoundedSemaphore(self.attributes.concurrency)
 
     @property
     def packed(self) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -112,8 +113,9 @@ class SearchWorker:
             owner.on_device[0] += 1
         temperature = self.params.policy_softmax_temp
         future = owner.executor.submit(
-            run_network, owner.network, packed, batch, n, temperature, timeline, seq
-        )
+            run_network, owner.network, packed, batch, n, temperature, owner.device_slots,
+            timeline, seq,
+        )  # fmt: skip
         future.add_done_callback(lambda _: _answered(owner))
         return future
 
@@ -240,16 +242,30 @@ def run_network(
     batch: cgather.Batch,
     n: int,
     temperature: float,
+    device: AbstractContextManager | None = None,
     timeline: Timeline | None = None,
     seq: int = 0,
 ) -> NetworkOutput:
-    """The network's answer for the batch's first ``n`` positions, on an evaluation thread,
-    beside the search's: their packed planes as they are for a network that takes them, else
-    expanded into the batch's float planes first; then each one's moves sorted by prior into
-    the batch (lc0's softmax at PolicyTemperature ``temperature``). ``timeline``: the network
-    call's start and end go there."""
+    """The network's answer for the batch's first ``n`` positions, on a host thread beside the
+    search's: their packed planes as they are for a network that takes them, else expanded
+    into the batch's float planes first; the network call while holding ``device`` (a slot
+    of the device, such as a semaphore); then each position's moves sorted by prior into the
+    batch (lc0's softmax at PolicyTemperature ``temperature``). ``timeline``: the network
+    call's start and end."""
     if not packed:
         expand_planes(batch.masks, batch.values, batch.planes, n)
+    with device if device is not None else nullcontext():
+        out = _call_network(network, packed, batch, n, timeline, seq)
+    policy = network_heads(out.policy)
+    sort_policies(batch.req, batch.moves, batch.indices, policy, n, float(temperature),
+                  batch.sorted_moves, batch.priors)  # fmt: skip
+    return out
+
+
+def _call_network(
+    network: Network, packed: bool, batch: cgather.Batch, n: int, timeline: Timeline | None,
+    seq: int,
+) -> NetworkOutput:  # fmt: skip
     start = Timeline.now() if timeline is not None else 0.0
     if packed:
         out = network.evaluate_packed(batch.masks[:n], batch.values[:n])  # type: ignore[attr-defined]  # declared by packed_input
@@ -257,7 +273,4 @@ def run_network(
         out = network.evaluate(batch.planes[:n])
     if timeline is not None:
         timeline.add(seq, "device", start, Timeline.now())
-    policy = network_heads(out.policy)
-    sort_policies(batch.req, batch.moves, batch.indices, policy, n, float(temperature),
-                  batch.sorted_moves, batch.priors)  # fmt: skip
     return out
