@@ -143,6 +143,7 @@ class SearchRun:
         finally:
             for _future, batch, _seq, _at in pending:
                 self.worker.abandon(batch)
+            self.owner.retire_batches([(future, batch) for future, batch, _, _ in pending])
             state.changed()
 
     def step(self, pending: list[InFlight], free: list[cgather.Batch]) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import chess
 import numpy as np
@@ -57,7 +57,7 @@ class Search:
         self.hist = self._game
         """The game's rows, then room for a path's (the compiled selection's board)."""
         self.attributes = network.attributes()
-        self.executor, self.device_slots = self._new_executor()
+        self.executor, self.device = self._new_executors()
         self.wake = threading.Event()
         """Set when an evaluation finishes or a stop arrives: the loop waits on it."""
         self.stop_flag = np.zeros(1, np.uint8)
@@ -148,6 +148,7 @@ class Search:
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.device.shutdown(wait=False, cancel_futures=True)
 
     def stats(self) -> SearchStats:
         return self.state.stats()
@@ -180,17 +181,18 @@ class Search:
     def renew_executor(self) -> None:
         """Leave a hung evaluation worker behind: the next calls go to new ones."""
         self.close()
-        self.executor, self.device_slots = self._new_executor()
+        self.executor, self.device = self._new_executors()
 
-    def _new_executor(self) -> tuple[ThreadPoolExecutor, threading.BoundedSemaphore]:
+    def _new_executors(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
         """The evaluation workers, one a batch in flight (each prepares its batch's planes,
-        calls the network and sorts the policy), and the device's slots: the network calls
-        the backend runs at once (its concurrency), so that a batch's preparation and sorting
-        overlap another's call."""
+        hands the network call to the device's queue and sorts the policy), and the device's
+        workers (one a call the backend runs at once): so that one batch's preparation and
+        sorting overlap another's call, and the calls run in the order the batches went."""
         # Up to Threads batches are in flight (128 at most, the option's maximum); the pool
         # starts a thread only when none is idle.
-        workers = ThreadPoolExecutor(128, thread_name_prefix="nn-eval")
-        return workers, threading.BoundedSemaphore(self.attributes.concurrency)
+        workers = ThreadPoolExecutor(128, thread_name_prefix="nn-batch")
+        device = ThreadPoolExecutor(self.attributes.concurrency, thread_name_prefix="nn-eval")
+        return workers, device
 
     @property
     def packed(self) -> np.ndarray:
@@ -232,6 +234,17 @@ class Search:
     def ensure_batches(self, count: int, size: int) -> None:
         if len(self.batches) != count or self.batches[0].req.shape[0] < size:
             self.batches = [cgather.new_batch(size) for _ in range(count)]
+
+    def retire_batches(self, in_flight: list[tuple[Future, cgather.Batch]]) -> None:
+        """The batches a run left in flight: one whose evaluation worker has not finished
+        still gets written to (its planes, its sorted policy), so a new buffer takes its place
+        for the next run's gathers; the worker keeps the old one."""
+        for future, batch in in_flight:
+            if future.done():
+                continue
+            for i, held in enumerate(self.batches):
+                if held is batch:
+                    self.batches[i] = cgather.new_batch(len(batch.req))
 
     def grow_history(self) -> None:
         g = len(self._game)

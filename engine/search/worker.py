@@ -11,8 +11,7 @@ when each phase runs is :class:`engine.search.run.SearchRun`.
 from __future__ import annotations
 
 import math
-from concurrent.futures import Future
-from contextlib import AbstractContextManager, nullcontext
+from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -113,8 +112,8 @@ class SearchWorker:
             owner.on_device[0] += 1
         temperature = self.params.policy_softmax_temp
         future = owner.executor.submit(
-            run_network, owner.network, packed, batch, n, temperature, owner.device_slots,
-            timeline, seq,
+            run_network, owner.network, packed, batch, n, temperature, owner.device, timeline,
+            seq,
         )  # fmt: skip
         future.add_done_callback(lambda _: _answered(owner))
         return future
@@ -242,20 +241,22 @@ def run_network(
     batch: cgather.Batch,
     n: int,
     temperature: float,
-    device: AbstractContextManager | None = None,
+    device: Executor | None = None,
     timeline: Timeline | None = None,
     seq: int = 0,
 ) -> NetworkOutput:
     """The network's answer for the batch's first ``n`` positions, on a host thread beside the
     search's: their packed planes as they are for a network that takes them, else expanded
-    into the batch's float planes first; the network call while holding ``device`` (a slot
-    of the device, such as a semaphore); then each position's moves sorted by prior into the
-    batch (lc0's softmax at PolicyTemperature ``temperature``). ``timeline``: the network
-    call's start and end."""
+    into the batch's float planes first; the network call on ``device`` (the device's queue,
+    an executor; None: here); then each position's moves sorted by prior into the batch (lc0's
+    softmax at PolicyTemperature ``temperature``). ``timeline``: the network call's start and
+    end."""
     if not packed:
         expand_planes(batch.masks, batch.values, batch.planes, n)
-    with device if device is not None else nullcontext():
+    if device is None:
         out = _call_network(network, packed, batch, n, timeline, seq)
+    else:
+        out = device.submit(_call_network, network, packed, batch, n, timeline, seq).result()
     policy = network_heads(out.policy)
     sort_policies(batch.req, batch.moves, batch.indices, policy, n, float(temperature),
                   batch.sorted_moves, batch.priors)  # fmt: skip

@@ -63,6 +63,7 @@ class HangingNetwork(RandomNetwork):
     def evaluate(self, planes):
         self.calls += 1
         if self.calls == self.hang_at:
+            self.hung_planes = planes.base  # the batch's planes buffer this call reads
             self.release.wait(30)
         return super().evaluate(planes)
 
@@ -83,11 +84,33 @@ def test_a_hanging_network_call_stops_a_node_limited_search(monkeypatch):
         tree = search.state.tree
         assert (tree.nodes["nif"][: int(tree.count[0])] == 0).all()
         lines.clear()
+        # The hung call's worker still holds its batch, and writes into it once it returns
+        # (here during the next search): the next search gathers into other buffers.
+        assert net.hung_planes is not None
+        assert not any(b.planes is net.hung_planes for b in search.batches)
+        threading.Timer(0.05, net.release.set).start()
         again = search.run(Limit(nodes=3000), on_verbose=lines.extend)
         assert again.nodes >= 3000 and not lines, lines
+        assert again.bestmove in board.legal_moves
+        _assert_moves_legal(search)
     finally:
         net.release.set()
         search.close()
+
+
+def _assert_moves_legal(search: Search) -> None:
+    """Every expanded node's edges are its position's legal moves (python-chess), through
+    the first two plies: a batch written by a stale worker would give some node another
+    position's moves."""
+    root = search.root
+    board = chess.Board()
+    assert sorted(m.uci() for m in root.moves) == sorted(m.uci() for m in board.legal_moves)
+    for move, child in zip(root.moves, root.children):
+        if child is None or not child.expanded:
+            continue
+        board.push(move)
+        assert sorted(m.uci() for m in child.moves) == sorted(m.uci() for m in board.legal_moves)
+        board.pop()
 
 
 def test_the_tree_limit_is_said_when_reached_not_at_stop():
