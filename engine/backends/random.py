@@ -86,12 +86,19 @@ def _evaluate(bits, hash_words, seed_word, logits, wdl, policy, q, d):
                 mask |= set_ << np.uint64((s & 56) | (7 - (s & 7)))
             h += mask * hash_words[p]
             h += np.uint64(row[0]) * hash_words[planes + p]
-        h ^= h >> np.uint64(29)
-        start = h % np.uint64(TABLE_SIZE)
-        policy[r, :] = logits[start : start + np.uint64(policy.shape[1])]
-        row = (h >> np.uint64(32)) % np.uint64(TABLE_SIZE)
-        q[r] = wdl[row, 0] - wdl[row, 2]
-        d[r] = wdl[row, 1]
+        _outputs_of_hash(h, logits, wdl, r, policy, q, d)
+
+
+@njit(cache=True, nogil=True)
+def _outputs_of_hash(h, logits, wdl, r, policy, q, d):
+    """Row ``r`` of the outputs from its position's hash ``h``: a window of ``logits`` for
+    the policy and a row of ``wdl``."""
+    h ^= h >> np.uint64(29)
+    start = h % np.uint64(TABLE_SIZE)
+    policy[r, :] = logits[start : start + np.uint64(policy.shape[1])]
+    row = (h >> np.uint64(32)) % np.uint64(TABLE_SIZE)
+    q[r] = wdl[row, 0] - wdl[row, 2]
+    d[r] = wdl[row, 1]
 
 
 def _device_rows(n: int) -> int:
@@ -115,12 +122,7 @@ def _evaluate_packed(masks, value_bits, hash_words, seed_word, logits, wdl, poli
                 mask = np.uint64(0)
             h += _reverse_bytes_bits(mask) * hash_words[p]
             h += (np.uint64(bits) if mask & np.uint64(1) else np.uint64(0)) * hash_words[planes + p]
-        h ^= h >> np.uint64(29)
-        start = h % np.uint64(TABLE_SIZE)
-        policy[r, :] = logits[start : start + np.uint64(policy.shape[1])]
-        row = (h >> np.uint64(32)) % np.uint64(TABLE_SIZE)
-        q[r] = wdl[row, 0] - wdl[row, 2]
-        d[r] = wdl[row, 1]
+        _outputs_of_hash(h, logits, wdl, r, policy, q, d)
 
 
 @njit(cache=True, nogil=True)
