@@ -674,8 +674,8 @@ OPTIONS: tuple[Option, ...] = (
         "Minibatches in flight, as lc0's search threads (each of which gathers one minibatch and "
         "waits for its evaluation): 1 gathers, evaluates and backs up one at a time; 2 (lc0's "
         "default on two cores) gathers the next while one is evaluated, or while two are on a "
-        "backend that runs two at once. Here one search thread gathers them all and the "
-        "backend's calls run beside it.",
+        "backend that runs two at once. Here one search thread gathers them all; each batch's "
+        "worker thread prepares its planes, calls the backend and sorts the policy beside it.",
         1,
         128,
         param="threads",
