@@ -221,8 +221,10 @@ class Controller:
     # ------------------------------------------------------------------------------ search
     def _with_budget(self, limit: Limit) -> Limit:
         """``limit`` with the time manager's budget for the position to search."""
-        budget = self.timemgr.budget_ms(limit, self.board.turn == chess.BLACK, self.board.ply())
-        return dataclasses.replace(limit, budget_ms=budget)
+        black = self.board.turn == chess.BLACK
+        budget = self.timemgr.budget_ms(limit, black, self.board.ply())
+        ceiling = self.timemgr.ceiling_ms(limit, black)
+        return dataclasses.replace(limit, budget_ms=budget, ceiling_ms=ceiling)
 
     def _search_and_answer(
         self, board: chess.Board, limit: Limit, clock_budget: float | None, ok: bool

@@ -100,6 +100,16 @@ class TimeManager:
             limits.append(clock)
         return min(limits) if limits else None
 
+    @staticmethod
+    def ceiling_ms(go: Limit, black_to_move: bool) -> float | None:
+        """The most time the go line allows at all: its movetime or the side's clock (None:
+        no time limit)."""
+        limits = [go.movetime] if go.movetime is not None else []
+        time_left = go.btime if black_to_move else go.wtime
+        if time_left is not None and not go.until_stop:
+            limits.append(time_left)
+        return float(min(limits)) if limits else None
+
     def _clock_budget(self, go: Limit, black: bool, ply: int) -> float | None:
         time_left = go.btime if black else go.wtime
         if go.until_stop or time_left is None:

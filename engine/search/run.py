@@ -233,7 +233,9 @@ class SearchRun:
         behind: the next search's calls go to a new one)."""
         state, owner = self.state, self.owner
         while not future.done():
-            if state.stop.is_set() or cstop.time_up(state.limit, state.elapsed_ms()):
+            if state.stop.is_set() or cstop.time_up(
+                state.limit, state.elapsed_ms(), int(state.tree.nodes["n"][0])
+            ):
                 return False
             stalled = time.monotonic() - submitted
             if stalled > NETWORK_STALL_S:

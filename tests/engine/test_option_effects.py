@@ -570,6 +570,17 @@ def test_move_overhead_is_taken_from_movetime():
     assert search("go movetime 1000", MoveOverheadMs=800).field("time") < 700
 
 
+@effect_of("MoveOverheadMs")
+def test_the_budget_waits_for_the_first_evaluation_but_not_past_the_clock():
+    """As lc0, a search is not stopped by its budget before the root is evaluated (a move chosen
+    blind is the worst answer); the go line's own time (movetime, clock) still stops it."""
+    search()  # the compiled search loaded first: its compile is no network time
+    slow = search("go movetime 1000", MoveOverheadMs=900, BackendOptions="delay=0.4")
+    assert slow.seconds >= 0.4 and slow.field("nodes") >= 1, slow.lines
+    hung = search("go wtime 300 btime 300", MoveOverheadMs=0, BackendOptions="delay=3")
+    assert hung.seconds < 2.5 and hung.infos == [], (hung.seconds, hung.lines)
+
+
 @effect_of("TimeManager")
 def test_time_manager_slowmover_scales_the_budget():
     """At move 11 with 8 s left the legacy budget is 1118 ms; slowmover=0.25 makes it 280 ms

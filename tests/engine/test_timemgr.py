@@ -139,6 +139,25 @@ def test_a_go_line_reaches_search_and_time_manager_as_one_limit(monkeypatch):
     finite = dataclasses.replace(limit, ponder=False)
     budget = TimeManager(OVERHEAD).budget_ms(finite, black_to_move=True, game_ply=1)
     assert budget is not None and budget > 0
-    assert hits == [dataclasses.replace(finite, started_at=hits[0].started_at, budget_ms=budget)]
+    assert hits == [dataclasses.replace(finite, started_at=hits[0].started_at, budget_ms=budget,
+                                        ceiling_ms=30_000)]
     assert hits[0].started_at >= limit.started_at and not hits[0].until_stop
     assert out.getvalue().splitlines()[-1] == "bestmove e7e5"
+
+
+def test_ceiling_is_the_movetime_or_the_side_to_moves_clock():
+    tm = TimeManager(OVERHEAD)
+    assert tm.ceiling_ms(Limit(movetime=900, wtime=500, btime=5_000), black_to_move=False) == 500
+    assert tm.ceiling_ms(Limit(movetime=900, wtime=500, btime=5_000), black_to_move=True) == 900
+    assert tm.ceiling_ms(Limit(wtime=500, btime=5_000, ponder=True), black_to_move=False) is None
+    assert tm.ceiling_ms(Limit(nodes=10), black_to_move=False) is None
+
+
+def test_the_budget_waits_for_the_roots_first_evaluation_up_to_the_ceiling():
+    from engine.search.core.stoppers import time_up
+
+    limit = Limit(movetime=1_000, budget_ms=200.0, ceiling_ms=1_000.0)
+    assert time_up(limit, 250.0, root_visits=1)
+    assert not time_up(limit, 250.0, root_visits=0)
+    assert time_up(limit, 1_000.0, root_visits=0)
+    assert not time_up(Limit(infinite=True, budget_ms=200.0), 5_000.0, root_visits=1)

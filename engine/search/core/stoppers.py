@@ -184,8 +184,12 @@ class Progress(NamedTuple):
     """What the tree and the NN cache hold (only read under RamLimitMb)."""
 
 
-def time_up(limit: Limit, elapsed_ms: float) -> bool:
+def time_up(limit: Limit, elapsed_ms: float, root_visits: int) -> bool:
+    """Whether the time is up: the budget, or before the root's first evaluation the ceiling
+    (lc0's MaybeTriggerStop never stops an unexpanded root; this one stops before the flag)."""
     t = limit.budget_ms
+    if root_visits == 0 and limit.ceiling_ms is not None and t is not None:
+        t = max(t, limit.ceiling_ms)
     return t is not None and not limit.until_stop and elapsed_ms >= t
 
 
@@ -200,7 +204,7 @@ def limit_reached(
         hint = max(limit.nodes - root.visits, 0)
     if limit.nodes is not None and root.visits >= limit.nodes:
         return True, hint, first_eval
-    if root.visits >= params.max_tree_nodes or time_up(limit, progress.elapsed_ms):
+    if root.visits >= params.max_tree_nodes or time_up(limit, progress.elapsed_ms, root.visits):
         return True, hint, first_eval
     if 0 < params.ram_limit_bytes <= progress.memory_bytes:
         return True, hint, first_eval
