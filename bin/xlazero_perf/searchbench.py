@@ -5,6 +5,7 @@ the search's parts timed (``--breakdown``) and a simulated accelerator's latency
 from __future__ import annotations
 
 import collections
+import gc
 import statistics
 import time
 
@@ -171,6 +172,7 @@ class Searches:
         self.network, self.params, self.nodes = network, params, nodes
         self.profile, self.parts, self.trace = profile, parts, trace
         self.runs = Runs(positions)
+        gc.freeze()  # as the engine after loading its network (engine/controller.py)
 
     def run(self, i: int, fen: str, r: int) -> None:
         """Position ``i`` (``fen``) in round ``r``."""

@@ -268,12 +268,49 @@ def encode_packed(rows, last, fmt, fill, masks, values):
 
     lc0's EncodePositionForNN: see the reference nets/training/reference/planes.py ``position_masks``, which this
     follows step by step."""
+    return _encode(rows, last, fmt, fill, np.int64(-1), masks, values)
+
+
+@njit(cache=True, nogil=True)
+def window_suffices(fmt):
+    """Whether :func:`take_window`'s last HISTORY_STEPS rows are all that the planes of format
+    ``fmt`` read (v2's formats look further back, for repetitions)."""
+    return fmt != _V2 and fmt != _V2_ARMAGEDDON
+
+
+@njit(cache=True, nogil=True)
+def take_window(rows, last, window):
+    """Copy what :func:`encode_window` needs of ``rows[last]``'s history into ``window``
+    uint64 [HISTORY_STEPS, FIELDS]: the last HISTORY_STEPS rows (all of them from the game's
+    root when there are fewer); returns (``rows[last]``'s index in the window, a bit d set when
+    ``rows[last - d]`` repeats an earlier position). For formats where :func:`window_suffices`."""
+    first = max(last - (HISTORY_STEPS - 1), 0)
+    reps = 0
+    for i in range(first, last + 1):
+        for f in range(rows.shape[1]):  # element by element: no array views to count
+            window[i - first, f] = rows[i, f]
+        if is_repetition(rows, i):
+            reps |= 1 << (last - i)
+    return last - first, reps
+
+
+@njit(cache=True, nogil=True)
+def encode_window(window, last, reps, fmt, fill, masks, values):
+    """:func:`encode_packed` from what :func:`take_window` kept (the same planes): the
+    search thread takes the window, an evaluation thread encodes it."""
+    return _encode(window, last, fmt, fill, np.int64(reps), masks, values)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _encode(rows, last, fmt, fill, reps, masks, values):
+    """:func:`encode_packed`; ``reps``: bit d set when ``rows[last - d]`` repeats, or -1 to
+    find out from ``rows``."""
     cur = rows[last]
     black = np.int64(cur[TURN]) != 0
     transform = canonical_transform(cur, fmt)
     masks[:] = ZERO
     values[:] = np.float32(0.0)
-    _history_planes(rows, last, fmt, fill, masks, values, transform)
+    _history_planes(rows, last, fmt, fill, masks, values, transform, reps)
     _aux_planes(cur, fmt, black, transform, masks, values)
     return transform
 
@@ -310,7 +347,7 @@ def encode_into(rows, last, fmt, fill, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _history_planes(rows, last, fmt, fill, masks, values, transform):
+def _history_planes(rows, last, fmt, fill, masks, values, transform, reps):
     """The 8 history slots' planes (13 each) of ``rows[last]``, newest first: where lc0 stops
     (canonical formats at a castling change, an en-passant position or a zeroing move; the
     history fill; v2's slots for repetitions only) and each slot's repetition flag."""
@@ -338,7 +375,12 @@ def _history_planes(rows, last, fmt, fill, masks, values, transform):
                 break
             if fill == FILL_FEN_ONLY and same_board(root, _STARTPOS):
                 break
-        repeated = (not is_fill) and is_repetition(rows, index)
+        if is_fill:
+            repeated = False
+        elif reps < 0:
+            repeated = is_repetition(rows, index)
+        else:
+            repeated = (reps >> (last - index)) & 1 != 0
         if repeats_only and not repeated and i > 0:
             # v2 writes older slots only for repetitions; nothing before the root repeats.
             if pos[RULE50] == ZERO or is_fill:

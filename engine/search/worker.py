@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 gather_minibatch = direct(cgather.gather)
 expand_and_backup = direct(cbackup.expand_and_backup)
 expand_planes = direct(expand_batch)
+encode_planes = direct(cgather.encode_requests)
 sort_policies = direct(cbackup.sort_policies)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
 
@@ -112,8 +113,8 @@ class SearchWorker:
             owner.on_device[0] += 1
         temperature = self.params.policy_softmax_temp
         future = owner.executor.submit(
-            run_network, owner.network, packed, batch, n, temperature, owner.device, timeline,
-            seq,
+            run_network, owner.network, packed, batch, self._walk_consts[0], n, temperature,
+            owner.device, timeline, seq,
         )  # fmt: skip
         future.add_done_callback(lambda _: _answered(owner))
         return future
@@ -211,7 +212,7 @@ class SearchWorker:
         if n:
             try:
                 packed, temperature = owner.attributes.packed_input, self.params.policy_softmax_temp
-                out = run_network(owner.network, packed, batch, n, temperature)
+                out = run_network(owner.network, packed, batch, walk.info, n, temperature)
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable
                 raise
@@ -239,6 +240,7 @@ def run_network(
     network: Network,
     packed: bool,
     batch: cgather.Batch,
+    info: np.ndarray,
     n: int,
     temperature: float,
     device: Executor | None = None,
@@ -246,11 +248,14 @@ def run_network(
     seq: int = 0,
 ) -> NetworkOutput:
     """The network's answer for the batch's first ``n`` positions, on a host thread beside the
-    search's: their packed planes as they are for a network that takes them, else expanded
-    into the batch's float planes first; the network call on ``device`` (the device's queue,
+    search's: their packed planes encoded from the histories the gather kept (``info``: the
+    gather's Walk.info, for the input format), as they are for a network that takes them, else
+    expanded into the batch's float planes; the network call on ``device`` (the device's queue,
     an executor; None: here); then each position's moves sorted by prior into the batch (lc0's
     softmax at PolicyTemperature ``temperature``). ``timeline``: the network call's start and
     end."""
+    fmt, fill = int(info[cgather.FORMAT]), int(info[cgather.FILL])
+    encode_planes(batch.req, batch.window, fmt, fill, batch.masks, batch.values, n)
     if not packed:
         expand_planes(batch.masks, batch.values, batch.planes, n)
     if device is None:

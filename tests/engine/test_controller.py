@@ -50,3 +50,37 @@ def test_chess960_castling_is_written_as_king_takes_rook_in_bestmove_and_ponder(
     session.handle("setoption name UCI_Chess960 value true")  # moves are king-takes-rook then
     castle, reply = chess.Move.from_uci("e1a1"), chess.Move.from_uci("e8h8")
     assert _answer(session, f"position fen {fen}") == "bestmove e1a1 ponder e8h8"
+
+
+
+def test_a_loaded_network_leaves_the_collectors_generations_until_it_is_dropped(monkeypatch):
+    """After a load, what start-up made is frozen (a search's garbage collections skip it); a
+    network change unfreezes first, so what the old network left in reference cycles can be
+    collected, then freezes again."""
+    import gc
+
+    import engine.controller
+
+    calls: list[str] = []
+
+    class Recorder:
+        def freeze(self) -> None:
+            calls.append("freeze")
+            gc.freeze()
+
+        def unfreeze(self) -> None:
+            calls.append("unfreeze")
+            gc.unfreeze()
+
+    monkeypatch.setattr(engine.controller, "gc", Recorder())
+    gc.unfreeze()
+    uci = UciEngine(io.StringIO(), {"Backend": "random"})
+    try:
+        uci.handle("isready")
+        assert calls[-1] == "freeze" and gc.get_freeze_count() > 1000
+        uci.handle("setoption name BackendOptions value seed=3")
+        uci.handle("isready")
+        assert calls[-2:] == ["unfreeze", "freeze"], calls
+    finally:
+        uci.handle("quit")
+        gc.unfreeze()

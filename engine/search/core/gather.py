@@ -27,7 +27,14 @@ from engine.board.movegen import in_check, legal_moves
 from engine.board.moves import MAX_MOVES
 from engine.board.position import BISHOPS, FIELDS, HASH, KNIGHTS, PAWNS, QUEENS, ROOKS, RULE50
 from engine.board.repetition import repetitions
-from engine.encoding.rows import canonical_transform, encode_packed
+from engine.encoding.rows import (
+    HISTORY_STEPS,
+    canonical_transform,
+    encode_packed,
+    encode_window,
+    take_window,
+    window_suffices,
+)
 
 from .backup import MAX_DEPTH, backup, cancel, order_descending
 from .cache import lookup, read_moves
@@ -84,6 +91,8 @@ REQUEST = np.dtype(
         ("depth", np.int32),
         ("count", np.int32),
         ("tb", np.uint8),
+        ("reps", np.uint8),
+        ("wlast", np.int8),
     ],
     align=True,
 )
@@ -100,12 +109,14 @@ FRAME = np.dtype(
 )
 Batch = namedtuple(
     "Batch",
-    "req rows moves indices masks values planes sorted_moves priors coll meta stack frames "
-    "frame_meta",
+    "req rows window moves indices masks values planes sorted_moves priors coll meta stack "
+    "frames frame_meta",
 )
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
-the caller probes it); rows uint64 [B, FIELDS]: each request's position; moves / indices
+the caller probes it), wlast / reps (see :func:`_planes_of`); rows uint64 [B, FIELDS]: each
+request's position; window uint64 [B, HISTORY_STEPS, FIELDS]: the history its planes are
+encoded from, by the evaluation thread (:func:`encode_requests`); moves / indices
 int32 [B, MAX_MOVES]: move words and policy indices;
 masks uint64 [B, 112] and values float32 [B, 112]: each request's input planes as lc0 packs
 them (engine/encoding/rows.py); planes float32 [B, 112, 8, 8]: the same expanded, written by
@@ -135,6 +146,7 @@ def new_batch(size: int) -> Batch:
     return Batch(
         np.zeros(size, REQUEST),
         np.zeros((size, FIELDS), np.uint64),
+        np.zeros((size, HISTORY_STEPS, FIELDS), np.uint64),
         np.zeros((size, MAX_MOVES), np.int32),
         np.zeros((size, MAX_MOVES), np.int32),
         np.zeros((size, 112), np.uint64),
@@ -305,6 +317,31 @@ def _collision(batch, node, k):
 
 
 @njit(cache=True)
+def _planes_of(walk, row, batch, r):
+    """Request ``r``'s input planes, of ``walk.hist[row]``: the history they read is copied
+    into the batch's window for the evaluation thread to encode (``wlast``: the position's
+    index there, ``reps``: its rows' repetition bits); in formats whose planes read further
+    back, encoded now (``wlast`` -1)."""
+    fmt = walk.info[FORMAT]
+    if window_suffices(fmt):
+        last, reps = take_window(walk.hist, row, batch.window[r])
+        batch.req.wlast[r] = last
+        batch.req.reps[r] = reps
+    else:
+        encode_packed(walk.hist, row, fmt, walk.info[FILL], batch.masks[r], batch.values[r])
+        batch.req.wlast[r] = -1
+
+
+@njit(cache=True, nogil=True)
+def encode_requests(req, window, fmt, fill, masks, values, n):
+    """The input planes of the first ``n`` requests that :func:`_planes_of` left to encode
+    (the evaluation thread's part)."""
+    for r in range(n):
+        if req.wlast[r] >= 0:
+            encode_window(window[r], req.wlast[r], req.reps[r], fmt, fill, masks[r], values[r])
+
+
+@njit(cache=True)
 def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     """An unexpanded node received ``k`` visits: a collision, a terminal, a cache hit or a
     new request."""
@@ -377,7 +414,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         batch.req.tb[r] = tb
         for f in range(FIELDS):
             batch.rows[r, f] = pos[f]
-        encode_packed(walk.hist, row, fmt, walk.info[FILL], batch.masks[r], batch.values[r])
+        _planes_of(walk, row, batch, r)
         tree.nodes.status[node] |= PENDING
         batch.meta[REQUESTS] = r + 1
     if k > 1:
@@ -491,7 +528,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
         batch.req.depth[r] = depth
         batch.req.count[r] = count
         batch.req.tb[r] = 0
-        encode_packed(hist, row, fmt, walk.info[FILL], batch.masks[r], batch.values[r])
+        _planes_of(walk, row, batch, r)
         batch.meta[REQUESTS] = r + 1
         return 1
     frames, frame_meta = batch.frames, batch.frame_meta

@@ -67,6 +67,7 @@ def drop_request(batch, r, n):
         batch.req[r] = batch.req[last]
         for f in range(batch.rows.shape[1]):
             batch.rows[r, f] = batch.rows[last, f]
+        batch.window[r, :, :] = batch.window[last, :, :]
         for j in range(batch.moves.shape[1]):
             batch.moves[r, j] = batch.moves[last, j]
             batch.indices[r, j] = batch.indices[last, j]

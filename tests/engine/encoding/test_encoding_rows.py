@@ -21,7 +21,11 @@ from engine.encoding.rows import (
     encode_boards,
     encode_boards_with_transforms,
     encode_into,
+    encode_packed,
+    encode_window,
     is_repetition,
+    take_window,
+    window_suffices,
 )
 from engine.encoding.formats import HistoryFill
 from nets.training.reference import encode_batch, transform_of
@@ -226,6 +230,30 @@ def test_repetition_flag_equals_python_history(random_games):
             assert is_repetition(game, index) == expected, (board.fen(), index)
             seen += expected
     assert seen >= 100
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_history_window_encodes_as_the_whole_history(random_games, fmt):
+    """The search keeps the last 8 rows of a leaf and their repetition bits; the evaluation
+    thread's planes from them equal those from the whole game (the v2 formats, which read
+    further back for repetitions, are encoded from the whole game by the search instead)."""
+    if not window_suffices(fmt):
+        assert fmt in V2_FORMATS
+        return
+    window = np.zeros((8, random_games.rows.shape[1]), np.uint64)
+    masks, values = np.zeros((2, 112), np.uint64), np.zeros((2, 112), np.float32)
+    repeated = 0
+    for root, last, board in zip(random_games.roots, random_games.lasts, random_games.boards):
+        game = random_games.rows[root:last + 1]
+        for fill in FILLS:
+            code = FILL_CODES[HistoryFill(fill)]
+            index, reps = take_window(game, len(game) - 1, window)
+            encode_packed(game, len(game) - 1, fmt, code, masks[0], values[0])
+            encode_window(window, index, reps, fmt, code, masks[1], values[1])
+            assert np.array_equal(masks[0], masks[1]) and np.array_equal(values[0], values[1]), (
+                fmt, fill, board.fen(), [m.uci() for m in board.move_stack])
+        repeated += reps != 0
+    assert repeated >= 20
 
 
 def test_encode_into_writes_one_slice_of_a_batch():

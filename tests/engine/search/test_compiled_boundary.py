@@ -38,6 +38,7 @@ def test_the_search_module_calls_its_compiled_entry_points_directly():
         "gather_minibatch": gather.gather,
         "expand_and_backup": backup.expand_and_backup,
         "expand_planes": rows.expand_batch,
+        "encode_planes": gather.encode_requests,
         "sort_policies": backup.sort_policies,
     }
 
