@@ -13,7 +13,7 @@ from numba import njit
 
 from .cache import insert
 from .params import STICKY
-from .tree import NONE, PENDING, PROVEN, TABLEBASE, compress_prior, expand, prior
+from .tree import NONE, PENDING, PROVEN, TABLEBASE, compress_priors, expand, prior
 
 PLAYOUTS, DEPTH_SUM, MAX_DEPTH, TB_HITS = 0, 1, 2, 3
 
@@ -120,10 +120,11 @@ def order_descending(values, count, order):
 
 
 @njit(cache=True)
-def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_priors):
+def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_priors, scratch):
     """Priors of ``count`` legal moves (lc0's softmax of their logits at ``temperature``),
-    written with the moves in decreasing order of prior (ties keep the generation order)."""
-    x = np.empty(count, np.float64)
+    written with the moves in decreasing order of prior (ties keep the generation order).
+    ``scratch``: the (float64, int64, float32) [>= count] arrays of :func:`sort_policies`."""
+    x, order, probs = scratch
     top = -np.inf
     for j in range(count):
         x[j] = logits[indices[j]]
@@ -132,11 +133,11 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
     for j in range(count):
         x[j] = np.exp((x[j] - top) / temperature)
         total += x[j]
-    order = np.empty(count, np.int64)
     order_descending(x, np.int64(count), order)
     for j in range(count):
         out_moves[j] = moves[order[j]]
-        out_priors[j] = compress_prior(np.float32(x[order[j]] / total))  # lc0: float, then 16 bits
+        probs[j] = np.float32(x[order[j]] / total)  # lc0: float, then 16 bits
+    compress_priors(probs, out_priors, count)
 
 
 @njit(cache=True, nogil=True)
@@ -145,9 +146,18 @@ def sort_policies(req, moves, indices, policy, n, temperature, out_moves, out_pr
     the priors (:func:`softmax_sorted`) into ``out_moves`` int32 / ``out_priors`` uint16 [B,
     MAX_MOVES]. Reads the batch and the network's policy only: the evaluation thread runs it,
     beside the search's."""
+    width = moves.shape[1]
+    scratch = (np.empty(width), np.empty(width, np.int64), np.empty(width, np.float32))
     for r in range(n):
         softmax_sorted(
-            policy[r], indices[r], req.count[r], temperature, moves[r], out_moves[r], out_priors[r]
+            policy[r],
+            indices[r],
+            req.count[r],
+            temperature,
+            moves[r],
+            out_moves[r],
+            out_priors[r],
+            scratch,
         )
 
 

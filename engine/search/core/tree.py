@@ -14,7 +14,6 @@ NONE) has its proven value in ``t_wl``, ``t_d``, ``t_m``.
 
 from __future__ import annotations
 
-import math
 from collections import namedtuple
 
 import numpy as np
@@ -70,21 +69,38 @@ faster than one of twenty.)"""
 NODES, EDGES = 0, 1
 
 
+_POW2 = np.array([2.0 ** (e - 31) for e in range(32)])
+"""2^(e - 31) for each 5-bit exponent e of lc0's 16-bit prior."""
+_ROUNDING = (1 << 11) - (3 << 28)
+"""lc0's Edge::SetP: added to the float32's bits, it rounds the mantissa to 11 bits and takes
+the exponent's bias less 96 off."""
+
+
+@njit(cache=True)
+def compress_priors(p, out, count):
+    """lc0's 16-bit priors (Edge::SetP) of the float32 priors ``p[:count]`` into ``out``
+    (uint16): bits 12..27 of the float, the exponent less 96 in 5 bits (2^-31 up to 2^0) and
+    the mantissa rounded to 11 bits; 0 below 2^-31."""
+    bits = p.view(np.int32)
+    for j in range(count):
+        t = bits[j] + _ROUNDING
+        out[j] = 0 if t < 0 else t >> 12
+
+
 @njit(cache=True)
 def compress_prior(p):
-    """lc0's 16-bit prior (Edge::SetP): the float32's exponent less 96 in 5 bits (2^-31 up to
-    2^0) and its mantissa rounded to 11 bits; 0 below 2^-31."""
-    if p <= 0.0:
-        return np.uint16(0)
-    m, e = math.frexp(p)  # p = m * 2^e, 0.5 <= m < 1; the float32 exponent field is e + 126
-    v = ((e + 126 - 96) << 11) + int((2.0 * m - 1.0) * 2048.0 + 0.5)
-    return np.uint16(v if 0 <= v <= 65535 else (0 if v < 0 else 65535))
+    """:func:`compress_priors` of the one prior ``p``."""
+    one = np.empty(1, np.float32)
+    one[0] = p
+    out = np.empty(1, np.uint16)
+    compress_priors(one, out, 1)
+    return out[0]
 
 
 @njit(cache=True)
 def prior(v):
     """The prior of lc0's 16-bit form ``v`` (Edge::GetP), exact as lc0 stores it."""
-    return math.ldexp(1.0 + (v & 2047) / 2048.0, int(v >> 11) + 96 - 127)
+    return (1.0 + (v & 2047) / 2048.0) * _POW2[v >> 11]
 
 
 NODE_CAPACITY = 1 << 20

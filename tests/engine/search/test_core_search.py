@@ -208,3 +208,25 @@ def test_backend_outputs_in_any_memory_layout_give_the_same_search():
         search.close()
     assert trees[0] == trees[1]
     assert not StridedOutputs().evaluate(np.zeros((3, 112, 8, 8), np.float32)).q.flags.c_contiguous
+
+
+def test_priors_take_lc0s_16_bits_exactly_as_its_definition_says():
+    """lc0's Edge::SetP/GetP, done here by bit operations, against the definition worked out
+    with frexp/ldexp: the float32's exponent less 96 in 5 bits, its mantissa rounded to 11
+    bits, 0 below 2^-31; and GetP gives back exactly 2^(e - 31) * (1 + m / 2048)."""
+    import math
+
+    rng = np.random.default_rng(5)
+    p = np.concatenate([rng.random(20_000), 10.0 ** rng.uniform(-12, 0, 20_000),
+                        [0.0, 1.0, 2.0 ** -31, 2.0 ** -32, 0.5, 1 - 2.0 ** -24]]).astype(np.float32)
+    got = np.empty(len(p), np.uint16)
+    ctree.compress_priors(p, got, len(p))
+    for x, v in zip(p.tolist(), got.tolist()):
+        if x <= 0.0:
+            assert v == 0
+            continue
+        m, e = math.frexp(x)
+        expected = ((e + 126 - 96) << 11) + int((2.0 * m - 1.0) * 2048.0 + 0.5)
+        assert v == min(max(expected, 0), 65535), (x, v, expected)
+    for v in range(0, 1 << 16, 7):
+        assert ctree.prior(np.uint16(v)) == math.ldexp(1.0 + (v & 2047) / 2048.0, (v >> 11) - 31)
