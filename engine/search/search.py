@@ -190,6 +190,9 @@ class Search:
         sorting overlap another's call, and the calls run in the order the batches went."""
         # Up to Threads batches are in flight (128 at most, the option's maximum); the pool
         # starts a thread only when none is idle.
+        self.last_submission: threading.Event | None = None
+        """Set once the last batch sent has its call in the device's queue (the next one
+        waits for it: the calls queue in the order the batches went)."""
         workers = ThreadPoolExecutor(128, thread_name_prefix="nn-batch")
         device = ThreadPoolExecutor(self.attributes.concurrency, thread_name_prefix="nn-eval")
         return workers, device

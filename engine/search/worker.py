@@ -11,6 +11,7 @@ when each phase runs is :class:`engine.search.run.SearchRun`.
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,10 @@ expand_planes = direct(expand_batch)
 encode_planes = direct(cgather.encode_requests)
 sort_policies = direct(cbackup.sort_policies)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
+
+ORDER_WAIT_S = 30.0
+"""How long a batch's call waits for the previous batch's to be queued: past it (a previous
+batch whose worker never ran), it goes first rather than never."""
 
 _ALL_MOVES = np.zeros(0, np.uint8)
 """The empty root filter: every root move may get visits."""
@@ -112,9 +117,11 @@ class SearchWorker:
         with owner.device_lock:
             owner.on_device[0] += 1
         temperature = self.params.policy_softmax_temp
+        queued = threading.Event()
+        after, owner.last_submission = owner.last_submission, queued
         future = owner.executor.submit(
             run_network, owner.network, packed, batch, self._walk_consts[0], n, temperature,
-            owner.device, timeline, seq,
+            owner.device, timeline, seq, (after, queued),
         )  # fmt: skip
         future.add_done_callback(lambda _: _answered(owner))
         return future
@@ -246,6 +253,7 @@ def run_network(
     device: Executor | None = None,
     timeline: Timeline | None = None,
     seq: int = 0,
+    order: tuple[threading.Event | None, threading.Event] | None = None,
 ) -> NetworkOutput:
     """The network's answer for the batch's first ``n`` positions, on a host thread beside the
     search's: their packed planes encoded from the histories the gather kept (``info``: the
@@ -253,15 +261,27 @@ def run_network(
     expanded into the batch's float planes; the network call on ``device`` (the device's queue,
     an executor; None: here); then each position's moves sorted by prior into the batch (lc0's
     softmax at PolicyTemperature ``temperature``). ``timeline``: the network call's start and
-    end."""
-    fmt, fill = int(info[cgather.FORMAT]), int(info[cgather.FILL])
-    encode_planes(batch.req, batch.window, fmt, fill, batch.masks, batch.values, n)
-    if not packed:
-        expand_planes(batch.masks, batch.values, batch.planes, n)
-    if device is None:
-        out = _call_network(network, packed, batch, n, timeline, seq)
-    else:
-        out = device.submit(_call_network, network, packed, batch, n, timeline, seq).result()
+    end. ``order``: (set when the previous batch's call is queued, or None; to set once this
+    one's is): the planes of several batches are prepared at once, their calls queue in the
+    order the batches went."""
+    after, queued = order if order is not None else (None, None)
+    try:
+        fmt, fill = int(info[cgather.FORMAT]), int(info[cgather.FILL])
+        encode_planes(batch.req, batch.window, fmt, fill, batch.masks, batch.values, n)
+        if not packed:
+            expand_planes(batch.masks, batch.values, batch.planes, n)
+        if device is None:
+            out = _call_network(network, packed, batch, n, timeline, seq)
+        else:
+            if after is not None:
+                after.wait(ORDER_WAIT_S)
+            call = device.submit(_call_network, network, packed, batch, n, timeline, seq)
+            if queued is not None:
+                queued.set()
+            out = call.result()
+    finally:
+        if queued is not None:
+            queued.set()  # a failed batch does not hold up the next
     policy = network_heads(out.policy)
     sort_policies(batch.req, batch.moves, batch.indices, policy, n, float(temperature),
                   batch.sorted_moves, batch.priors)  # fmt: skip

@@ -114,7 +114,7 @@ Batch = namedtuple(
 )
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
-the caller probes it), wlast / reps (see :func:`_planes_of`); rows uint64 [B, FIELDS]: each
+the caller probes it), wlast / reps (see :func:`_planes_of`: -1 / 0 when already encoded); rows uint64 [B, FIELDS]: each
 request's position; window uint64 [B, HISTORY_STEPS, FIELDS]: the history its planes are
 encoded from, by the evaluation thread (:func:`encode_requests`); moves / indices
 int32 [B, MAX_MOVES]: move words and policy indices;
@@ -207,6 +207,11 @@ def _moves_left_utility(params, m_diff, q):
     return m * (params[ML_CONSTANT] + params[ML_SCALED] * aq + params[ML_QUADRATIC] * aq * aq)
 
 
+_CN, _NIF, _SCORE = range(3)
+"""Rows of :func:`_assign`'s scratch, indexed in place: a row view would be reference-counted
+at every call."""
+
+
 @njit(cache=True)
 def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k, scratch):
     """Share ``visits`` among the first ``width`` children as lc0's multi-visit picking: the
@@ -216,30 +221,30 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k,
     not created yet are kept in out_k until the caller creates them. ``scratch`` float64
     [3, >= width]: room for the children's visits, visits in flight and scores."""
     f = tree.nodes.first[node]
-    cn, cnif, score = scratch[0], scratch[1], scratch[2]
     for j in range(width):
         c = tree.edges.child[f + j]
-        cn[j] = tree.nodes.n[c] if c >= 0 else 0.0
-        cnif[j] = tree.nodes.nif[c] if c >= 0 else 0.0
-        score[j] = qm[j] + pu[j] / (1.0 + cn[j] + cnif[j])
+        scratch[_CN, j] = tree.nodes.n[c] if c >= 0 else 0.0
+        scratch[_NIF, j] = tree.nodes.nif[c] if c >= 0 else 0.0
+        scratch[_SCORE, j] = qm[j] + pu[j] / (1.0 + scratch[_CN, j] + scratch[_NIF, j])
         if use_mask and mask[j] == 0:
-            score[j] = -np.inf
+            scratch[_SCORE, j] = -np.inf
     given = 0
     while visits > 0:
         best, second = 0, -np.inf
         for j in range(1, width):
-            if score[j] > score[best]:
-                second = score[best]
+            if scratch[_SCORE, j] > scratch[_SCORE, best]:
+                second = scratch[_SCORE, best]
                 best = j
-            elif score[j] > second:
-                second = score[j]
+            elif scratch[_SCORE, j] > second:
+                second = scratch[_SCORE, j]
         take = 1
         if visits > 1 and width > 1:
             qb, pb = qm[best], pu[best]
             if second <= qb:
                 take = visits  # U only shrinks towards Q, which already beats the second best
             else:
-                take = int(pb / (second - qb) - (1.0 + cn[best] + cnif[best])) + 1
+                visited = 1.0 + scratch[_CN, best] + scratch[_NIF, best]
+                take = int(pb / (second - qb) - visited) + 1
             take = max(1, min(take, visits))
         elif visits > 1:
             take = visits
@@ -253,10 +258,11 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k,
             out_k[slot] = 0
             given += 1
         out_k[slot] += take
-        cnif[best] += take
+        scratch[_NIF, best] += take
         visits -= take
         if visits:
-            score[best] = qm[best] + pu[best] / (1.0 + cn[best] + cnif[best])
+            visited = 1.0 + scratch[_CN, best] + scratch[_NIF, best]
+            scratch[_SCORE, best] = qm[best] + pu[best] / visited
     return given
 
 
@@ -317,19 +323,16 @@ def _collision(batch, node, k):
 
 
 @njit(cache=True)
-def _planes_of(walk, row, batch, r):
-    """Request ``r``'s input planes, of ``walk.hist[row]``: the history they read is copied
-    into the batch's window for the evaluation thread to encode (``wlast``: the position's
-    index there, ``reps``: its rows' repetition bits); in formats whose planes read further
-    back, encoded now (``wlast`` -1)."""
-    fmt = walk.info[FORMAT]
+def _planes_of(hist, row, fmt, fill, window, masks, values):
+    """The input planes of ``hist[row]``: the history they read is copied into ``window``
+    for the evaluation thread to encode; returns (the position's index there, its rows'
+    repetition bits). In formats whose planes read further back, encoded now into ``masks``
+    and ``values`` (index -1). Array by array, not the batch: a compiled call counts a
+    reference to each array it is given."""
     if window_suffices(fmt):
-        last, reps = take_window(walk.hist, row, batch.window[r])
-        batch.req.wlast[r] = last
-        batch.req.reps[r] = reps
-    else:
-        encode_packed(walk.hist, row, fmt, walk.info[FILL], batch.masks[r], batch.values[r])
-        batch.req.wlast[r] = -1
+        return take_window(hist, row, window)
+    encode_packed(hist, row, fmt, fill, masks, values)
+    return -1, 0
 
 
 @njit(cache=True, nogil=True)
@@ -414,7 +417,9 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         batch.req.tb[r] = tb
         for f in range(FIELDS):
             batch.rows[r, f] = pos[f]
-        _planes_of(walk, row, batch, r)
+        batch.req.wlast[r], batch.req.reps[r] = _planes_of(
+            walk.hist, row, fmt, walk.info[FILL], batch.window[r], batch.masks[r], batch.values[r]
+        )
         tree.nodes.status[node] |= PENDING
         batch.meta[REQUESTS] = r + 1
     if k > 1:
@@ -528,7 +533,9 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
         batch.req.depth[r] = depth
         batch.req.count[r] = count
         batch.req.tb[r] = 0
-        _planes_of(walk, row, batch, r)
+        batch.req.wlast[r], batch.req.reps[r] = _planes_of(
+            hist, row, fmt, walk.info[FILL], batch.window[r], batch.masks[r], batch.values[r]
+        )
         batch.meta[REQUESTS] = r + 1
         return 1
     frames, frame_meta = batch.frames, batch.frame_meta
