@@ -114,10 +114,10 @@ Batch = namedtuple(
 )
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
-the caller probes it), wlast / reps (see :func:`_planes_of`: -1 / 0 when already encoded); rows uint64 [B, FIELDS]: each
-request's position; window uint64 [B, HISTORY_STEPS, FIELDS]: the history its planes are
-encoded from, by the evaluation thread (:func:`encode_requests`); moves / indices
-int32 [B, MAX_MOVES]: move words and policy indices;
+the caller probes it), wlast / reps (see :func:`_planes_of`: -1 / 0 when already encoded);
+rows uint64 [B, FIELDS]: each request's position; window uint64 [B, HISTORY_STEPS, FIELDS]:
+the history its planes are encoded from, by the evaluation thread (:func:`encode_requests`);
+moves / indices int32 [B, MAX_MOVES]: move words and policy indices;
 masks uint64 [B, 112] and values float32 [B, 112]: each request's input planes as lc0 packs
 them (engine/encoding/rows.py); planes float32 [B, 112, 8, 8]: the same expanded, written by
 the evaluation thread for a network that takes float planes; sorted_moves int32 / priors
