@@ -100,15 +100,17 @@ class TimeManager:
             limits.append(clock)
         return min(limits) if limits else None
 
-    @staticmethod
-    def ceiling_ms(go: Limit, black_to_move: bool) -> float | None:
-        """The most time the go line allows at all: its movetime or the side's clock (None:
-        no time limit)."""
+    def ceiling_ms(self, go: Limit, black_to_move: bool) -> float | None:
+        """The most time the go line allows at all: its movetime or the side's clock, less
+        MoveOverheadMs (the lag the user expects: past it the move arrives late); None: no time
+        limit. Never below the budget, so a movetime's ceiling is its budget."""
         limits = [go.movetime] if go.movetime is not None else []
         time_left = go.btime if black_to_move else go.wtime
         if time_left is not None and not go.until_stop:
             limits.append(time_left)
-        return float(min(limits)) if limits else None
+        if not limits:
+            return None
+        return float(max(MIN_BUDGET_MS, min(limits) - self.move_overhead_ms))
 
     def _clock_budget(self, go: Limit, black: bool, ply: int) -> float | None:
         time_left = go.btime if black else go.wtime

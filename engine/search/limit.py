@@ -22,9 +22,10 @@ class Limit:
     clock runs from it, as lc0 counts (None: from the search's start).
     ``budget_ms``: the time the move may take from ``started_at``: the time manager's answer,
     which the controller sets; None: no time limit.
-    ``ceiling_ms``: the time the go line itself allows (the movetime, or the side's clock), past
-    which any move is late. The budget does not stop a search whose root has no evaluation yet
-    (lc0's rule: a move chosen blind is the worst answer); the ceiling does.
+    ``ceiling_ms``: the time the go line itself allows (the movetime, or the side's clock, less
+    MoveOverheadMs), past which the move arrives late. The budget does not stop a search whose
+    root has no evaluation yet (lc0's rule: a move chosen blind is the worst answer); the
+    ceiling does.
     """
 
     wtime: int | None = None

@@ -140,15 +140,18 @@ def test_a_go_line_reaches_search_and_time_manager_as_one_limit(monkeypatch):
     budget = TimeManager(OVERHEAD).budget_ms(finite, black_to_move=True, game_ply=1)
     assert budget is not None and budget > 0
     assert hits == [dataclasses.replace(finite, started_at=hits[0].started_at, budget_ms=budget,
-                                        ceiling_ms=30_000)]
+                                        ceiling_ms=30_000 - OVERHEAD)]
     assert hits[0].started_at >= limit.started_at and not hits[0].until_stop
     assert out.getvalue().splitlines()[-1] == "bestmove e7e5"
 
 
-def test_ceiling_is_the_movetime_or_the_side_to_moves_clock():
+def test_ceiling_is_the_movetime_or_the_side_to_moves_clock_less_the_overhead():
     tm = TimeManager(OVERHEAD)
-    assert tm.ceiling_ms(Limit(movetime=900, wtime=500, btime=5_000), black_to_move=False) == 500
-    assert tm.ceiling_ms(Limit(movetime=900, wtime=500, btime=5_000), black_to_move=True) == 900
+    limit = Limit(movetime=900, wtime=500, btime=5_000)
+    assert tm.ceiling_ms(limit, black_to_move=False) == 500 - OVERHEAD
+    assert tm.ceiling_ms(limit, black_to_move=True) == 900 - OVERHEAD
+    assert tm.ceiling_ms(Limit(movetime=900), black_to_move=True) == tm.budget_ms(
+        Limit(movetime=900), black_to_move=True, game_ply=0)  # a movetime waits no longer
     assert tm.ceiling_ms(Limit(wtime=500, btime=5_000, ponder=True), black_to_move=False) is None
     assert tm.ceiling_ms(Limit(nodes=10), black_to_move=False) is None
 

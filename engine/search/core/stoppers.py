@@ -186,7 +186,8 @@ class Progress(NamedTuple):
 
 def time_up(limit: Limit, elapsed_ms: float, root_visits: int) -> bool:
     """Whether the time is up: the budget, or before the root's first evaluation the ceiling
-    (lc0's MaybeTriggerStop never stops an unexpanded root; this one stops before the flag)."""
+    (lc0's MaybeTriggerStop never stops an unexpanded root; this one stops before the flag,
+    MoveOverheadMs before it)."""
     t = limit.budget_ms
     if root_visits == 0 and limit.ceiling_ms is not None and t is not None:
         t = max(t, limit.ceiling_ms)
