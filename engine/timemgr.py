@@ -103,7 +103,8 @@ class TimeManager:
     def ceiling_ms(self, go: Limit, black_to_move: bool) -> float | None:
         """The most time the go line allows at all: its movetime or the side's clock, less
         MoveOverheadMs (the lag the user expects: past it the move arrives late); None: no time
-        limit. Never below the budget, so a movetime's ceiling is its budget."""
+        limit. The stoppers wait at least the budget whatever it says: a movetime's ceiling is
+        its budget."""
         limits = [go.movetime] if go.movetime is not None else []
         time_left = go.btime if black_to_move else go.wtime
         if time_left is not None and not go.until_stop:
