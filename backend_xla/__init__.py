@@ -42,4 +42,10 @@ def load_network(path: str | os.PathLike | onnx.ModelProto, options: str = "") -
     return XlaNetwork(path, options)
 
 
-register_backend("xla", load_network)
+def _import_jax() -> None:
+    """What every load needs first: jax (a third of a second to import; see engine/uci.py's
+    start-up for why the entry point imports it before the search's warm-up starts)."""
+    import jax  # noqa: F401
+
+
+register_backend("xla", load_network, prepare=_import_jax)

@@ -158,6 +158,7 @@ __all__ = [
     "backend_names",
     "checked_attributes",
     "load_network",
+    "prepare_backend",
     "register_backend",
     "split_options",
 ]
@@ -191,11 +192,26 @@ def split_options(text: str, what: str = "backend option") -> list[tuple[str, st
 
 
 _BACKENDS: dict[str, NetworkLoader] = {}
+_PREPARERS: dict[str, Callable[[], None]] = {}
 
 
-def register_backend(name: str, loader: NetworkLoader) -> None:
-    """Make a backend available under ``name`` (e.g. "xla")."""
+def register_backend(
+    name: str, loader: NetworkLoader, prepare: Callable[[], None] | None = None
+) -> None:
+    """Make a backend available under ``name`` (e.g. "xla"). ``prepare``, if given, imports
+    what every load of this backend needs (a library such as jax) without loading a network:
+    the entry point calls it before starting work that would compete with it for the GIL."""
     _BACKENDS[name] = loader
+    if prepare is not None:
+        _PREPARERS[name] = prepare
+
+
+def prepare_backend(name: str) -> None:
+    """Import what loading a network with backend ``name`` needs (nothing for an unknown name
+    or a backend without a ``prepare``: the load reports an unknown backend)."""
+    prepare = _PREPARERS.get(name)
+    if prepare is not None:
+        prepare()
 
 
 def backend_names() -> list[str]:

@@ -1,0 +1,116 @@
+"""What a warm start does before ``readyok`` (issue 41): numba loads the search from its cache
+without its lowering registries, the backend's libraries are imported before the search's
+warm-up starts, and ``--warm-up`` leaves the engine's bytecode behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import REPO_ROOT
+
+import engine.uci as uci
+from engine import backend
+from engine.search import warmup
+
+CHILD_CHECK = textwrap.dedent(
+    """
+    import sys
+    import engine
+    from engine.numba_registries import registries_loaded
+    from engine.search.warmup import cache_is_warm, warm_up
+    assert cache_is_warm()
+    warm_up()  # every compiled function of the search, from numba's cache
+    print("after loads", registries_loaded(), "scipy.linalg" in sys.modules)
+    import numba
+    import numpy as np
+
+    @numba.njit
+    def total(a):
+        return a.sum() + len(str(3))
+
+    print("compiled", total(np.arange(4.0)), registries_loaded())
+    """
+)
+
+
+def test_a_cache_load_skips_numbas_registries_and_a_compile_installs_them():
+    warmup.warm_up()  # fills numba's cache if this test runs first (a fresh clone)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD_CHECK],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    # The whole search ran from the cache without numba's registries or scipy.linalg; the
+    # first real compile (arrays and strings: both need registries the loads skipped) works.
+    assert lines == ["after loads False False", "compiled 7.0 True"], out.stdout
+
+
+def test_the_backend_is_prepared_before_the_search_warm_up_starts(monkeypatch):
+    calls: list[str] = []
+    monkeypatch.setattr(uci, "prepare_backend", lambda name: calls.append(f"prepare {name}"))
+    monkeypatch.setattr(uci, "start_warm_up", lambda: calls.append("warm-up"))
+    out = _Sink()
+    assert uci.main(["--backend=random"], stdin=["quit\n"], stdout=out) == 0
+    assert calls == ["prepare random", "warm-up"]
+
+
+def test_prepare_backend_runs_the_registered_preparation_only():
+    done: list[str] = []
+    backend.register_backend(
+        "test-prepared",
+        lambda path, opts: None,  # type: ignore[arg-type]
+        prepare=lambda: done.append("jax"),
+    )
+    try:
+        backend.prepare_backend("test-prepared")
+        backend.prepare_backend("no-such-backend")  # the load reports it, not this
+        backend.prepare_backend("random")  # nothing to import first
+    finally:
+        backend._BACKENDS.pop("test-prepared")
+        backend._PREPARERS.pop("test-prepared")
+    assert done == ["jax"]
+
+
+def test_the_xla_backend_prepares_by_importing_jax():
+    import backend_xla  # noqa: F401  (registers "xla")
+
+    backend.prepare_backend("xla")
+    assert "jax" in sys.modules
+
+
+@pytest.mark.parametrize("dont_write", [True, False])
+def test_write_bytecode_compiles_every_module_of_both_packages(tmp_path, monkeypatch, dont_write):
+    for package in uci.BYTECODE_PACKAGES:
+        shutil.copytree(
+            REPO_ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    monkeypatch.setattr(sys, "dont_write_bytecode", dont_write)  # PYTHONDONTWRITEBYTECODE=1
+    assert uci.write_bytecode(tmp_path)
+    sources = sorted(tmp_path.rglob("*.py"))
+    assert len(sources) > 50
+    for source in sources:
+        cached = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+        assert cached.is_file(), source
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.lines.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
