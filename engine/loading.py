@@ -126,9 +126,10 @@ def open_syzygy(path: str, reporter: Reporter) -> Tablebase | None:
 
 
 def start_warm_up() -> None:
-    """Begin making the search's compiled functions ready on a thread as the process starts:
-    it needs no option, and it overlaps the reading of ``uci`` and the network's load at
-    ``isready``, which then waits for it (:func:`warm_up_search`)."""
+    """Begin making the search's compiled functions ready on a thread as the process starts
+    (after the backend's imports, which would only take turns with it on the GIL): it needs no
+    option, and it overlaps the reading of ``uci`` and the network's load at ``isready``,
+    which then waits for it (:func:`warm_up_search`)."""
     if not warmup.is_done():
         threading.Thread(target=_warm_up_quietly, name="search warm-up", daemon=True).start()
 

@@ -8,7 +8,6 @@ the option; differences are noted in the help text.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -790,6 +789,8 @@ def markdown_table() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse  # here: its import (gettext's regexes) is 0.02 s of every engine start
+
     parser = argparse.ArgumentParser(description="xlazero options")
     parser.add_argument(
         "--markdown", action="store_true", help="print the options as a markdown table"
