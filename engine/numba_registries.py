@@ -7,8 +7,9 @@ BLAS). A function read from numba's cache needs none of it: its machine code is 
 with its callees. On a warm start that import is a sixth of a second of the GIL, an eighth of
 the time to ``readyok`` (issue 41). :func:`defer_until_a_compile` therefore lets a cache load
 (numba's ``Cache.load_overload``) initialise only numba's runtime (NRT, which the loaded code
-calls), and leaves the rest to the next refresh of numba's context, which every compile makes
-before it types anything (``CompilerBase.__init__``): a cold start compiles as before.
+calls), without refreshing numba's context, and leaves the registries to the first refresh,
+which every compile makes before it types anything (``CompilerBase.__init__``): a cold start
+compiles as before, and once something has compiled, loads refresh as numba always does.
 
 The BLAS check runs with ``scipy.linalg`` hidden: the engine's compiled code never calls BLAS
 (``np.dot``), and importing scipy.linalg costs a tenth of a second. A ``None`` in
@@ -27,7 +28,6 @@ from collections.abc import Callable
 from typing import Any
 
 _lock = threading.Lock()
-_loading = threading.local()
 _state = {"patched": False, "full": False}
 
 
@@ -44,30 +44,28 @@ def defer_until_a_compile() -> bool:
     with _lock:
         if _state["patched"]:
             return True
-        original = getattr(cpu.CPUContext, "load_additional_registries", None)
-        load_overload = getattr(caching.Cache, "load_overload", None)
-        if original is None or load_overload is None:
+        registries = getattr(cpu.CPUContext, "load_additional_registries", None)
+        load = getattr(caching.Cache, "load_overload", None)
+        needed = ("_load_overload", "_guard_against_spurious_io_errors")
+        if registries is None or load is None or not all(hasattr(caching.Cache, n) for n in needed):
             return False
 
         def load_additional_registries(self: Any) -> None:
-            if getattr(_loading, "active", False) and not _state["full"]:
-                rtsys.initialize(self)  # the runtime the loaded machine code calls
+            if _state["full"]:
+                registries(self)
                 return
-            if not _state["full"]:
-                _state["full"] = True
-                _with_scipy_linalg_hidden(lambda: original(self))
-            else:
-                original(self)
+            _state["full"] = True
+            _with_scipy_linalg_hidden(lambda: registries(self))
 
-        def load_overload_lightly(self: Any, sig: Any, target_context: Any) -> Any:
-            _loading.active = True
-            try:
-                return load_overload(self, sig, target_context)
-            finally:
-                _loading.active = False
+        def load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+            if _state["full"]:
+                return load(self, sig, target_context)  # refreshes the context, as always
+            rtsys.initialize(target_context)  # the runtime the loaded machine code calls
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
 
         cpu.CPUContext.load_additional_registries = load_additional_registries  # type: ignore[method-assign]
-        caching.Cache.load_overload = load_overload_lightly  # type: ignore[method-assign]
+        caching.Cache.load_overload = load_overload  # type: ignore[method-assign]
         _state["patched"] = True
     return True
 
