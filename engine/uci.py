@@ -270,23 +270,36 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
         return 2
     out = stdout or sys.stdout
     uci = UciEngine(out, values)
-    # The backend's libraries (jax) first, then the search's warm-up thread: both imports hold
-    # the GIL, so together they only take turns; this way the warm-up runs while the network's
-    # programs load at isready, which XLA does without the GIL (issue 41: 0.1 s of a warm start).
-    prepare_backend(uci.values["Backend"])
-    start_warm_up()  # the compiled search, while the GUI sends uci and the options
     if warm_up_only:
+        start_loading(uci)
         uci.handle("isready")
         write_bytecode()
         return 0
     stream = stdin or sys.stdin.buffer
+    loading = False
     for raw in stream:
-        line = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
-        if not uci.handle(line.strip()):
+        line = (raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw).strip()
+        if not loading and line != "uci":
+            loading = start_loading(uci)
+        going_on = uci.handle(line)
+        if not loading:  # after uciok: the GUI reads the options while jax imports
+            loading = start_loading(uci)
+        if not going_on:
             break
     else:
         uci.controller.stop_and_join()
     return 0
+
+
+def start_loading(uci: UciEngine) -> bool:
+    """Import the backend's libraries (jax), then start the search's warm-up thread: both
+    imports hold the GIL, so together they would only take turns; this way the warm-up runs
+    while the network's programs load at ``isready``, which XLA does without the GIL (issue 41:
+    0.1 s of a warm start). Called once, after the first line if it is ``uci`` (so that
+    ``uciok`` does not wait for jax), else before it. Returns True."""
+    prepare_backend(uci.values["Backend"])
+    start_warm_up()
+    return True
 
 
 def run() -> None:

@@ -56,13 +56,31 @@ def test_a_cache_load_skips_numbas_registries_and_a_compile_installs_them():
     assert lines == ["after loads False False", "compiled 7.0 True"], out.stdout
 
 
-def test_the_backend_is_prepared_before_the_search_warm_up_starts(monkeypatch):
+@pytest.mark.parametrize(
+    "lines,expected",
+    [
+        # uciok first (a GUI waits for it), then jax and the warm-up while it sends the options
+        (["uci\n", "isready\n", "quit\n"], ["uci", "prepare random", "warm-up", "isready", "quit"]),
+        (["isready\n", "quit\n"], ["prepare random", "warm-up", "isready", "quit"]),
+        (["quit\n"], ["prepare random", "warm-up", "quit"]),
+    ],
+)
+def test_the_backend_is_prepared_before_the_search_warm_up_starts(monkeypatch, lines, expected):
     calls: list[str] = []
     monkeypatch.setattr(uci, "prepare_backend", lambda name: calls.append(f"prepare {name}"))
     monkeypatch.setattr(uci, "start_warm_up", lambda: calls.append("warm-up"))
+    handle = uci.UciEngine.handle
+
+    def recorded(self, line):
+        calls.append(line)
+        return handle(self, line)
+
+    monkeypatch.setattr(uci.UciEngine, "handle", recorded)
     out = _Sink()
-    assert uci.main(["--backend=random"], stdin=["quit\n"], stdout=out) == 0
-    assert calls == ["prepare random", "warm-up"]
+    assert uci.main(["--backend=random"], stdin=lines, stdout=out) == 0
+    assert calls == expected
+    if lines[0] == "uci\n":
+        assert "uciok" in "".join(out.lines)
 
 
 def test_prepare_backend_runs_the_registered_preparation_only():
