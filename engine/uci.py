@@ -280,10 +280,12 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
     for raw in stream:
         line = (raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw).strip()
         if not loading and line != "uci":
-            loading = start_loading(uci)
+            start_loading(uci)
+            loading = True
         going_on = uci.handle(line)
         if not loading:  # after uciok: the GUI reads the options while jax imports
-            loading = start_loading(uci)
+            start_loading(uci)
+            loading = True
         if not going_on:
             break
     else:
@@ -291,15 +293,14 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
     return 0
 
 
-def start_loading(uci: UciEngine) -> bool:
+def start_loading(uci: UciEngine) -> None:
     """Import the backend's libraries (jax), then start the search's warm-up thread: both
     imports hold the GIL, so together they would only take turns; this way the warm-up runs
     while the network's programs load at ``isready``, which XLA does without the GIL (issue 41:
     0.1 s of a warm start). Called once, after the first line if it is ``uci`` (so that
-    ``uciok`` does not wait for jax), else before it. Returns True."""
+    ``uciok`` does not wait for jax), else before it."""
     prepare_backend(uci.values["Backend"])
     start_warm_up()
-    return True
 
 
 def run() -> None:
