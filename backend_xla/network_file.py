@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from engine.backend import OptionError
+
 from .errors import NetworkError
 
 if TYPE_CHECKING:
@@ -120,6 +122,11 @@ def convert(
         # auto's Winograd in 8-row chunks suits a CPU core's cache (docs/performance.md
         # §6); an accelerator's own convolution takes the whole batch at once.
         conv_method = "lax"
+    if options["attention"] == "cudnn" and platform == "cpu":
+        raise OptionError(
+            "attention=cudnn: expected a GPU (cuDNN's fused attention), got the CPU; "
+            "allowed here: graph, xla"
+        )
     return Converter(
         model,
         source,
@@ -130,6 +137,7 @@ def convert(
         max_inline_constant_size=options["max_inline_constant_size"],
         layout=options["layout"],
         conv_method=conv_method,
+        attention=options["attention"],
     )
 
 

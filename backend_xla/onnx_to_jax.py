@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 
 from . import ops
+from .attention import ATTENTION_CHOICES, find_attention, fused_attention
 from .errors import NetworkError
 from .onnx_io import device_dtype, is_float, onnx_to_np_dtype
 from .onnx_passes import (
@@ -82,6 +83,7 @@ class Converter:
         max_inline_constant_size: int = DEFAULT_MAX_INLINE_CONSTANT_SIZE,
         layout: str = "NHWC",
         conv_method: str = "auto",
+        attention: str = "graph",
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
@@ -119,6 +121,12 @@ class Converter:
             float_override=self.float_override,
             inline_limit=max_inline_constant_size,
             fold_limit=FOLD_LIMIT_BYTES,
+        )
+        if attention not in ATTENTION_CHOICES:
+            raise ValueError(f"attention: expected one of {ATTENTION_CHOICES}, got {attention!r}")
+        self.attention = attention
+        self.attention_patterns = (
+            find_attention(self.nodes, self.output_names) if attention != "graph" else {}
         )
         self.hwio_weights = self._conv_weights_to_hwio()
         self.winograd_weights = self._conv_weights_for_winograd()
@@ -288,6 +296,12 @@ class Converter:
             for value, x, dtype in zip(self.inputs, inputs, model_dtypes):
                 env[value.name] = x.astype(device_dtype(self._compute(dtype)))
             for node in self.nodes:
+                pattern = self.attention_patterns.get(node.output[0]) if node.output else None
+                if pattern is not None:
+                    fused = self._fused_attention(node, pattern, env)
+                    if fused is not None:
+                        env[node.output[0]] = fused
+                        continue
                 run_node(node, env, self, hwio, prepared)
             outs = []
             for name in self.output_names:
@@ -300,3 +314,13 @@ class Converter:
             return tuple(outs)
 
         return fn
+
+    def _fused_attention(self, node: onnx.NodeProto, pattern: Any, env: dict) -> Any:
+        try:
+            return fused_attention(pattern, env, self.attention)
+        except Exception as exc:
+            raise NetworkError(
+                f"{self.source}: node {node.name!r} (op MatMul, the end of an attention run as "
+                f"one jax.nn.dot_product_attention, attention={self.attention}): "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc

@@ -13,6 +13,10 @@ from typing import Any
 
 from engine.backend import OptionError, split_options
 
+ATTENTION_CHOICES = ("graph", "xla", "cudnn")
+"""``graph``: the ONNX nodes as written; ``xla``/``cudnn``: each attention as one
+``jax.nn.dot_product_attention`` with that implementation (backend_xla.attention)."""
+
 SPLIT_MIN_ROWS = 8
 """Default ``split_min_rows``: rows per device below which a batch is not split (docs/backend.md)."""
 
@@ -83,6 +87,15 @@ OPTIONS: tuple[Option, ...] = (
         "micro-batches of 8 rows (1.2× XLA's convolution on Maia), the others as lax; on "
         "other platforms auto is lax",
         choices=("lax", "auto", "im2col", "im2row", "shifted", "winograd2", "winograd4"),
+    ),
+    Option(
+        "attention",
+        "choice",
+        "graph",
+        "scaled dot-product attention (attention bodies and heads): graph runs the ONNX nodes "
+        "as written; xla and cudnn run each head's MatMul/Mul/Add/Softmax/MatMul as one "
+        "jax.nn.dot_product_attention with that implementation (cudnn: a GPU, f16 or bf16)",
+        choices=ATTENTION_CHOICES,
     ),
     Option(
         "data_type",
