@@ -275,7 +275,7 @@ class NetworkCache(_PickleEntries):
     Entries are pickles (a dict); one that does not load or lacks a field is removed and ignored."""
 
     FIELDS = ("platform", "has_wdl", "has_mlh", "input_format", "outputs", "input_specs",
-              "hwio_weights", "params")  # fmt: skip
+              "hwio_weights", "params", "packed_input")  # fmt: skip
 
     def load(self, key: str) -> dict[str, Any] | None:
         path = self.path(key)
@@ -313,6 +313,7 @@ def network_entry(converter, platform: str, has_wdl: bool, has_mlh: bool, input_
             (a.name, a.shape, a.dtype.str, a.shape[:1] != b.shape[:1]) for a, b in zip(*specs)
         ],
         "hwio_weights": sorted(converter.hwio_weights),
+        "packed_input": bool(converter.packed_input),
         "params": {h: converter.params_for(hwio_filters=h) for h in (False, True)},
     }
 
@@ -336,6 +337,7 @@ class CachedConverter:
         self.source = source
         self.output_names = list(entry["outputs"])
         self.hwio_weights = set(entry["hwio_weights"])
+        self.packed_input = bool(entry["packed_input"])
         self._params = entry["params"]
         self._specs = entry["input_specs"]
         self._build = build

@@ -48,6 +48,27 @@ LAYOUTS = ("NHWC", "NCHW")
 (:mod:`backend_xla.ops.nhwc`); "NCHW" converts op by op in ONNX layout."""
 
 
+PACKED_PLANES = 112
+"""Planes of lc0's packed input (a mask and a value each)."""
+
+
+def unpacking(fn: Callable) -> Callable:
+    """``fn(params, planes)`` as ``fn(params, masks, values)``: lc0's packed planes (masks uint32
+    [N, 112, 2], low word first; values [N, 112]) expanded on the device to float planes
+    [N, 112, 8, 8], ``values[p]`` on the squares whose bit is set in plane ``p``'s mask, else 0."""
+
+    def run(params: dict, masks, values):
+        import jax.numpy as jnp
+
+        square = jnp.arange(64, dtype=jnp.uint32)
+        words = jnp.where(square < 32, masks[..., 0:1], masks[..., 1:2])  # [N, 112, 64]
+        bits = (words >> (square % 32)) & 1
+        planes = jnp.where(bits == 1, values[..., None], jnp.zeros((), values.dtype))
+        return fn(params, planes.reshape(masks.shape[0], masks.shape[1], 8, 8))
+
+    return run
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """Name, static shape and numpy dtype of a graph input or output."""
@@ -84,6 +105,7 @@ class Converter:
         layout: str = "NHWC",
         conv_method: str = "auto",
         attention: str = "graph",
+        packed_input: bool = False,
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
@@ -128,6 +150,11 @@ class Converter:
         self.attention_patterns = (
             find_attention(self.nodes, self.output_names) if attention != "graph" else {}
         )
+        self.packed_input = packed_input
+        """Whether :meth:`function` takes lc0's packed planes (masks as uint32 [N, 112, 2], low
+        word first, and values [N, 112]) and expands them on the device."""
+        if packed_input:
+            self._check_packable()
         self.hwio_weights = self._conv_weights_to_hwio()
         self.winograd_weights = self._conv_weights_for_winograd()
         self._prepared: dict[bool, dict[str, np.ndarray]] = {}
@@ -224,7 +251,25 @@ class Converter:
             self._prepared[hwio_filters] = params
         return self._prepared[hwio_filters]
 
+    def _check_packable(self) -> None:
+        specs = self.graph_input_specs(1)
+        if len(specs) != 1 or specs[0].shape != (1, PACKED_PLANES, 8, 8):
+            raise NetworkError(
+                f"{self.source}: packed_input: expected one input of [N, {PACKED_PLANES}, 8, 8] "
+                f"planes, got {[(s.name, list(s.shape)) for s in specs]}"
+            )
+
     def input_specs(self, batch_size: int) -> list[TensorSpec]:
+        """Shapes/dtypes of :meth:`function`'s inputs for ``batch_size``: the graph's, or with
+        :attr:`packed_input` the packed planes' masks and values."""
+        if not self.packed_input:
+            return self.graph_input_specs(batch_size)
+        return [
+            TensorSpec("masks", (batch_size, PACKED_PLANES, 2), np.dtype(np.uint32)),
+            TensorSpec("values", (batch_size, PACKED_PLANES), self._io(np.dtype(np.float32))),
+        ]
+
+    def graph_input_specs(self, batch_size: int) -> list[TensorSpec]:
         """Shapes/dtypes of the graph inputs with a dynamic leading dim set to ``batch_size``."""
         specs = []
         for value in self.inputs:
@@ -259,23 +304,23 @@ class Converter:
         (``params_for(True)``); otherwise every parameter is as in the ONNX file. A Winograd
         program (:meth:`winograd_batch`) runs in micro-batches of :data:`MICRO_BATCH_ROWS` rows.
         """
-        specs = self.input_specs(batch_size)
         winograd = self.winograd_batch(batch_size)
         chunks = -(-batch_size // MICRO_BATCH_ROWS) if winograd else 1
         rows = -(-batch_size // chunks)
         fn = self._function(rows, hwio_filters, winograd)
-        if chunks == 1 or not self._rows_lead(fn, rows, hwio_filters):
-            return (
-                fn if chunks == 1 else self._function(batch_size, hwio_filters, winograd)
-            ), specs
-        return micro_batched(fn, batch_size, rows, chunks), specs
+        if chunks > 1:
+            if self._rows_lead(fn, rows, hwio_filters):
+                fn = micro_batched(fn, batch_size, rows, chunks)
+            else:
+                fn = self._function(batch_size, hwio_filters, winograd)
+        return (unpacking(fn) if self.packed_input else fn), self.input_specs(batch_size)
 
     def _rows_lead(self, fn: Callable, rows: int, hwio_filters: bool) -> bool:
         """Whether every input and output of ``fn`` (built for ``rows``) has the rows on axis 0,
         so that a batch may be cut into chunks of ``rows``."""
         import jax
 
-        specs = self.input_specs(rows)
+        specs = self.graph_input_specs(rows)
         if any(not s.shape or s.shape[0] != rows for s in specs):
             return False
         params = {

@@ -98,6 +98,15 @@ OPTIONS: tuple[Option, ...] = (
         choices=ATTENTION_CHOICES,
     ),
     Option(
+        "packed_input",
+        "choice",
+        "auto",
+        "whether the programs take lc0's packed planes (a 64-bit mask and a value a plane, "
+        "expanded on the device) instead of float planes: auto takes them on an accelerator, "
+        "where a batch crosses in a twentieth of the bytes",
+        choices=("auto", "on", "off"),
+    ),
+    Option(
         "data_type",
         "choice",
         None,

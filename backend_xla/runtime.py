@@ -258,8 +258,11 @@ class Executable:
         self.input_sharding = input_sharding
         self.first_run_done = False
         """Whether each program ran once (:meth:`backend_xla.buckets.Buckets._first_run`)."""
-        self.input_dtype = np.dtype(np.float32)
-        """The planes' dtype the program takes (set by :func:`compile_function`)."""
+        self.inputs: list[tuple[tuple[int, ...], np.dtype]] = [
+            ((rows, 112, 8, 8), np.dtype(np.float32))
+        ]
+        """Shape and dtype of each input the program takes (set by :func:`compile_function`):
+        the planes, or a packed network's masks and values."""
 
     @property
     def copies(self) -> int:
@@ -275,8 +278,8 @@ class Executable:
     def zero_run(self, copy: int = 0) -> list[np.ndarray]:
         """The outputs of copy ``copy`` for an all-zero batch (a program's first run; the check of
         a cached program against the one it was stored from)."""
-        zeros = np.zeros((self.rows, 112, 8, 8), self.input_dtype)
-        return [np.asarray(r) for r in self(zeros, copy=copy)]
+        zeros = [np.zeros(shape, dtype) for shape, dtype in self.inputs]
+        return [np.asarray(r) for r in self(*zeros, copy=copy)]
 
 
 def dump_hlo(lowered, directory: str, source: str, batch_size: int) -> Path:
@@ -344,14 +347,14 @@ def compile_function(
     executable = _compile_executable(
         converter, batch_size, params, min_rows_per_device, hlo_dump_dir, copies
     )
-    executable.input_dtype = np.dtype(converter.input_specs(executable.rows)[0].dtype)
+    executable.inputs = _inputs(converter, executable.rows)
     if use_cache and not cache.store(cache_key, executable, params.devices):
         # Read from JAX's own cache, the programs do not serialize whole: compile them afresh.
         with _without_jax_cache():
             fresh = _compile_executable(
                 converter, batch_size, params, min_rows_per_device, None, copies
             )
-        fresh.input_dtype = executable.input_dtype
+        fresh.inputs = executable.inputs
         if cache.store(cache_key, fresh, params.devices):
             executable = fresh
     return executable
@@ -393,8 +396,12 @@ def _placed(converter, batch_size, params, min_rows_per_device, copies) -> Execu
     else:
         placed = [params.on_device(i) for i in range(len(params.devices[: max(1, copies)]))]
         shell = Executable([], placed, batch_size, 1)
-    shell.input_dtype = np.dtype(converter.input_specs(shell.rows)[0].dtype)
+    shell.inputs = _inputs(converter, shell.rows)
     return shell
+
+
+def _inputs(converter, rows: int) -> list[tuple[tuple[int, ...], np.dtype]]:
+    return [(tuple(s.shape), np.dtype(s.dtype)) for s in converter.input_specs(rows)]
 
 
 def _compile_executable(

@@ -1,0 +1,69 @@
+"""Packed planes expanded on the device (backend option ``packed_input``, auto on an
+accelerator): against lc0's outputs, against the float planes in the engine's own searches, and
+the errors of what cannot be packed."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+from conftest import lc0_planes_batch
+from test_backend_maia import MAIA_LOGIT_TOL, MAIA_VALUE_TOL
+from xla_testutil import ONE_SIZE_OPTIONS, legal_logit_error, need_shared
+
+import backend_xla
+from backend_xla.errors import NetworkError
+from backend_xla.network import pack_planes
+from engine.search import Limit, Search, SearchParams
+
+PACKED = ONE_SIZE_OPTIONS + ",packed_input=on"
+
+
+@pytest.fixture(scope="module")
+def packed_maia():
+    return backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), PACKED)
+
+
+def test_packed_network_matches_lc0(packed_maia, maia1100_ref):
+    refs = maia1100_ref[:64]
+    masks, values = pack_planes(lc0_planes_batch(refs))
+    assert masks.dtype == np.uint64 and masks.shape == (64, 112)
+    out = packed_maia.evaluate_packed(masks, values)
+    assert legal_logit_error(out.policy, refs) < MAIA_LOGIT_TOL
+    np.testing.assert_allclose(out.q, [r["q"] for r in refs], atol=MAIA_VALUE_TOL, rtol=0)
+    np.testing.assert_allclose(out.d, [r["d"] for r in refs], atol=MAIA_VALUE_TOL, rtol=0)
+    assert packed_maia.attributes().packed_input
+
+
+def test_search_visits_equal_with_packed_and_float_planes(packed_maia):
+    """The search's own packed planes (its encoder's masks, bit s for square s) reach the
+    network as its float planes do: every root visit the same."""
+    plain = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), ONE_SIZE_OPTIONS)
+    assert not plain.attributes().packed_input
+    params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16)
+    fen = "r1bq1rk1/ppp1bppp/2n2n2/3pp3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 w - - 0 7"
+    visits = []
+    for net in (packed_maia, plain):
+        search = Search(net, params)
+        search.set_position(chess.Board(fen))
+        search.run(Limit(nodes=300))
+        visits.append(list(search.root.cn))
+        search.close()
+    assert sum(visits[0]) == 299 and visits[0] == visits[1]
+
+
+def test_unpackable_planes_are_refused(packed_maia, maia1100_ref):
+    planes = lc0_planes_batch(maia1100_ref[:2])
+    planes[1, 3, 0, 0], planes[1, 3, 0, 1] = 0.5, 0.25
+    with pytest.raises(NetworkError, match="several nonzero values"):
+        packed_maia.evaluate(planes)
+
+
+def test_packed_input_needs_lc0_planes_and_a_packed_network(maia1100_ref):
+    plain = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), ONE_SIZE_OPTIONS)
+    masks, values = pack_planes(lc0_planes_batch(maia1100_ref[:2]))
+    with pytest.raises(NetworkError, match="expected a network loaded with packed_input"):
+        plain.evaluate_packed(masks, values)
+    packed = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), PACKED)
+    with pytest.raises(NetworkError, match="expected masks uint64"):
+        packed.evaluate_packed(masks.astype(np.int64), values)
