@@ -331,6 +331,11 @@ class XlaNetwork:
         copy = self._free_devices.get() if executable.copies > 1 else None
         try:
             results = executable(*inputs, copy=copy or 0)
+            if self.device.platform != "cpu":
+                # Every head's copy back starts at once: one wait instead of one per head
+                # (Maia-1900 on an H100, batch 256: 2.4 against 2.9 ms a call).
+                for r in results:
+                    r.copy_to_host_async()
             # Views of the device's buffers where it allows (a CPU's): no copy of the logits.
             return [np.asarray(r)[:n].astype(np.float32, copy=False) for r in results]
         finally:
