@@ -13,7 +13,9 @@ import pytest
 from conftest import REPO_ROOT
 
 DEVICE_CHECK = REPO_ROOT / "bin" / "perf" / "device-check"
-STEPS = ["env", "gpu-tests", "backend", "engine", "startup", "cuda-extra"]
+STEPS = [
+    "env", "engine", "inprocess", "backend", "gpu-tests", "profile", "callparts", "startup",
+]  # fmt: skip
 
 
 @pytest.mark.skipif(
@@ -32,6 +34,17 @@ def test_without_a_gpu_every_step_is_skipped_and_reported(tmp_path):
         assert f"{step}: skipped (no GPU)" in proc.stdout, proc.stdout
     assert report.count("skipped: no GPU") == len(STEPS), report
     assert [p.name for p in out.iterdir()] == ["results.md"]
+
+
+def test_unknown_step_exits_2_naming_the_allowed(tmp_path):
+    proc = subprocess.run(
+        [str(DEVICE_CHECK), str(tmp_path), "--steps", "env,warp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "unknown warp" in proc.stderr and ", ".join(STEPS) in proc.stderr, proc.stderr
 
 
 def test_wrong_arguments_exit_2(tmp_path):
