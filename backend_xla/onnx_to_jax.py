@@ -289,6 +289,16 @@ class Converter:
             specs.append(TensorSpec(value.name, tuple(dims), self._io(dtype)))
         return specs
 
+    def _output_type(self, dtype: np.dtype) -> np.dtype:
+        """An output's type leaving the device: the io type, or the type it was computed in
+        where that is narrower (bf16, f16): widening it there would only double the bytes of
+        the copy back (the policy is the larger part of a GPU call's time, docs/gpu.md §7);
+        the host widens it exactly."""
+        io = self._io(dtype)
+        if is_float(dtype) and is_float(io) and np.dtype(dtype).itemsize < np.dtype(io).itemsize:
+            return np.dtype(dtype)
+        return io
+
     def _io(self, dtype: np.dtype) -> np.dtype:
         return self.io_dtype if self.io_dtype is not None and is_float(dtype) else dtype
 
@@ -355,7 +365,7 @@ class Converter:
                     import jax.numpy as jnp
 
                     y = jnp.asarray(y)
-                outs.append(y.astype(device_dtype(self._io(y.dtype))))
+                outs.append(y.astype(device_dtype(self._output_type(y.dtype))))
             return tuple(outs)
 
         return fn

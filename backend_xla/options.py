@@ -118,7 +118,8 @@ OPTIONS: tuple[Option, ...] = (
         "io_datatype",
         "choice",
         "f32",
-        "type of the executables' inputs and outputs",
+        "type of the executables' inputs and outputs (an output computed in a narrower type, "
+        "data_type bf16 or f16, leaves the device in that type and is widened on the host)",
         choices=DATA_TYPES,
     ),
     Option(

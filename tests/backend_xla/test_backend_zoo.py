@@ -99,3 +99,17 @@ def test_unknown_head_names_the_heads_the_file_has():
     with pytest.raises(ValueError, match="policy.*nonexistent") as info:
         backend_xla.load_network(path, f"{ZOO_OPTIONS},policy_head=nonexistent")
     assert "optimistic" in str(info.value)
+
+
+def test_reduced_precision_outputs_leave_the_device_in_their_type(maia1100_ref):
+    """bf16 outputs cross back as bf16 (half the bytes) and are widened on the host exactly."""
+    import ml_dtypes
+
+    net = backend_xla.load_network(
+        need_shared("maia", "maia-1100.onnx"), f"{ZOO_OPTIONS},data_type=bf16"
+    )
+    raw = net.buckets.executable(64).zero_run()
+    assert {r.dtype for r in raw} == {np.dtype(ml_dtypes.bfloat16)}
+    out = net.evaluate(np.zeros((64, 112, 8, 8), np.float32))
+    assert out.policy.dtype == np.float32
+    np.testing.assert_array_equal(out.policy, raw[0].reshape(64, -1).astype(np.float32))
