@@ -210,16 +210,43 @@ def _moves_left_utility(params, m_diff, q):
 _CN, _NIF, _SCORE = range(3)
 """Rows of :func:`_assign`'s scratch, indexed in place: a row view would be reference-counted
 at every call."""
+_HEAP, _SLOT = range(2)
+"""Rows of :func:`_assign`'s ``order``: the children as a heap by score, and where each child's
+visits went in the output (-1: none yet)."""
+
+
+@njit(cache=True, inline="always")
+def _ahead(scratch, a, b):
+    """Whether child ``a`` picks before child ``b``: a higher score, or the lower index."""
+    sa, sb = scratch[_SCORE, a], scratch[_SCORE, b]
+    return sa > sb or (sa == sb and a < b)
+
+
+@njit(cache=True, inline="always")
+def _sift_down(order, scratch, i, size):
+    while True:
+        m = 2 * i + 1
+        if m >= size:
+            return
+        if m + 1 < size and _ahead(scratch, order[_HEAP, m + 1], order[_HEAP, m]):
+            m += 1
+        if not _ahead(scratch, order[_HEAP, m], order[_HEAP, i]):
+            return
+        order[_HEAP, i], order[_HEAP, m] = order[_HEAP, m], order[_HEAP, i]
+        i = m
 
 
 @njit(cache=True)
-def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k, scratch):
+def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k, scratch, order):
     """Share ``visits`` among the first ``width`` children as lc0's multi-visit picking: the
     best child takes as many as it can before its score falls below the second best's; ties
     go to the lowest index. Writes (edge offset, visits) pairs in the order given; returns
     how many. ``nif`` of existing children grows by what they get; ``counts`` of the children
     not created yet are kept in out_k until the caller creates them. ``scratch`` float64
-    [3, >= width]: room for the children's visits, visits in flight and scores."""
+    [3, >= width]: room for the children's visits, visits in flight and scores; ``order``
+    int64 [2, >= width]: the children kept as a heap by score (the best and the second best
+    in O(log width) a step, where a scan took O(width): at the root a step often takes one
+    visit), and each child's output slot."""
     f = tree.nodes.first[node]
     for j in range(width):
         c = tree.edges.child[f + j]
@@ -228,15 +255,18 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k,
         scratch[_SCORE, j] = qm[j] + pu[j] / (1.0 + scratch[_CN, j] + scratch[_NIF, j])
         if use_mask and mask[j] == 0:
             scratch[_SCORE, j] = -np.inf
+        order[_HEAP, j] = j
+        order[_SLOT, j] = -1
+    for i in range(width // 2 - 1, -1, -1):
+        _sift_down(order, scratch, i, width)
     given = 0
     while visits > 0:
-        best, second = 0, -np.inf
-        for j in range(1, width):
-            if scratch[_SCORE, j] > scratch[_SCORE, best]:
-                second = scratch[_SCORE, best]
-                best = j
-            elif scratch[_SCORE, j] > second:
-                second = scratch[_SCORE, j]
+        best = order[_HEAP, 0]
+        second = -np.inf
+        if width > 1:
+            second = scratch[_SCORE, order[_HEAP, 1]]
+            if width > 2 and scratch[_SCORE, order[_HEAP, 2]] > second:
+                second = scratch[_SCORE, order[_HEAP, 2]]
         take = 1
         if visits > 1 and width > 1:
             qb, pb = qm[best], pu[best]
@@ -248,12 +278,10 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k,
             take = max(1, min(take, visits))
         elif visits > 1:
             take = visits
-        slot = -1
-        for g in range(given):
-            if out_child[g] == best:
-                slot = g
+        slot = order[_SLOT, best]
         if slot < 0:
             slot = given
+            order[_SLOT, best] = slot
             out_child[slot] = best
             out_k[slot] = 0
             given += 1
@@ -263,6 +291,7 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k,
         if visits:
             visited = 1.0 + scratch[_CN, best] + scratch[_NIF, best]
             scratch[_SCORE, best] = qm[best] + pu[best] / visited
+            _sift_down(order, scratch, 0, width)
     return given
 
 
@@ -440,6 +469,7 @@ def select(tree, params, counters, cache, batch, walk, visits):
     qm = np.empty(width_max, np.float64)
     pu = np.empty(width_max, np.float64)
     scratch = np.empty((3, width_max), np.float64)
+    order = np.empty((2, width_max), np.int64)
     give_child = np.empty(width_max, np.int64)
     give_k = np.empty(width_max, np.int64)
     use_filter = walk.root_filter.shape[0] > 0
@@ -476,7 +506,18 @@ def select(tree, params, counters, cache, batch, walk, visits):
         width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
         child_scores(tree, params, I(node), at_root, walk.draw_scores[depth & 1], I(width), qm, pu)
         given = _assign(
-            tree, node, qm, pu, width, k, walk.root_filter, masked, give_child, give_k, scratch
+            tree,
+            node,
+            qm,
+            pu,
+            width,
+            k,
+            walk.root_filter,
+            masked,
+            give_child,
+            give_k,
+            scratch,
+            order,
         )
         f = tree.nodes.first[node]
         for g in range(given):

@@ -209,6 +209,7 @@ def assign(qm, pu, cn, visits, mask=None) -> tuple[dict[int, int], np.ndarray]:
         out_child,
         out_k,
         np.zeros((3, k)),
+        np.zeros((2, k), np.int64),
     )
     got = {int(out_child[g]): int(out_k[g]) for g in range(given)}
     nif = np.zeros(k)
