@@ -205,6 +205,11 @@ class XlaNetwork:
         """Whether the background thread is compiling (or about to)."""
         return self.buckets.compiling
 
+    def prepare(self, rows: int) -> None:
+        """Have the batch size that holds ``rows`` compiled in the background, if none ready
+        does (the engine's hook for a minibatch set above the one compiled at load)."""
+        self.buckets.prepare(min(max(rows, 1), self.max_batch))
+
     def warmup(self, progress: ProgressCallback | None = None) -> None:
         """Compile every batch size now (waiting for the background thread), reporting progress."""
         self.buckets.warmup(progress)

@@ -32,7 +32,7 @@ from engine.loading import (
     open_syzygy,
     warm_up_search,
 )
-from engine.search import Limit, NNCache, Search, ThinkingInfo, from_options
+from engine.search import Limit, NNCache, Search, SearchParams, ThinkingInfo, from_options
 from engine.tablebase import Tablebase
 from engine.timemgr import TimeManager, parse_time_manager
 
@@ -91,6 +91,8 @@ class Controller:
         if not self.searching:
             ok = self.ensure_network()
             self.ensure_tablebase()
+            if ok:
+                self._prepare_network(from_options(self.values))
             warm_up_search(self.listener)
             if ok and self.search is None:
                 # The search's tree, game and workers now, not in the first go's time.
@@ -131,6 +133,7 @@ class Controller:
             self.ensure_tablebase()
             self.search.params = params
             self.search.tablebase = self.tablebase
+            self._prepare_network(params)
             self.cache.resize(params.nn_cache_size)
         if ok and self.search is not None:
             # Here, not on the search thread: a stop that arrives from now on ends this search.
@@ -211,6 +214,19 @@ class Controller:
         # would otherwise traverse: 4-12 % of the search thread's time with the random backend.
         gc.freeze()
         return True
+
+    def _prepare_network(self, params: SearchParams) -> None:
+        """Tell a network that can prepare (engine.backend's optional ``prepare``) the batch the
+        search will gather: a compiled size for a MinibatchSize above the backend's own starts
+        now, in the background, not at the first batch that needs it."""
+        prepare = getattr(self.network, "prepare", None)
+        if self.network is None or not callable(prepare):
+            return
+        attrs = self.network.attributes()
+        try:
+            prepare(params.batch_size(attrs.max_batch, attrs.preferred_batch))
+        except Exception as exc:  # a background compile's failure: the go reports it too
+            self.listener.error(f"network: {exc}")
 
     def ensure_tablebase(self) -> None:
         """Open the Syzygy tables of SyzygyPath if it changed; a bad path is reported and the

@@ -106,6 +106,11 @@ class Network(Protocol):
     #   def evaluate_packed(self, masks: np.ndarray, values: np.ndarray) -> NetworkOutput
     # masks uint64 [N, 112] (bit 8 * rank + file: the squares of each plane), values float32
     # [N, 112] (the value on them): the same as evaluate() of the expanded planes.
+    # A network may also have:
+    #   def prepare(self, rows: int) -> None
+    # make ready what a batch of ``rows`` needs (a compiled size, in the background): the
+    # controller calls it at isready and go with the search's minibatch, so that a MinibatchSize
+    # above the backend's own does not first run split while its program compiles.
 
 
 NETWORK_MEMBERS = ("input_format", "has_wdl", "has_mlh", "attributes", "evaluate")

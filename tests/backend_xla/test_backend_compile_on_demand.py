@@ -86,3 +86,32 @@ def test_larger_batch_compiles_its_size_on_demand_with_the_same_outputs(net):
     # A batch the ready sizes hold compiles nothing more.
     net.evaluate(planes[:9])
     assert not net.compiling and net.ready_sizes == [CPU_MINIBATCH, 32]
+
+
+def _wait_ready(network, size: int) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while size not in network.ready_sizes and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_isready_prepares_a_minibatch_set_above_the_backends_own():
+    """MinibatchSize 32 set before isready: its size compiles from isready on, in the
+    background, not at the first batch of 32; at the backend's own minibatch nothing does."""
+    import io
+
+    from engine.uci import UciEngine
+
+    uci = UciEngine(io.StringIO(), {"WeightsFile": str(NET), "BackendOptions": DEFAULTS})
+    try:
+        uci.handle("isready")
+        network = uci.controller.network
+        assert network is not None and network.ready_sizes == [CPU_MINIBATCH]
+        assert not network.compiling
+        uci.handle("setoption name MinibatchSize value 32")
+        uci.handle("isready")
+        _wait_ready(network, 32)
+        assert 32 in network.ready_sizes
+    finally:
+        uci.controller.stop_and_join()
+        if uci.controller.network is not None:
+            uci.controller.network.close()
