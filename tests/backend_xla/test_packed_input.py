@@ -24,6 +24,11 @@ def packed_maia():
     return backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), PACKED)
 
 
+@pytest.fixture(scope="module")
+def plain_maia():
+    return backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), ONE_SIZE_OPTIONS)
+
+
 def test_packed_network_matches_lc0(packed_maia, maia1100_ref):
     refs = maia1100_ref[:64]
     masks, values = pack_planes(lc0_planes_batch(refs))
@@ -35,15 +40,14 @@ def test_packed_network_matches_lc0(packed_maia, maia1100_ref):
     assert packed_maia.attributes().packed_input
 
 
-def test_search_visits_equal_with_packed_and_float_planes(packed_maia):
+def test_search_visits_equal_with_packed_and_float_planes(packed_maia, plain_maia):
     """The search's own packed planes (its encoder's masks, bit s for square s) reach the
     network as its float planes do: every root visit the same."""
-    plain = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), ONE_SIZE_OPTIONS)
-    assert not plain.attributes().packed_input
+    assert not plain_maia.attributes().packed_input
     params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16)
     fen = "r1bq1rk1/ppp1bppp/2n2n2/3pp3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 w - - 0 7"
     visits = []
-    for net in (packed_maia, plain):
+    for net in (packed_maia, plain_maia):
         search = Search(net, params)
         search.set_position(chess.Board(fen))
         search.run(Limit(nodes=300))
@@ -59,11 +63,9 @@ def test_unpackable_planes_are_refused(packed_maia, maia1100_ref):
         packed_maia.evaluate(planes)
 
 
-def test_packed_input_needs_lc0_planes_and_a_packed_network(maia1100_ref):
-    plain = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), ONE_SIZE_OPTIONS)
+def test_packed_input_needs_lc0_planes_and_a_packed_network(packed_maia, plain_maia, maia1100_ref):
     masks, values = pack_planes(lc0_planes_batch(maia1100_ref[:2]))
     with pytest.raises(NetworkError, match="expected a network loaded with packed_input"):
-        plain.evaluate_packed(masks, values)
-    packed = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), PACKED)
+        plain_maia.evaluate_packed(masks, values)
     with pytest.raises(NetworkError, match="expected masks uint64"):
-        packed.evaluate_packed(masks.astype(np.int64), values)
+        packed_maia.evaluate_packed(masks.astype(np.int64), values)
