@@ -25,7 +25,10 @@ import onnx
 
 from .options import ATTENTION_CHOICES
 
-__all__ = ["ATTENTION_CHOICES", "Attention", "find_attention", "fused_attention"]
+__all__ = [
+    "ATTENTION_CHOICES", "Attention", "attention_matches", "find_attention", "fused_attention",
+    "run_fused",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,11 +86,36 @@ def find_attention(nodes: Sequence[onnx.NodeProto], outputs: Sequence[str]) -> d
     return found
 
 
+def attention_matches(
+    attention: str, nodes: Sequence[onnx.NodeProto], outputs: Sequence[str]
+) -> dict[str, Attention]:
+    """The patterns to run fused for the ``attention`` option (none for ``graph``)."""
+    if attention not in ATTENTION_CHOICES:
+        raise ValueError(f"attention: expected one of {ATTENTION_CHOICES}, got {attention!r}")
+    return find_attention(nodes, outputs) if attention != "graph" else {}
+
+
 def _attr(node: onnx.NodeProto, name: str, default: Any) -> Any:
     for a in node.attribute:
         if a.name == name:
             return onnx.helper.get_attribute_value(a)
     return default
+
+
+def run_fused(
+    found: Attention, env: dict[str, Any], implementation: str, node: onnx.NodeProto, source: str
+) -> Any | None:
+    """:func:`fused_attention`, its failure a NetworkError naming the file, the node and the op."""
+    from .errors import NetworkError
+
+    try:
+        return fused_attention(found, env, implementation)
+    except Exception as exc:
+        raise NetworkError(
+            f"{source}: node {node.name!r} (op MatMul, the end of an attention run as one "
+            f"jax.nn.dot_product_attention, attention={implementation}): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def fused_attention(found: Attention, env: dict[str, Any], implementation: str) -> Any | None:

@@ -37,6 +37,7 @@ from .network_file import (
     read_model,
 )
 from .options import batch_sizes, parse_options
+from .packed import pack_planes, packed_words
 
 if TYPE_CHECKING:
     import onnx  # imported where a file is read: a warm start from the caches never needs it
@@ -59,24 +60,6 @@ threads do. More host devices only split the larger batches."""
 ACCELERATOR_MINIBATCH = 256
 """Minibatch on a GPU or another accelerator: lc0's default for its GPU backends, wide enough
 to keep the device busy."""
-
-
-def pack_planes(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float planes [N, 112, 8, 8] -> lc0's packed planes (masks uint64 [N, 112], bit s set where
-    square s is not 0; values float32 [N, 112]); a plane whose squares hold more than one nonzero
-    value does not pack and is refused."""
-    flat = planes.reshape(len(planes), INPUT_PLANES, BOARD * BOARD).astype(np.float32)
-    nonzero = flat != 0
-    first = np.take_along_axis(flat, nonzero.argmax(axis=2)[..., None], axis=2)[..., 0]
-    values = np.where(nonzero.any(axis=2), first, np.float32(0))
-    if not np.array_equal(flat, np.where(nonzero, values[..., None], np.float32(0))):
-        raise NetworkError(
-            "evaluate: expected planes that hold one value each (lc0's planes), got a plane "
-            "with several nonzero values, which a network with packed_input cannot take"
-        )
-    bits = np.left_shift(np.uint64(1), np.arange(BOARD * BOARD, dtype=np.uint64))
-    masks = np.bitwise_or.reduce(np.where(nonzero, bits, np.uint64(0)), axis=2)
-    return masks.astype(np.uint64), values
 
 
 def preferred_minibatch(platform: str) -> int:
@@ -232,38 +215,8 @@ class XlaNetwork:
         )
 
     def describe(self) -> list[str]:
-        """What runs where, for the engine's start-up ``info string``: platform, devices, data
-        type, compiled batch sizes; then a warning for each request unusual on this platform."""
-        platform = self.device.platform
-        names = ", ".join(str(d) for d in self.devices)
-        rows = self.options["split_min_rows"] * len(self.devices)
-        split = (
-            f"batches of {rows}+ rows split over them, smaller ones whole on one device "
-            f"({self.concurrency} at once)"
-            if len(self.devices) > 1
-            else "one device"
-        )
-        dtype = (
-            self.options["data_type"] or "the network's own (f32 unless the file says otherwise)"
-        )
-        lines = [
-            f"backend xla: platform {platform}, {len(self.devices)} device(s) [{names}], "
-            f"{split}; data type {dtype}; batch sizes {','.join(map(str, self.sizes))} "
-            f"({self.buckets.state()}); search minibatch {self.preferred_batch}"
-        ]
-        if platform == "cpu":
-            if isinstance(self.options["device"], int):
-                lines.append(
-                    f"warning: device={self.options['device']} on the CPU pins one host "
-                    "device (one core) and turns the batch split over the cores off"
-                )
-            if self.options["data_type"] in ("bf16", "f16"):
-                lines.append(
-                    f"warning: data_type={self.options['data_type']} on the CPU is slower "
-                    "than f32 (no native half-precision math) and less exact "
-                    "(docs/backend.md); it suits GPUs"
-                )
-        return lines
+        """What runs where, for the engine's start-up ``info string`` (:func:`describe`)."""
+        return describe(self)
 
     def padded_size(self, n: int) -> int:
         """Rows computed for a batch of ``n``: the compiled size it is padded to (the search fills
@@ -291,23 +244,7 @@ class XlaNetwork:
                 f"{self.source}: evaluate_packed: expected a network loaded with packed_input "
                 f"on, got packed_input=off (call evaluate with the planes)"
             )
-        masks, values = np.asarray(masks), np.asarray(values)
-        if (
-            masks.shape != values.shape
-            or masks.ndim != 2
-            or masks.shape[1] != INPUT_PLANES
-            or not len(masks)
-            or masks.dtype != np.uint64
-        ):
-            raise NetworkError(
-                f"{self.source}: evaluate_packed: expected masks uint64 and values of shape "
-                f"[N>=1, {INPUT_PLANES}], got {masks.dtype} {list(masks.shape)} and "
-                f"{values.dtype} {list(values.shape)}"
-            )
-        words = np.ascontiguousarray(masks).view(np.uint32).reshape(len(masks), INPUT_PLANES, 2)
-        if words.dtype.byteorder == ">" or np.little_endian is False:
-            words = words[..., ::-1]  # the low word first, as the program reads it
-        return self._evaluate([words, values.astype(np.float32, copy=False)])
+        return self._evaluate(list(packed_words(masks, values, self.source)))
 
     def _evaluate(self, inputs: list[np.ndarray]) -> NetworkOutput:
         total = len(inputs[0])
@@ -363,6 +300,39 @@ class XlaNetwork:
         return NetworkOutput(
             policy=policy, q=q.astype(np.float32), d=d.astype(np.float32), m=m.astype(np.float32)
         )
+
+
+def describe(net: XlaNetwork) -> list[str]:
+    """What runs where, for the engine's start-up ``info string``: platform, devices, data
+    type, compiled batch sizes; then a warning for each request unusual on this platform."""
+    platform = net.device.platform
+    names = ", ".join(str(d) for d in net.devices)
+    rows = net.options["split_min_rows"] * len(net.devices)
+    split = (
+        f"batches of {rows}+ rows split over them, smaller ones whole on one device "
+        f"({net.concurrency} at once)"
+        if len(net.devices) > 1
+        else "one device"
+    )
+    dtype = net.options["data_type"] or "the network's own (f32 unless the file says otherwise)"
+    lines = [
+        f"backend xla: platform {platform}, {len(net.devices)} device(s) [{names}], "
+        f"{split}; data type {dtype}; batch sizes {','.join(map(str, net.sizes))} "
+        f"({net.buckets.state()}); search minibatch {net.preferred_batch}"
+    ]
+    if platform == "cpu":
+        if isinstance(net.options["device"], int):
+            lines.append(
+                f"warning: device={net.options['device']} on the CPU pins one host "
+                "device (one core) and turns the batch split over the cores off"
+            )
+        if net.options["data_type"] in ("bf16", "f16"):
+            lines.append(
+                f"warning: data_type={net.options['data_type']} on the CPU is slower "
+                "than f32 (no native half-precision math) and less exact "
+                "(docs/backend.md); it suits GPUs"
+            )
+    return lines
 
 
 @dataclass(frozen=True)

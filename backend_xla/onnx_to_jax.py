@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 
 from . import ops
-from .attention import ATTENTION_CHOICES, find_attention, fused_attention
+from .attention import attention_matches, run_fused
 from .errors import NetworkError
 from .onnx_io import device_dtype, is_float, onnx_to_np_dtype
 from .onnx_passes import (
@@ -29,6 +29,7 @@ from .onnx_passes import (
     needed_nodes,
 )
 from .onnx_trace import WINOGRAD_SUFFIX, micro_batched, run_node
+from .packed import PACKED_PLANES, check_packable, unpacking
 
 DEFAULT_MAX_INLINE_CONSTANT_SIZE = 1024
 """Initializers up to this many bytes are inlined in the HLO; larger ones are parameters."""
@@ -48,25 +49,36 @@ LAYOUTS = ("NHWC", "NCHW")
 (:mod:`backend_xla.ops.nhwc`); "NCHW" converts op by op in ONNX layout."""
 
 
-PACKED_PLANES = 112
-"""Planes of lc0's packed input (a mask and a value each)."""
+def graph_inputs(inputs: Sequence[Any], batch_size: int, source: str) -> list[tuple]:
+    """(name, shape, numpy dtype) of each graph input, a dynamic leading dim set to
+    ``batch_size``; only the batch dim may be dynamic."""
+    specs = []
+    for value in inputs:
+        ttype = value.type.tensor_type
+        dims = []
+        for i, d in enumerate(ttype.shape.dim):
+            if d.HasField("dim_value") and (d.dim_value > 0 or i > 0):
+                dims.append(int(d.dim_value))
+            elif i == 0:
+                dims.append(batch_size)
+            else:
+                raise NetworkError(
+                    f"{source}: input {value.name!r}: expected a static size for dim {i}, "
+                    f"got {d.dim_param or 'unknown'!r} (only the batch dim may be dynamic)"
+                )
+        dtype = onnx_to_np_dtype(ttype.elem_type, f"{source}: input {value.name!r}")
+        specs.append((value.name, tuple(dims), dtype))
+    return specs
 
 
-def unpacking(fn: Callable) -> Callable:
-    """``fn(params, planes)`` as ``fn(params, masks, values)``: lc0's packed planes (masks uint32
-    [N, 112, 2], low word first; values [N, 112]) expanded on the device to float planes
-    [N, 112, 8, 8], ``values[p]`` on the squares whose bit is set in plane ``p``'s mask, else 0."""
-
-    def run(params: dict, masks, values):
-        import jax.numpy as jnp
-
-        square = jnp.arange(64, dtype=jnp.uint32)
-        words = jnp.where(square < 32, masks[..., 0:1], masks[..., 1:2])  # [N, 112, 64]
-        bits = (words >> (square % 32)) & 1
-        planes = jnp.where(bits == 1, values[..., None], jnp.zeros((), values.dtype))
-        return fn(params, planes.reshape(masks.shape[0], masks.shape[1], 8, 8))
-
-    return run
+def output_type(computed: np.dtype, io: np.dtype) -> np.dtype:
+    """An output's type leaving the device: the io type, or the type it was computed in where
+    that is narrower (bf16, f16): widening it there would only double the bytes of the copy
+    back (the policy is the larger part of a GPU call's time, docs/gpu.md §7); the host widens
+    it exactly."""
+    if is_float(computed) and is_float(io) and np.dtype(computed).itemsize < np.dtype(io).itemsize:
+        return np.dtype(computed)
+    return io
 
 
 @dataclass(frozen=True)
@@ -144,17 +156,13 @@ class Converter:
             inline_limit=max_inline_constant_size,
             fold_limit=FOLD_LIMIT_BYTES,
         )
-        if attention not in ATTENTION_CHOICES:
-            raise ValueError(f"attention: expected one of {ATTENTION_CHOICES}, got {attention!r}")
         self.attention = attention
-        self.attention_patterns = (
-            find_attention(self.nodes, self.output_names) if attention != "graph" else {}
-        )
+        self.attention_patterns = attention_matches(attention, self.nodes, self.output_names)
         self.packed_input = packed_input
         """Whether :meth:`function` takes lc0's packed planes (masks as uint32 [N, 112, 2], low
         word first, and values [N, 112]) and expands them on the device."""
         if packed_input:
-            self._check_packable()
+            check_packable(self.graph_input_specs(1), source)
         self.hwio_weights = self._conv_weights_to_hwio()
         self.winograd_weights = self._conv_weights_for_winograd()
         self._prepared: dict[bool, dict[str, np.ndarray]] = {}
@@ -251,14 +259,6 @@ class Converter:
             self._prepared[hwio_filters] = params
         return self._prepared[hwio_filters]
 
-    def _check_packable(self) -> None:
-        specs = self.graph_input_specs(1)
-        if len(specs) != 1 or specs[0].shape != (1, PACKED_PLANES, 8, 8):
-            raise NetworkError(
-                f"{self.source}: packed_input: expected one input of [N, {PACKED_PLANES}, 8, 8] "
-                f"planes, got {[(s.name, list(s.shape)) for s in specs]}"
-            )
-
     def input_specs(self, batch_size: int) -> list[TensorSpec]:
         """Shapes/dtypes of :meth:`function`'s inputs for ``batch_size``: the graph's, or with
         :attr:`packed_input` the packed planes' masks and values."""
@@ -271,33 +271,10 @@ class Converter:
 
     def graph_input_specs(self, batch_size: int) -> list[TensorSpec]:
         """Shapes/dtypes of the graph inputs with a dynamic leading dim set to ``batch_size``."""
-        specs = []
-        for value in self.inputs:
-            ttype = value.type.tensor_type
-            dims = []
-            for i, d in enumerate(ttype.shape.dim):
-                if d.HasField("dim_value") and (d.dim_value > 0 or i > 0):
-                    dims.append(int(d.dim_value))
-                elif i == 0:
-                    dims.append(batch_size)
-                else:
-                    raise NetworkError(
-                        f"{self.source}: input {value.name!r}: expected a static size for dim {i}, "
-                        f"got {d.dim_param or 'unknown'!r} (only the batch dim may be dynamic)"
-                    )
-            dtype = onnx_to_np_dtype(ttype.elem_type, f"{self.source}: input {value.name!r}")
-            specs.append(TensorSpec(value.name, tuple(dims), self._io(dtype)))
-        return specs
-
-    def _output_type(self, dtype: np.dtype) -> np.dtype:
-        """An output's type leaving the device: the io type, or the type it was computed in
-        where that is narrower (bf16, f16): widening it there would only double the bytes of
-        the copy back (the policy is the larger part of a GPU call's time, docs/gpu.md §7);
-        the host widens it exactly."""
-        io = self._io(dtype)
-        if is_float(dtype) and is_float(io) and np.dtype(dtype).itemsize < np.dtype(io).itemsize:
-            return np.dtype(dtype)
-        return io
+        return [
+            TensorSpec(name, shape, self._io(dtype))
+            for name, shape, dtype in graph_inputs(self.inputs, batch_size, self.source)
+        ]
 
     def _io(self, dtype: np.dtype) -> np.dtype:
         return self.io_dtype if self.io_dtype is not None and is_float(dtype) else dtype
@@ -353,7 +330,7 @@ class Converter:
             for node in self.nodes:
                 pattern = self.attention_patterns.get(node.output[0]) if node.output else None
                 if pattern is not None:
-                    fused = self._fused_attention(node, pattern, env)
+                    fused = run_fused(pattern, env, self.attention, node, self.source)
                     if fused is not None:
                         env[node.output[0]] = fused
                         continue
@@ -365,17 +342,7 @@ class Converter:
                     import jax.numpy as jnp
 
                     y = jnp.asarray(y)
-                outs.append(y.astype(device_dtype(self._output_type(y.dtype))))
+                outs.append(y.astype(device_dtype(output_type(y.dtype, self._io(y.dtype)))))
             return tuple(outs)
 
         return fn
-
-    def _fused_attention(self, node: onnx.NodeProto, pattern: Any, env: dict) -> Any:
-        try:
-            return fused_attention(pattern, env, self.attention)
-        except Exception as exc:
-            raise NetworkError(
-                f"{self.source}: node {node.name!r} (op MatMul, the end of an attention run as "
-                f"one jax.nn.dot_product_attention, attention={self.attention}): "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc

@@ -13,7 +13,7 @@ from xla_testutil import ONE_SIZE_OPTIONS, legal_logit_error, need_shared
 
 import backend_xla
 from backend_xla.errors import NetworkError
-from backend_xla.network import pack_planes
+from backend_xla.packed import pack_planes
 from engine.search import Limit, Search, SearchParams
 
 PACKED = ONE_SIZE_OPTIONS + ",packed_input=on"

@@ -210,9 +210,9 @@ def _moves_left_utility(params, m_diff, q):
 _CN, _NIF, _SCORE = range(3)
 """Rows of :func:`_assign`'s scratch, indexed in place: a row view would be reference-counted
 at every call."""
-_HEAP, _SLOT = range(2)
-"""Rows of :func:`_assign`'s ``order``: the children as a heap by score, and where each child's
-visits went in the output (-1: none yet)."""
+_HEAP, _SLOT, GIVEN_CHILD, GIVEN_K = range(4)
+"""Rows of :func:`_assign`'s ``order``: the children as a heap by score, where each child's
+visits went in the output (-1: none yet), and the output: (child, visits) pairs."""
 
 
 @njit(cache=True, inline="always")
@@ -237,16 +237,15 @@ def _sift_down(order, scratch, i, size):
 
 
 @njit(cache=True)
-def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k, scratch, order):
+def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
     """Share ``visits`` among the first ``width`` children as lc0's multi-visit picking: the
     best child takes as many as it can before its score falls below the second best's; ties
-    go to the lowest index. Writes (edge offset, visits) pairs in the order given; returns
-    how many. ``nif`` of existing children grows by what they get; ``counts`` of the children
-    not created yet are kept in out_k until the caller creates them. ``scratch`` float64
+    go to the lowest index. Writes (edge offset, visits) pairs in the order given into
+    ``order[GIVEN_CHILD]``, ``order[GIVEN_K]``; returns how many. ``scratch`` float64
     [3, >= width]: room for the children's visits, visits in flight and scores; ``order``
-    int64 [2, >= width]: the children kept as a heap by score (the best and the second best
-    in O(log width) a step, where a scan took O(width): at the root a step often takes one
-    visit), and each child's output slot."""
+    int64 [4, >= width]: also the children kept as a heap by score (the best and the second
+    best in O(log width) a step, where a scan took O(width): at the root a step often takes
+    one visit), and each child's output slot."""
     f = tree.nodes.first[node]
     for j in range(width):
         c = tree.edges.child[f + j]
@@ -282,10 +281,10 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, out_child, out_k,
         if slot < 0:
             slot = given
             order[_SLOT, best] = slot
-            out_child[slot] = best
-            out_k[slot] = 0
+            order[GIVEN_CHILD, slot] = best
+            order[GIVEN_K, slot] = 0
             given += 1
-        out_k[slot] += take
+        order[GIVEN_K, slot] += take
         scratch[_NIF, best] += take
         visits -= take
         if visits:
@@ -469,9 +468,7 @@ def select(tree, params, counters, cache, batch, walk, visits):
     qm = np.empty(width_max, np.float64)
     pu = np.empty(width_max, np.float64)
     scratch = np.empty((3, width_max), np.float64)
-    order = np.empty((2, width_max), np.int64)
-    give_child = np.empty(width_max, np.int64)
-    give_k = np.empty(width_max, np.int64)
+    order = np.empty((4, width_max), np.int64)
     use_filter = walk.root_filter.shape[0] > 0
     while top > 0:
         top -= 1
@@ -505,23 +502,11 @@ def select(tree, params, counters, cache, batch, walk, visits):
         nedges = tree.nodes.nedges[node]
         width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
         child_scores(tree, params, I(node), at_root, walk.draw_scores[depth & 1], I(width), qm, pu)
-        given = _assign(
-            tree,
-            node,
-            qm,
-            pu,
-            width,
-            k,
-            walk.root_filter,
-            masked,
-            give_child,
-            give_k,
-            scratch,
-            order,
-        )
+        mask = walk.root_filter
+        given = _assign(tree, node, qm, pu, width, k, mask, masked, scratch, order)
         f = tree.nodes.first[node]
         for g in range(given):
-            j, cnt = give_child[g], give_k[g]
+            j, cnt = order[GIVEN_CHILD, g], order[GIVEN_K, g]
             if j + 1 > tree.nodes.touched[node]:
                 tree.nodes.touched[node] = j + 1
             c = tree.edges.child[f + j]

@@ -194,9 +194,9 @@ def assign(qm, pu, cn, visits, mask=None) -> tuple[dict[int, int], np.ndarray]:
     given, and the children's visits in flight after it."""
     k = len(qm)
     tree = star([1.0 / k] * k, cn=[int(c) for c in cn], n=int(sum(cn)) + 1)
-    out_child, out_k = np.zeros(k, np.int64), np.zeros(k, np.int64)
     use_mask = mask is not None
     mask_u8 = np.asarray(mask, np.uint8) if use_mask else np.zeros(0, np.uint8)
+    order = np.zeros((4, k), np.int64)
     given = cgather._assign(
         tree,
         0,
@@ -206,12 +206,10 @@ def assign(qm, pu, cn, visits, mask=None) -> tuple[dict[int, int], np.ndarray]:
         visits,
         mask_u8,
         use_mask,
-        out_child,
-        out_k,
         np.zeros((3, k)),
-        np.zeros((2, k), np.int64),
+        order,
     )
-    got = {int(out_child[g]): int(out_k[g]) for g in range(given)}
+    got = {int(order[cgather.GIVEN_CHILD, g]): int(order[cgather.GIVEN_K, g]) for g in range(given)}
     nif = np.zeros(k)
     for c, v in got.items():
         nif[c] = v
