@@ -66,3 +66,40 @@ def test_an_import_of_the_benchmark_package_is_caught(tmp_path):
                       "source_modules =\n    probe\nforbidden_modules =\n    xlazero_perf\n")
     proc = _lint_imports(config, cwd=tmp_path)
     assert proc.returncode != 0 and "BROKEN" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+MAX_CLASS_LINES, MAX_FUNCTION_LINES = 250, 80
+"""Issue 40's sizes: a class or function past them is doing two jobs."""
+
+
+def _oversized(path: Path, root: Path = REPO) -> list[str]:
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            limit = MAX_CLASS_LINES if isinstance(node, ast.ClassDef) else MAX_FUNCTION_LINES
+            if lines > limit:
+                found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}: {lines} lines")
+    return found
+
+
+def test_no_class_or_function_past_its_size():
+    files = [p for pkg in ("engine", "backend_xla") for p in (REPO / pkg).rglob("*.py")]
+    files += [REPO / "bin" / "perf" / "bench"]
+    found = [line for path in sorted(files) for line in _oversized(path)]
+    assert not found, (
+        f"expected classes of at most {MAX_CLASS_LINES} lines and functions of at most "
+        f"{MAX_FUNCTION_LINES}, got:\n" + "\n".join(found)
+    )
+
+
+def test_the_size_check_names_a_long_function_and_passes_a_short_one(tmp_path):
+    body = "    x = 1\n"
+    (tmp_path / "long.py").write_text("def long():\n" + body * MAX_FUNCTION_LINES)
+    (tmp_path / "short.py").write_text("def short():\n" + body * (MAX_FUNCTION_LINES - 1))
+    assert _oversized(tmp_path / "long.py", tmp_path) == [
+        f"long.py:1 long: {MAX_FUNCTION_LINES + 1} lines"
+    ]
+    assert _oversized(tmp_path / "short.py", tmp_path) == []
