@@ -14,7 +14,8 @@ from conftest import REPO_ROOT
 
 DEVICE_CHECK = REPO_ROOT / "bin" / "perf" / "device-check"
 STEPS = [
-    "env", "engine", "inprocess", "backend", "gpu-tests", "profile", "callparts", "startup",
+    "env", "engine", "inprocess", "backend", "gpu-tests", "profile", "callparts", "pyspy",
+    "startup",
 ]  # fmt: skip
 
 
