@@ -178,7 +178,7 @@ class SearchRun:
         if not reached and len(pending) < in_flight and free:
             progressed = self._gather_one(pending, free, remaining, summary.best)
         if pending and (len(pending) >= in_flight or not progressed or reached):
-            if self._wait(pending[0][0], pending[0][3]):
+            if self._wait(pending[0][0], pending[0][3], pending[0][2]):
                 return self._back_up_oldest(pending, free)
             if self.failure is not None:
                 return False
@@ -227,12 +227,18 @@ class SearchRun:
         state = self.state
         return cstop.summarize(state.tree, state.draw_score(0), state.mask)
 
-    def _wait(self, future: Future, submitted: float) -> bool:
+    def _wait(self, future: Future, submitted: float, seq: int = -1) -> bool:
         """Wait for ``future``; False on a stop, the time limit, or a network call that has not
         returned in NETWORK_STALL_S (then ``failure`` says so, and the stalled worker is left
         behind: the next search's calls go to a new one)."""
         state, owner = self.state, self.owner
+        helped = None
         while not future.done():
+            sorting = owner.sortings.get(seq)
+            if sorting is not None and sorting is not helped:
+                sorting.run()  # rows of its policy sort while waiting for them anyway
+                helped = sorting
+                continue
             if state.stop.is_set() or cstop.time_up(
                 state.limit, state.elapsed_ms(), int(state.tree.nodes["n"][0])
             ):

@@ -71,7 +71,7 @@ def compile_the_rest() -> None:
     f32 = network_heads(np.zeros(1, np.float32))
     policy = network_heads(np.zeros((1, POLICY_SIZE), np.float32))
     backup.sort_policies(
-        batch.req, batch.moves, batch.indices, policy, 0, 1.0, batch.sorted_moves, batch.priors
+        batch.req, batch.moves, batch.indices, policy, 0, 0, 1.0, batch.sorted_moves, batch.priors
     )
     backup.expand_and_backup(
         t, packed, counters, cache, batch.req, batch.sorted_moves, batch.priors, f32, f32, f32, 0

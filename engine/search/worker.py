@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,10 @@ expand_planes = direct(expand_batch)
 encode_planes = direct(cgather.encode_requests)
 sort_policies = direct(cbackup.sort_policies)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
+
+SORT_CHUNK = 32
+"""Rows of a batch's policies sorted at a time: the batch's worker and the waiting search
+thread take chunks in turn."""
 
 ORDER_WAIT_S = 30.0
 """How long a batch's call waits for the previous batch's to be queued: past it (a previous
@@ -119,9 +124,17 @@ class SearchWorker:
         temperature = self.params.policy_softmax_temp
         queued = threading.Event()
         after, owner.last_submission = owner.last_submission, queued
+
+        def share(sorting: Sorting | None) -> None:
+            if sorting is None:
+                owner.sortings.pop(seq, None)
+            else:
+                owner.sortings[seq] = sorting
+                owner.wake.set()
+
         future = owner.executor.submit(
             run_network, owner.network, packed, batch, self._walk_consts[0], n, temperature,
-            owner.device, timeline, seq, (after, queued),
+            owner.device, timeline, seq, (after, queued), share,
         )  # fmt: skip
         future.add_done_callback(lambda _: _answered(owner))
         return future
@@ -254,6 +267,7 @@ def run_network(
     timeline: Timeline | None = None,
     seq: int = 0,
     order: tuple[threading.Event | None, threading.Event] | None = None,
+    share: Callable[[Sorting | None], None] | None = None,
 ) -> NetworkOutput:
     """The network's answer for the batch's first ``n`` positions, on a host thread beside the
     search's: their packed planes encoded from the histories the gather kept (``info``: the
@@ -263,7 +277,8 @@ def run_network(
     softmax at PolicyTemperature ``temperature``). ``timeline``: the network call's start and
     end. ``order``: (set when the previous batch's call is queued, or None; to set once this
     one's is): the planes of several batches are prepared at once, their calls queue in the
-    order the batches went."""
+    order the batches went. ``share``: told of the batch's :class:`Sorting` once the call has
+    returned (the search thread may take rows of it while it waits), then of None."""
     after, queued = order if order is not None else (None, None)
     try:
         fmt, fill = int(info[cgather.FORMAT]), int(info[cgather.FILL])
@@ -282,10 +297,37 @@ def run_network(
     finally:
         if queued is not None:
             queued.set()  # a failed batch does not hold up the next
-    policy = network_heads(out.policy)
-    sort_policies(batch.req, batch.moves, batch.indices, policy, n, float(temperature),
-                  batch.sorted_moves, batch.priors)  # fmt: skip
+    sorting = Sorting(batch, network_heads(out.policy), n, float(temperature))
+    if share is not None:
+        share(sorting)
+    sorting.run()
+    if share is not None:
+        share(None)
     return out
+
+
+class Sorting:
+    """A batch's policies to sort (:func:`sort_policies`) in chunks of :data:`SORT_CHUNK` rows
+    that whoever runs :meth:`run` takes in turn: the batch's worker, and the search thread while
+    it would otherwise wait for this batch (its sort is on the path from the device's answer to
+    the backup, which with two batches in flight decides when the device gets its next)."""
+
+    def __init__(self, batch: cgather.Batch, policy: np.ndarray, n: int, temperature: float):
+        self.batch, self.policy, self.n, self.temperature = batch, policy, n, temperature
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        """Sort chunks until none is left to take (others may still be sorting theirs)."""
+        b = self.batch
+        while True:
+            with self._lock:
+                start = self._next
+                end = self._next = min(self.n, start + SORT_CHUNK)
+            if start >= self.n:
+                return
+            sort_policies(b.req, b.moves, b.indices, self.policy, start, end, self.temperature,
+                          b.sorted_moves, b.priors)  # fmt: skip
 
 
 def _call_network(

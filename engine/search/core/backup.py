@@ -141,14 +141,14 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
 
 
 @njit(cache=True, nogil=True)
-def sort_policies(req, moves, indices, policy, n, temperature, out_moves, out_priors):
-    """For each of the ``n`` evaluated requests of a batch, its moves by decreasing prior and
-    the priors (:func:`softmax_sorted`) into ``out_moves`` int32 / ``out_priors`` uint16 [B,
-    MAX_MOVES]. Reads the batch and the network's policy only: the evaluation thread runs it,
-    beside the search's."""
+def sort_policies(req, moves, indices, policy, start, n, temperature, out_moves, out_priors):
+    """For each evaluated request ``start`` to ``n - 1`` of a batch, its moves by decreasing
+    prior and the priors (:func:`softmax_sorted`) into ``out_moves`` int32 / ``out_priors``
+    uint16 [B, MAX_MOVES]. Reads the batch and the network's policy only: the evaluation thread
+    runs it beside the search's, and the search thread takes rows too while it waits."""
     width = moves.shape[1]
     scratch = (np.empty(width), np.empty(width, np.int64), np.empty(width, np.float32))
-    for r in range(n):
+    for r in range(start, n):
         softmax_sorted(
             policy[r],
             indices[r],

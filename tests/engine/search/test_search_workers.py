@@ -155,3 +155,37 @@ def test_partial_minibatch_when_the_network_idles():
     idle, busy = counts[(("ThreadIdlingThreshold", 1),)]
     assert 0 < idle < busy and busy >= 200, counts
     assert all(i == b >= 200 for i, b in list(counts.values())[1:]), counts
+
+
+def test_a_policy_sort_shared_by_two_threads_equals_one_pass():
+    """A batch's policies sorted in chunks by two threads at once (the worker and the waiting
+    search thread) give exactly what one pass over every row gives."""
+    import numpy as np
+
+    from engine.backend import POLICY_SIZE
+    from engine.board.moves import MAX_MOVES
+    from engine.search.core import backup as cbackup
+    from engine.search.core import gather as cgather
+    from engine.search.worker import SORT_CHUNK, Sorting, network_heads
+
+    rng = np.random.default_rng(3)
+    n = 3 * SORT_CHUNK + 5
+    batches = [cgather.new_batch(n) for _ in range(2)]
+    counts = rng.integers(1, 60, n)
+    moves = rng.integers(0, 1 << 15, (n, MAX_MOVES)).astype(np.int32)
+    indices = np.stack([rng.permutation(POLICY_SIZE)[:MAX_MOVES] for _ in range(n)]).astype(np.int32)
+    policy = network_heads(rng.normal(0, 2, (n, POLICY_SIZE)).astype(np.float32))
+    for b in batches:
+        b.req["count"][:] = counts
+        b.moves[:], b.indices[:] = moves, indices
+    one = batches[0]
+    cbackup.sort_policies(one.req, one.moves, one.indices, policy, 0, n, 1.6, one.sorted_moves,
+                          one.priors)  # fmt: skip
+    shared = Sorting(batches[1], policy, n, 1.6)
+    helper = threading.Thread(target=shared.run)
+    helper.start()
+    shared.run()
+    helper.join()
+    np.testing.assert_array_equal(batches[1].sorted_moves, one.sorted_moves)
+    np.testing.assert_array_equal(batches[1].priors, one.priors)
+    assert one.priors[:, 0].any()  # something was sorted
