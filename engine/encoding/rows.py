@@ -328,10 +328,10 @@ def expand_into(masks, values, out):
 
 
 @njit(cache=True, nogil=True)
-def expand_batch(masks, values, out, n):
-    """:func:`expand_into` for the first ``n`` positions of masks [N, 112] and values [N, 112]
-    into out [N, 112, 8, 8] (the evaluation thread's part of a search's batch)."""
-    for r in range(n):
+def expand_batch(masks, values, out, start, n):
+    """:func:`expand_into` for positions ``start`` to ``n - 1`` of masks [N, 112] and values
+    [N, 112] into out [N, 112, 8, 8] (the evaluation thread's part of a search's batch)."""
+    for r in range(start, n):
         expand_into(masks[r], values[r], out[r])
 
 

@@ -30,7 +30,7 @@ from engine.search.result import SearchResult, SearchStats, ThinkingInfo
 from engine.search.run import SearchRun
 from engine.search.state import NNCache, SearchState
 from engine.search.timeline import Timeline
-from engine.search.worker import Sorting
+from engine.search.worker import Chunks
 from engine.tablebase import Tablebase
 
 HISTORY_ROOM = 1024
@@ -59,9 +59,9 @@ class Search:
         """The game's rows, then room for a path's (the compiled selection's board)."""
         self.attributes = network.attributes()
         self.executor, self.device = self._new_executors()
-        self.sortings: dict[int, Sorting] = {}
-        """Each batch's policy sorting while its worker runs it, by the batch's number: the
-        search thread takes rows of the one it waits for (engine.search.worker.Sorting)."""
+        self.shared_work: dict[int, Chunks] = {}
+        """Each batch's planes' encoding, then its policies' sort, while its worker does them,
+        by the batch's number: the waiting search thread takes chunks (worker.Chunks)."""
         self.wake = threading.Event()
         """Set when an evaluation finishes or a stop arrives: the loop waits on it."""
         self.stop_flag = np.zeros(1, np.uint8)

@@ -84,8 +84,8 @@ def compile_the_rest() -> None:
     steps.drop_request(batch, 0, 0)
     steps.tablebase_terminal(t, packed, counters, 0, 0.0, 0)
     steps.cached_slot(rows, 0, -1, packed, cache)
-    expand_batch(batch.masks, batch.values, batch.planes, 0)
-    gather.encode_requests(batch.req, batch.window, 1, 0, batch.masks, batch.values, 0)
+    expand_batch(batch.masks, batch.values, batch.planes, 0, 0)
+    gather.encode_requests(batch.req, batch.window, 1, 0, batch.masks, batch.values, 0, 0)
 
 
 def _start_helper() -> subprocess.Popen | None:

@@ -42,9 +42,9 @@ encode_planes = direct(cgather.encode_requests)
 sort_policies = direct(cbackup.sort_policies)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
 
-SORT_CHUNK = 32
-"""Rows of a batch's policies sorted at a time: the batch's worker and the waiting search
-thread take chunks in turn."""
+CHUNK = 32
+"""Rows of a batch encoded or sorted at a time: the batch's worker and the waiting search
+thread take chunks in turn (:class:`Chunks`)."""
 
 ORDER_WAIT_S = 30.0
 """How long a batch's call waits for the previous batch's to be queued: past it (a previous
@@ -125,11 +125,11 @@ class SearchWorker:
         queued = threading.Event()
         after, owner.last_submission = owner.last_submission, queued
 
-        def share(sorting: Sorting | None) -> None:
-            if sorting is None:
-                owner.sortings.pop(seq, None)
+        def share(chunks: Chunks | None) -> None:
+            if chunks is None:
+                owner.shared_work.pop(seq, None)
             else:
-                owner.sortings[seq] = sorting
+                owner.shared_work[seq] = chunks
                 owner.wake.set()
 
         future = owner.executor.submit(
@@ -267,7 +267,7 @@ def run_network(
     timeline: Timeline | None = None,
     seq: int = 0,
     order: tuple[threading.Event | None, threading.Event] | None = None,
-    share: Callable[[Sorting | None], None] | None = None,
+    share: Callable[[Chunks | None], None] | None = None,
 ) -> NetworkOutput:
     """The network's answer for the batch's first ``n`` positions, on a host thread beside the
     search's: their packed planes encoded from the histories the gather kept (``info``: the
@@ -277,14 +277,19 @@ def run_network(
     softmax at PolicyTemperature ``temperature``). ``timeline``: the network call's start and
     end. ``order``: (set when the previous batch's call is queued, or None; to set once this
     one's is): the planes of several batches are prepared at once, their calls queue in the
-    order the batches went. ``share``: told of the batch's :class:`Sorting` once the call has
-    returned (the search thread may take rows of it while it waits), then of None."""
+    order the batches went. ``share``: told of the batch's encoding, then of its sort, as
+    :class:`Chunks` the search thread may take rows of while it waits, and of None after each."""
     after, queued = order if order is not None else (None, None)
     try:
         fmt, fill = int(info[cgather.FORMAT]), int(info[cgather.FILL])
-        encode_planes(batch.req, batch.window, fmt, fill, batch.masks, batch.values, n)
-        if not packed:
-            expand_planes(batch.masks, batch.values, batch.planes, n)
+
+        def encode(start: int, end: int) -> None:
+            encode_planes(batch.req, batch.window, fmt, fill, batch.masks, batch.values, start,
+                          end)  # fmt: skip
+            if not packed:
+                expand_planes(batch.masks, batch.values, batch.planes, start, end)
+
+        _shared(Chunks(n, encode), share)
         if device is None:
             out = _call_network(network, packed, batch, n, timeline, seq)
         else:
@@ -297,37 +302,63 @@ def run_network(
     finally:
         if queued is not None:
             queued.set()  # a failed batch does not hold up the next
-    sorting = Sorting(batch, network_heads(out.policy), n, float(temperature))
-    if share is not None:
-        share(sorting)
-    sorting.run()
-    if share is not None:
-        share(None)
+    policy = network_heads(out.policy)
+
+    def sort(start: int, end: int) -> None:
+        sort_policies(batch.req, batch.moves, batch.indices, policy, start, end,
+                      float(temperature), batch.sorted_moves, batch.priors)  # fmt: skip
+
+    _shared(Chunks(n, sort), share)
     return out
 
 
-class Sorting:
-    """A batch's policies to sort (:func:`sort_policies`) in chunks of :data:`SORT_CHUNK` rows
-    that whoever runs :meth:`run` takes in turn: the batch's worker, and the search thread while
-    it would otherwise wait for this batch (its sort is on the path from the device's answer to
-    the backup, which with two batches in flight decides when the device gets its next)."""
+def _shared(chunks: Chunks, share: Callable[[Chunks | None], None] | None) -> None:
+    """``chunks`` done here, offered to the search thread meanwhile through ``share``."""
+    if share is not None:
+        share(chunks)
+    try:
+        chunks.finish()
+    finally:
+        if share is not None:
+            share(None)
 
-    def __init__(self, batch: cgather.Batch, policy: np.ndarray, n: int, temperature: float):
-        self.batch, self.policy, self.n, self.temperature = batch, policy, n, temperature
-        self._next = 0
+
+class Chunks:
+    """Rows ``0 .. n - 1`` of a batch's work (``work(start, end)``, a compiled call without the
+    GIL) in chunks of :data:`CHUNK` that whoever runs :meth:`run` takes in turn: the batch's
+    worker, and the search thread while it would otherwise wait (the planes' encoding and the
+    policies' sort are on the path from a gather to the next device call and from the device's
+    answer to the backup: with two batches in flight that path decides when the device is fed).
+    """
+
+    def __init__(self, n: int, work: Callable[[int, int], None]) -> None:
+        self.n, self.work = n, work
+        self._next = self._done = 0
         self._lock = threading.Lock()
+        self._finished = threading.Event()
+        if n <= 0:
+            self._finished.set()
 
     def run(self) -> None:
-        """Sort chunks until none is left to take (others may still be sorting theirs)."""
-        b = self.batch
+        """Do chunks until none is left to take (others may still be doing theirs)."""
         while True:
             with self._lock:
                 start = self._next
-                end = self._next = min(self.n, start + SORT_CHUNK)
+                end = self._next = min(self.n, start + CHUNK)
             if start >= self.n:
                 return
-            sort_policies(b.req, b.moves, b.indices, self.policy, start, end, self.temperature,
-                          b.sorted_moves, b.priors)  # fmt: skip
+            try:
+                self.work(start, end)
+            finally:
+                with self._lock:
+                    self._done += end - start
+                    if self._done >= self.n:
+                        self._finished.set()
+
+    def finish(self) -> None:
+        """Do chunks, then wait for those others took."""
+        self.run()
+        self._finished.wait()
 
 
 def _call_network(

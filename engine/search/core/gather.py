@@ -364,10 +364,10 @@ def _planes_of(hist, row, fmt, fill, window, masks, values):
 
 
 @njit(cache=True, nogil=True)
-def encode_requests(req, window, fmt, fill, masks, values, n):
-    """The input planes of the first ``n`` requests that :func:`_planes_of` left to encode
-    (the evaluation thread's part)."""
-    for r in range(n):
+def encode_requests(req, window, fmt, fill, masks, values, start, n):
+    """The input planes of requests ``start`` to ``n - 1`` that :func:`_planes_of` left to
+    encode (the evaluation thread's part, and the waiting search thread's)."""
+    for r in range(start, n):
         if req.wlast[r] >= 0:
             encode_window(window[r], req.wlast[r], req.reps[r], fmt, fill, masks[r], values[r])
 

@@ -166,10 +166,10 @@ def test_a_policy_sort_shared_by_two_threads_equals_one_pass():
     from engine.board.moves import MAX_MOVES
     from engine.search.core import backup as cbackup
     from engine.search.core import gather as cgather
-    from engine.search.worker import SORT_CHUNK, Sorting, network_heads
+    from engine.search.worker import CHUNK, Chunks, network_heads
 
     rng = np.random.default_rng(3)
-    n = 3 * SORT_CHUNK + 5
+    n = 3 * CHUNK + 5
     batches = [cgather.new_batch(n) for _ in range(2)]
     counts = rng.integers(1, 60, n)
     moves = rng.integers(0, 1 << 15, (n, MAX_MOVES)).astype(np.int32)
@@ -178,14 +178,22 @@ def test_a_policy_sort_shared_by_two_threads_equals_one_pass():
     for b in batches:
         b.req["count"][:] = counts
         b.moves[:], b.indices[:] = moves, indices
-    one = batches[0]
+    one, two = batches
     cbackup.sort_policies(one.req, one.moves, one.indices, policy, 0, n, 1.6, one.sorted_moves,
                           one.priors)  # fmt: skip
-    shared = Sorting(batches[1], policy, n, 1.6)
+    taken: list[tuple[int, int]] = []
+
+    def sort(start: int, end: int) -> None:
+        taken.append((start, end))
+        cbackup.sort_policies(two.req, two.moves, two.indices, policy, start, end, 1.6,
+                              two.sorted_moves, two.priors)  # fmt: skip
+
+    shared = Chunks(n, sort)
     helper = threading.Thread(target=shared.run)
     helper.start()
-    shared.run()
+    shared.finish()
     helper.join()
-    np.testing.assert_array_equal(batches[1].sorted_moves, one.sorted_moves)
-    np.testing.assert_array_equal(batches[1].priors, one.priors)
+    assert sorted(taken) == [(s, min(n, s + CHUNK)) for s in range(0, n, CHUNK)]
+    np.testing.assert_array_equal(two.sorted_moves, one.sorted_moves)
+    np.testing.assert_array_equal(two.priors, one.priors)
     assert one.priors[:, 0].any()  # something was sorted
