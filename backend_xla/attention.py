@@ -23,12 +23,8 @@ from typing import Any
 import numpy as np
 import onnx
 
+from .errors import NetworkError
 from .options import ATTENTION_CHOICES
-
-__all__ = [
-    "ATTENTION_CHOICES", "Attention", "attention_matches", "find_attention", "fused_attention",
-    "run_fused",
-]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -106,8 +102,6 @@ def run_fused(
     found: Attention, env: dict[str, Any], implementation: str, node: onnx.NodeProto, source: str
 ) -> Any | None:
     """:func:`fused_attention`, its failure a NetworkError naming the file, the node and the op."""
-    from .errors import NetworkError
-
     try:
         return fused_attention(found, env, implementation)
     except Exception as exc:

@@ -37,14 +37,12 @@ from .network_file import (
     read_model,
 )
 from .options import batch_sizes, parse_options
-from .packed import pack_planes, packed_words
+from .packed import BOARD, pack_planes, packed_words
 
 if TYPE_CHECKING:
     import onnx  # imported where a file is read: a warm start from the caches never needs it
 
     from .onnx_to_jax import Converter
-
-BOARD = 8
 
 
 CPU_MINIBATCH = 7

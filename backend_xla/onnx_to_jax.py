@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import onnx
 
+from engine.backend import INPUT_PLANES
+
 from . import ops
 from .attention import attention_matches, run_fused
 from .errors import NetworkError
@@ -29,7 +31,7 @@ from .onnx_passes import (
     needed_nodes,
 )
 from .onnx_trace import WINOGRAD_SUFFIX, micro_batched, run_node
-from .packed import PACKED_PLANES, check_packable, unpacking
+from .packed import check_packable, unpacking
 
 DEFAULT_MAX_INLINE_CONSTANT_SIZE = 1024
 """Initializers up to this many bytes are inlined in the HLO; larger ones are parameters."""
@@ -265,8 +267,8 @@ class Converter:
         if not self.packed_input:
             return self.graph_input_specs(batch_size)
         return [
-            TensorSpec("masks", (batch_size, PACKED_PLANES, 2), np.dtype(np.uint32)),
-            TensorSpec("values", (batch_size, PACKED_PLANES), self._io(np.dtype(np.float32))),
+            TensorSpec("masks", (batch_size, INPUT_PLANES, 2), np.dtype(np.uint32)),
+            TensorSpec("values", (batch_size, INPUT_PLANES), self._io(np.dtype(np.float32))),
         ]
 
     def graph_input_specs(self, batch_size: int) -> list[TensorSpec]:

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from engine.backend import INPUT_PLANES
+
 from .errors import NetworkError
 
 BOARD = 8
-
-PACKED_PLANES = 112
-"""Planes of lc0's packed input (a mask and a value each)."""
+"""Squares a side: a plane's 64 squares, bit ``s`` of its mask."""
 
 
 def unpacking(fn: Callable) -> Callable:
@@ -29,7 +29,7 @@ def unpacking(fn: Callable) -> Callable:
         words = jnp.where(square < 32, masks[..., 0:1], masks[..., 1:2])  # [N, 112, 64]
         bits = (words >> (square % 32)) & 1
         planes = jnp.where(bits == 1, values[..., None], jnp.zeros((), values.dtype))
-        return fn(params, planes.reshape(masks.shape[0], masks.shape[1], 8, 8))
+        return fn(params, planes.reshape(masks.shape[0], masks.shape[1], BOARD, BOARD))
 
     return run
 
@@ -37,9 +37,9 @@ def unpacking(fn: Callable) -> Callable:
 def check_packable(specs: list[Any], source: str) -> None:
     """Raises unless the graph has one input of [N, 112, 8, 8] planes (``specs``: the graph's
     input specs at batch 1)."""
-    if len(specs) != 1 or tuple(specs[0].shape) != (1, PACKED_PLANES, BOARD, BOARD):
+    if len(specs) != 1 or tuple(specs[0].shape) != (1, INPUT_PLANES, BOARD, BOARD):
         raise NetworkError(
-            f"{source}: packed_input: expected one input of [N, {PACKED_PLANES}, 8, 8] planes, "
+            f"{source}: packed_input: expected one input of [N, {INPUT_PLANES}, {BOARD}, {BOARD}] planes, "
             f"got {[(s.name, list(s.shape)) for s in specs]}"
         )
 
@@ -51,16 +51,16 @@ def packed_words(masks: Any, values: Any, source: str) -> tuple[np.ndarray, np.n
     if (
         masks.shape != values.shape
         or masks.ndim != 2
-        or masks.shape[1] != PACKED_PLANES
+        or masks.shape[1] != INPUT_PLANES
         or not len(masks)
         or masks.dtype != np.uint64
     ):
         raise NetworkError(
             f"{source}: evaluate_packed: expected masks uint64 and values of shape "
-            f"[N>=1, {PACKED_PLANES}], got {masks.dtype} {list(masks.shape)} and "
+            f"[N>=1, {INPUT_PLANES}], got {masks.dtype} {list(masks.shape)} and "
             f"{values.dtype} {list(values.shape)}"
         )
-    words = np.ascontiguousarray(masks).view(np.uint32).reshape(len(masks), PACKED_PLANES, 2)
+    words = np.ascontiguousarray(masks).view(np.uint32).reshape(len(masks), INPUT_PLANES, 2)
     if not np.little_endian:
         words = words[..., ::-1]  # the low word first, as the program reads it
     return words, values.astype(np.float32, copy=False)
@@ -70,7 +70,7 @@ def pack_planes(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float planes [N, 112, 8, 8] -> lc0's packed planes (masks uint64 [N, 112], bit s set where
     square s is not 0; values float32 [N, 112]); a plane whose squares hold more than one nonzero
     value does not pack and is refused."""
-    flat = planes.reshape(len(planes), PACKED_PLANES, BOARD * BOARD).astype(np.float32)
+    flat = planes.reshape(len(planes), INPUT_PLANES, BOARD * BOARD).astype(np.float32)
     nonzero = flat != 0
     first = np.take_along_axis(flat, nonzero.argmax(axis=2)[..., None], axis=2)[..., 0]
     values = np.where(nonzero.any(axis=2), first, np.float32(0))

@@ -30,7 +30,7 @@ from engine.search.params import SearchParams
 from engine.search.report import make_infos, verbose_stats
 from engine.search.result import INFO_INTERVAL_S, WAIT_SLICE_S, SearchResult, ThinkingInfo
 from engine.search.timeline import Timeline
-from engine.search.worker import Chunks, SearchWorker
+from engine.search.worker import SearchWorker
 
 if TYPE_CHECKING:
     from engine.search.search import Search
@@ -232,18 +232,12 @@ class SearchRun:
         returned in NETWORK_STALL_S (then ``failure`` says so, and the stalled worker is left
         behind: the next search's calls go to a new one)."""
         state, owner = self.state, self.owner
-        helped: list[Chunks] = []  # held, so that no later work takes an identity seen here
         while not future.done():
             # Chunks of any batch's encoding or sort while waiting anyway (this one's first).
-            shared = [
-                (k, w)
-                for k, w in list(owner.shared_work.items())
-                if not any(w is h for h in helped)
-            ]
+            shared = [(k, w) for k, w in list(owner.shared_work.items()) if w.open]
             if shared:
                 for _, work in sorted(shared, key=lambda kw: kw[0] != seq):
                     work.run()
-                    helped.append(work)
                 continue
             if state.stop.is_set() or cstop.time_up(
                 state.limit, state.elapsed_ms(), int(state.tree.nodes["n"][0])

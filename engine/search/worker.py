@@ -355,6 +355,11 @@ class Chunks:
                     if self._done >= self.n:
                         self._finished.set()
 
+    @property
+    def open(self) -> bool:
+        """Whether chunks are left to take."""
+        return self._next < self.n
+
     def finish(self) -> None:
         """Do chunks, then wait for those others took."""
         self.run()

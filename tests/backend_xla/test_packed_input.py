@@ -69,3 +69,19 @@ def test_packed_input_needs_lc0_planes_and_a_packed_network(packed_maia, plain_m
         plain_maia.evaluate_packed(masks, values)
     with pytest.raises(NetworkError, match="expected masks uint64"):
         packed_maia.evaluate_packed(masks.astype(np.int64), values)
+
+
+def test_packed_input_on_a_graph_without_lc0_planes_names_its_inputs():
+    """The converter refuses to pack a graph whose input is not lc0's 112 planes (a network
+    file is refused earlier still, for its input's name)."""
+    from onnx import TensorProto, helper
+
+    from backend_xla.onnx_to_jax import Converter
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, 8, 8])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(NetworkError, match=r"three: packed_input: expected one input of \[N, 112"):
+        Converter(model, "three", packed_input=True)
+    assert not Converter(model, "three").packed_input

@@ -25,7 +25,7 @@ STEPS = [
 )
 def test_without_a_gpu_every_step_is_skipped_and_reported(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run([str(DEVICE_CHECK), str(out)], capture_output=True, text=True, timeout=60)
+    proc = _device_check(out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "no GPU found" in proc.stdout, proc.stdout
     report = (out / "results.md").read_text()
@@ -37,22 +37,18 @@ def test_without_a_gpu_every_step_is_skipped_and_reported(tmp_path):
     assert [p.name for p in out.iterdir()] == ["results.md"]
 
 
-def test_unknown_step_exits_2_naming_the_allowed(tmp_path):
-    proc = subprocess.run(
-        [str(DEVICE_CHECK), str(tmp_path), "--steps", "env,warp"],
-        capture_output=True,
-        text=True,
-        timeout=60,
+def _device_check(*args: object) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(DEVICE_CHECK), *map(str, args)], capture_output=True, text=True, timeout=60
     )
+
+
+def test_unknown_step_exits_2_naming_the_allowed(tmp_path):
+    proc = _device_check(tmp_path, "--steps", "env,warp")
     assert proc.returncode == 2, proc.stderr
     assert "unknown warp" in proc.stderr and ", ".join(STEPS) in proc.stderr, proc.stderr
 
 
 def test_wrong_arguments_exit_2(tmp_path):
-    proc = subprocess.run(
-        [str(DEVICE_CHECK), str(tmp_path), "--max-minutes", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _device_check(tmp_path, "--max-minutes", "0")
     assert proc.returncode == 2 and "--max-minutes" in proc.stderr, proc.stderr
