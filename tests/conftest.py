@@ -218,7 +218,6 @@ SLOW_FIRST = {
     "tests/nets/training/test_train.py::test_resumed_run_equals_an_uninterrupted_one": 6,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_inside_games_with_tree_reuse": 15,
     "tests/nets/training/test_train.py::test_a_new_run_can_start_from_a_weight_file": 3,
-    "tests/backend_xla/test_backend_speed_paths.py::test_batch_split_equals_one_device_and_lc0": 11,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_heldout_random_positions": 13,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_shared_positions": 8,
     "tests/engine/search/test_search_maia.py::test_maia1900_nodes_one_plays_lc0_onnx_top_move": 7,

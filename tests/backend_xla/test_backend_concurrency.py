@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import REPO_ROOT, SMALL_BUCKETS, need_shared, run_in_child
 
@@ -64,6 +65,7 @@ print("checked")
 """
 
 
+@pytest.mark.slow  # 6 s in a child: every default search test runs two batches on the two copies
 def test_two_devices_run_their_own_copies_with_outputs_equal_to_serial_calls():
     code = CHILD.format(here=str(Path(__file__).parent), tests=str(REPO_ROOT / "tests"),
                         net=str(need_shared(*ZOO_NET)), options=SMALL_BUCKETS)

@@ -124,6 +124,7 @@ print(json.dumps([net.executables.hits, net.executables.misses, net.networks.hit
 """
 
 
+@pytest.mark.slow  # 6 s, two process starts: the cache round trip runs by default above
 def test_a_program_read_from_jax_cache_is_stored_whole(tmp_path, net_file):
     """JAX's persistent cache holds the program, the engine's does not (an update of the
     engine): the next start must load it from the engine's cache, not fail to."""

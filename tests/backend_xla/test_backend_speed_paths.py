@@ -103,6 +103,7 @@ def test_layout_pass_keeps_activations_nhwc_between_convs():
     assert texts["NHWC"].count("stablehlo.transpose") == 3
 
 
+@pytest.mark.slow  # 6 s: Winograd against lc0 runs by default (test_backend_zoo.py, test_backend_maia.py)
 def test_winograd_filters_made_at_load_match_xla_convolution():
     """conv_method=auto: Maia's 3×3 convs as Winograd F(2×2) on filters transformed at load, in
     micro-batches of 8 rows (13 rows: two chunks of 7, one padding row), no convolution left but
@@ -242,6 +243,8 @@ def _child(code: str, env_extra: dict[str, str]) -> list:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # 11 s, ten compiles in a child: the split's outputs run by default in
+# test_backend_devices.py (test_batch_sharded_equals_unsharded), device errors in test_backend_errors.py
 def test_batch_split_equals_one_device_and_lc0():
     net = need_shared("zoo", SPLIT_NET + ".onnx")
     ref = need_shared("zoo", SPLIT_NET + "-ref.jsonl.gz")

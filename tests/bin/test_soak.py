@@ -41,14 +41,14 @@ def test_networks_short(tmp_path):
 
 def test_uci_short_and_resume(tmp_path):
     log = tmp_path / "uci.jsonl"
-    run, records = soak("uci", "--count", "300", "--interleavings", "30", log=log)
+    run, records = soak("uci", "--count", "100", "--interleavings", "10", log=log)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert len(records) == 12 + 30 + 1  # 300 lines in batches of 25, the bursts, quit
-    assert sum(r["counts"]["lines"] for r in records if r["case"] == "lines") >= 295
+    assert len(records) == 4 + 10 + 1  # 100 lines in batches of 25, the bursts, quit
+    assert sum(r["counts"]["lines"] for r in records if r["case"] == "lines") >= 98
     quit_case = [r for r in records if r["case"] == "quit"]
     assert quit_case and quit_case[0]["quit_s"] <= 1.0
     # A rerun with the same log has nothing left to do; a larger count runs only the new cases.
-    again, records2 = soak("uci", "--count", "300", "--interleavings", "31", log=log)
+    again, records2 = soak("uci", "--count", "100", "--interleavings", "11", log=log)
     assert again.returncode == 0 and len(records2) == len(records) + 1, again.stdout[-2000:]
 
 
