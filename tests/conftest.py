@@ -136,10 +136,12 @@ def maia1100_net():
 
 
 WARM_UP_DONE = "XLAZERO_TEST_WARM_UP_DONE"
-"""Environment variable naming the file that says the search's numba functions are compiled."""
+"""Environment variable naming the file that says the search's and the random backend's numba
+functions are compiled."""
 WARM_UP_CODE = (
     "import sys; from pathlib import Path; from engine.search.warmup import warm_up\n"
-    "try:\n    warm_up(); Path(sys.argv[1]).write_text('ok')\n"
+    "from engine.backends.random import RandomNetwork\n"
+    "try:\n    warm_up(); RandomNetwork(); Path(sys.argv[1]).write_text('ok')\n"
     "except BaseException as exc:\n    Path(sys.argv[1]).write_text(f'failed: {exc!r}'); raise\n"
 )
 
@@ -168,9 +170,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return  # an xdist test process: the main process has started it
     _write_bytecode()
     if session.config.getoption("numprocesses", None) in (None, 0):
+        from engine.backends.random import RandomNetwork
         from engine.search.warmup import warm_up
 
         warm_up()
+        RandomNetwork()  # the random backend's compiled functions: most search tests run it
         return
     import tempfile
 
