@@ -248,6 +248,10 @@ finished. A test of a SAME_PROCESS group counts as its whole group (the group ru
 process). Other tests keep their order after these. An entry that matches nothing only loses
 its place; a new long test belongs here."""
 
+FIRST_GROUP = "maia1900"
+"""The SAME_PROCESS group that one test process takes first, whose network compiles while the
+search's warm-up runs (its tests then wait for the warm-up)."""
+
 SAME_PROCESS = {
     # node id start -> group: a group's tests run one after another in one test process
     "tests/engine/search/test_search_fidelity.py": "maia1900",  # maia1900_net: one load and
@@ -276,7 +280,12 @@ def _order_longest_first(items: list[pytest.Item]) -> None:
             group_seconds[group] = group_seconds.get(group, 0) + _expected_seconds(item.nodeid)
     seconds = {item.nodeid: group_seconds[g] if (g := same_process_group(item.nodeid)) is not None
                else _expected_seconds(item.nodeid) for item in items}
-    items.sort(key=lambda item: -seconds[item.nodeid])  # stable: the rest keep their order
+    # Tests that wait for the warm-up go after the others, but for the group that loads its
+    # network first (Maia-1900, compiled while the warm-up runs): the other test process then
+    # never waits, so both cores stay busy during the warm-up.
+    waits = {item.nodeid: item.nodeid.startswith(USES_THE_SEARCH)
+             and same_process_group(item.nodeid) != FIRST_GROUP for item in items}
+    items.sort(key=lambda item: (waits[item.nodeid], -seconds[item.nodeid]))  # stable
 
 
 @pytest.hookimpl(optionalhook=True)
