@@ -12,11 +12,20 @@ still in place when the node is popped.
     U_i      = cpuct(N) * sqrt(max(N - 1, 1)) * P_i / (1 + N_i + n_in_flight_i)
     Q_i      = WL_i + draw_score * D_i for visited children, else the FPU
     S_i      = Q_i + U_i + M_i   (M_i: moves-left utility, networks with that head)
+
+Selection and what it calls run without numba's reference counting (``_nrt=False``; numba
+compiles a callee with its caller's flags): with it, every call of a compiled function counted
+each array argument in and out and every row view once more, 17 % of the search thread's time
+in atomic increments (``bin/perf/searchprofile``). The caller holds every array for the whole
+phase, so no count is needed; numba refuses to compile an allocation there, so nothing can
+leak (the buffers live in :class:`Batch`; tests/engine/search/test_compiled_boundary.py checks
+that a search's allocations are all freed).
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -97,6 +106,9 @@ REQUEST = np.dtype(
     align=True,
 )
 COLLISION = np.dtype([("node", np.int32), ("k", np.int32)], align=True)
+UNCOUNTED: dict[str, Any] = {"_nrt": False}
+"""numba's flag for a function compiled without reference counting (see the module docstring)."""
+
 FRAME = np.dtype(
     [
         ("order", np.int64),
@@ -110,7 +122,7 @@ FRAME = np.dtype(
 Batch = namedtuple(
     "Batch",
     "req rows window moves indices masks values planes sorted_moves priors coll meta stack "
-    "frames frame_meta",
+    "frames frame_meta pick_values pick_order",
 )
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
@@ -126,7 +138,9 @@ evaluation thread from the network's policy); coll: COLLISION records; meta int6
 collision events, out-of-order backups, out of room (nodes or edges ran short: reserve more).
 Scratch space of the phases, allocated once: stack int64 [3, STACK] (selection); frames
 (FRAME records [levels, MAX_MOVES]) and frame_meta int64 [levels, 6] (prefetch: node, depth,
-budget left, spent, children kept, next child)."""
+budget left, spent, children kept, next child); pick_values float64 [5, MAX_MOVES] (a node's
+children's Q+M, P*U and :func:`_assign`'s scratch) and pick_order int64 [4, MAX_MOVES]
+(:func:`_assign`'s order) for selection."""
 STACK = 4096
 PREFETCH_LEVELS = 64
 REQUESTS, COLLISIONS, EVENTS, OUT_OF_ORDER_DONE, NO_ROOM = range(5)
@@ -159,11 +173,13 @@ def new_batch(size: int) -> Batch:
         np.zeros((3, STACK), np.int64),
         np.zeros((PREFETCH_LEVELS, MAX_MOVES), FRAME),
         np.zeros((PREFETCH_LEVELS, 6), np.int64),
+        np.zeros((5, MAX_MOVES), np.float64),
+        np.zeros((4, MAX_MOVES), np.int64),
     )
 
 
 # ----------------------------------------------------------------------------- PUCT terms
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
     """Q+M and P * cpuct * sqrt(N - 1) of the first ``width`` children of ``node`` into
     ``qm`` and ``pu``; the PUCT score is ``qm + pu / (1 + N_i + n_in_flight_i)``."""
@@ -236,7 +252,7 @@ def _sift_down(order, scratch, i, size):
         i = m
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
     """Share ``visits`` among the first ``width`` children as lc0's multi-visit picking: the
     best child takes as many as it can before its score falls below the second best's; ties
@@ -372,7 +388,7 @@ def encode_requests(req, window, fmt, fill, masks, values, start, n):
             encode_window(window[r], req.wlast[r], req.reps[r], fmt, fill, masks[r], values[r])
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     """An unexpanded node received ``k`` visits: a collision, a terminal, a cache hit or a
     new request."""
@@ -418,7 +434,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     )
     room = tree.count[1] + MAX_MOVES <= tree.edges.move.shape[0]
     if slot >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
-        priors = np.empty(MAX_MOVES, np.uint16)
+        priors = batch.priors[r]  # row r is not a request yet: its priors are free room
         got = read_moves(cache, slot, batch.moves[r], priors)
         expand(tree, I(node), batch.moves[r], priors, I(got))
         backup(
@@ -455,7 +471,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
 
 
 # ----------------------------------------------------------------------------- selection
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)
 def select(tree, params, counters, cache, batch, walk, visits):
     """Distribute ``visits`` from the root (node 0) down the tree by PUCT."""
     hist = walk.hist
@@ -464,11 +480,8 @@ def select(tree, params, counters, cache, batch, walk, visits):
     stack_node, stack_k, stack_depth = batch.stack[0], batch.stack[1], batch.stack[2]
     stack_node[0], stack_k[0], stack_depth[0] = 0, visits, 0
     top = 1
-    width_max = 256
-    qm = np.empty(width_max, np.float64)
-    pu = np.empty(width_max, np.float64)
-    scratch = np.empty((3, width_max), np.float64)
-    order = np.empty((4, width_max), np.int64)
+    qm, pu, scratch = batch.pick_values[0], batch.pick_values[1], batch.pick_values[2:]
+    order = batch.pick_order
     use_filter = walk.root_filter.shape[0] > 0
     while top > 0:
         top -= 1
