@@ -25,6 +25,7 @@ from engine.search.core import tree as ctree
 from engine.search.core.params import pack
 from engine.search.core.view import NodeView
 from engine.search.limit import Limit
+from engine.search.pages import PagesAhead
 from engine.search.params import SearchParams
 from engine.search.result import SearchResult, SearchStats, ThinkingInfo
 from engine.search.run import SearchRun
@@ -64,6 +65,7 @@ class Search:
         by the batch's number: the waiting search thread takes chunks (worker.Chunks)."""
         self.wake = threading.Event()
         """Set when an evaluation finishes or a stop arrives: the loop waits on it."""
+        self.pages = PagesAhead()  # the tree's and the cache's next pages, backed in advance
         self.stop_flag = np.zeros(1, np.uint8)
         """The stop as the compiled gather reads it."""
         self.on_device = np.zeros(1, np.int64)
@@ -153,6 +155,7 @@ class Search:
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.device.shutdown(wait=False, cancel_futures=True)
+        self.pages.close()
 
     def stats(self) -> SearchStats:
         return self.state.stats()

@@ -24,6 +24,7 @@ from engine.board import to_board
 from engine.board.moves import MAX_MOVES
 from engine.encoding.rows import expand_batch
 from engine.search.core import backup as cbackup
+from engine.search.core import cache as ccache
 from engine.search.core import gather as cgather
 from engine.search.core import steps
 from engine.search.core import stoppers as cstop
@@ -86,6 +87,10 @@ class SearchWorker:
         state.tree = ctree.reserve(
             state.tree, 2 * size + max_ooo + p.max_prefetch + 64, (max_ooo + 2) * MAX_MOVES
         )
+        owner.pages.ahead(state.tree.nodes, int(state.tree.count[ctree.NODES]))
+        owner.pages.ahead(state.tree.edges, int(state.tree.count[ctree.EDGES]))
+        ring, written = owner.cache.arrays.ring, int(owner.cache.arrays.meta[ccache.WRITE])
+        owner.pages.ahead(ring, min(written, len(ring)))
         collisions_left = p.collision_visit_limit(min(int(state.tree.nodes["n"][0]), remaining))
         nodes_left = state.limit.nodes if state.limit.nodes is not None else -1
         pad = owner.pad_table(size, p.max_prefetch)
