@@ -263,6 +263,16 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
     best in O(log width) a step, where a scan took O(width): at the root a step often takes
     one visit), and each child's output slot."""
     f = tree.nodes.first[node]
+    if visits == 1:  # most nodes below the root: the best child alone, no heap
+        best, top = 0, -np.inf
+        for j in range(width):
+            c = tree.edges.child[f + j]
+            visited = 1.0 + (tree.nodes.n[c] + tree.nodes.nif[c] if c >= 0 else 0.0)
+            score = -np.inf if use_mask and mask[j] == 0 else qm[j] + pu[j] / visited
+            if score > top:  # strictly: ties stay with the lower index
+                best, top = j, score
+        order[GIVEN_CHILD, 0], order[GIVEN_K, 0] = best, 1
+        return 1
     for j in range(width):
         c = tree.edges.child[f + j]
         scratch[_CN, j] = tree.nodes.n[c] if c >= 0 else 0.0

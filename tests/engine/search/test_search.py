@@ -264,6 +264,22 @@ def test_assign_visits_equals_numpy_reference_with_ties():
         np.testing.assert_array_equal(cnif_a, cnif_b)
 
 
+def test_one_visit_goes_to_the_best_child_and_ties_to_the_lower_index():
+    """A single visit (most nodes below the root) takes _assign's short path: the same child as
+    the reference, with equal scores (coarse values) and masks."""
+    rng = np.random.default_rng(9)
+    for trial in range(400):
+        k = int(rng.integers(1, 40))
+        qm = rng.integers(-2, 3, k) / 4.0
+        pu = rng.integers(0, 4, k) / 2.0
+        cn = rng.integers(0, 5, k).astype(float)
+        mask = rng.random(k) < 0.5 if trial % 2 == 0 else None
+        if mask is not None and not mask.any():
+            mask[int(rng.integers(0, k))] = True
+        got, _ = assign(qm, pu, cn, 1, mask)
+        assert list(got.items()) == list(_assign_visits_numpy(qm, pu, cn, np.zeros(k), 1, mask).items())
+
+
 def test_nodes_one_plays_top_prior():
     net = LogitNetwork()
     s = Search(net, NO_PRUNING)
