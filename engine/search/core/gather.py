@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from numba import njit
+from numba.core.cpu import CPUTargetOptions
 
 from engine.board.bitboards import ONE, ZERO, popcount
 from engine.board.make import make_move
@@ -106,8 +107,9 @@ REQUEST = np.dtype(
     align=True,
 )
 COLLISION = np.dtype([("node", np.int32), ("k", np.int32)], align=True)
-UNCOUNTED: dict[str, Any] = {"_nrt": False}
-"""numba's flag for a function compiled without reference counting (see the module docstring)."""
+UNCOUNTED: dict[str, Any] = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
+"""numba's flag for a function compiled without reference counting (see the module docstring);
+the flag is numba's own but not documented: where a numba lacks it, the counts stay."""
 
 FRAME = np.dtype(
     [
