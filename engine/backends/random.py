@@ -94,8 +94,9 @@ def _outputs_of_hash(h, logits, wdl, r, policy, q, d):
     """Row ``r`` of the outputs from its position's hash ``h``: a window of ``logits`` for
     the policy and a row of ``wdl``."""
     h ^= h >> np.uint64(29)
-    start = h % np.uint64(TABLE_SIZE)
-    policy[r, :] = logits[start : start + np.uint64(policy.shape[1])]
+    start = np.int64(h % np.uint64(TABLE_SIZE))
+    for i in range(policy.shape[1]):  # a plain loop: numba's slice assignment copies it twice
+        policy[r, i] = logits[start + i]
     row = (h >> np.uint64(32)) % np.uint64(TABLE_SIZE)
     q[r] = wdl[row, 0] - wdl[row, 2]
     d[r] = wdl[row, 1]
