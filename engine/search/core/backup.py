@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from .cache import insert
+from .calls import UNCOUNTED
 from .params import STICKY
 from .tree import NONE, PENDING, PROVEN, TABLEBASE, compress_priors, expand, prior
 
@@ -119,7 +120,7 @@ def order_descending(values, count, order):
         order[k] = j
 
 
-@njit(cache=True)
+@njit(cache=True, **UNCOUNTED)  # called a row at a time: its 8 arrays uncounted
 def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_priors, scratch):
     """Priors of ``count`` legal moves (lc0's softmax of their logits at ``temperature``),
     written with the moves in decreasing order of prior (ties keep the generation order).

@@ -16,6 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numba.core.cpu import CPUTargetOptions
+
+UNCOUNTED: dict[str, Any] = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
+"""numba's flag for a function compiled without reference counting (core/gather.py's docstring
+says why): numba's own but not documented; where a numba lacks it, the counts stay."""
+
 WRAPPED: list[tuple[Callable[..., Any], Any]] = []
 """``(call, dispatcher)`` for each :func:`direct` made, in the order they were made."""
 

@@ -25,11 +25,9 @@ that a search's allocations are all freed).
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any
 
 import numpy as np
 from numba import njit
-from numba.core.cpu import CPUTargetOptions
 
 from engine.board.bitboards import ONE, ZERO, popcount
 from engine.board.make import make_move
@@ -48,6 +46,7 @@ from engine.encoding.rows import (
 
 from .backup import MAX_DEPTH, backup, cancel, order_descending
 from .cache import lookup, read_moves
+from .calls import UNCOUNTED
 from .params import (
     CACHE_HISTORY,
     CPUCT,
@@ -107,9 +106,6 @@ REQUEST = np.dtype(
     align=True,
 )
 COLLISION = np.dtype([("node", np.int32), ("k", np.int32)], align=True)
-UNCOUNTED: dict[str, Any] = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
-"""numba's flag for a function compiled without reference counting (see the module docstring);
-the flag is numba's own but not documented: where a numba lacks it, the counts stay."""
 
 FRAME = np.dtype(
     [
