@@ -73,7 +73,11 @@ class PagesAhead:
             self._ready[start] = upto
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="pages")
-        self._executor.submit(self._populate, array, max(ready, used_bytes), upto)
+            executor = self._executor
+        try:
+            executor.submit(self._populate, array, max(ready, used_bytes), upto)
+        except RuntimeError:  # closed meanwhile (the search's owner went): nothing to make ready
+            pass
 
     def _populate(self, array: np.ndarray, begin: int, end: int) -> None:
         # Whole pages only: the kernel refuses an address that does not start one.
@@ -86,6 +90,8 @@ class PagesAhead:
             self._madvise = None  # not supported here: the search writes the pages itself
 
     def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        with self._lock:
+            executor, self._executor = self._executor, None
+            self._madvise = None  # and no new thread after the close
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)

@@ -44,6 +44,8 @@ def test_the_window_past_the_used_part_becomes_resident_and_keeps_its_contents()
     _wait(pages)
     assert _resident_bytes() - before >= grown + WINDOW // 2
     pages.close()
+    pages.ahead(array, used + 3 * WINDOW)  # closed: no thread again
+    assert pages._executor is None
 
 
 def test_an_array_used_to_its_end_needs_nothing():
