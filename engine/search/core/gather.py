@@ -106,7 +106,6 @@ REQUEST = np.dtype(
     align=True,
 )
 COLLISION = np.dtype([("node", np.int32), ("k", np.int32)], align=True)
-
 FRAME = np.dtype(
     [
         ("order", np.int64),
@@ -222,8 +221,7 @@ def _moves_left_utility(params, m_diff, q):
 
 
 _CN, _NIF, _SCORE = range(3)
-"""Rows of :func:`_assign`'s scratch, indexed in place: a row view would be reference-counted
-at every call."""
+"""Rows of :func:`_assign`'s scratch (its children's visits, visits in flight and scores)."""
 _HEAP, _SLOT, GIVEN_CHILD, GIVEN_K = range(4)
 """Rows of :func:`_assign`'s ``order``: the children as a heap by score, where each child's
 visits went in the output (-1: none yet), and the output: (child, visits) pairs."""
