@@ -679,6 +679,20 @@ OPTIONS: tuple[Option, ...] = (
         128,
         param="threads",
     ),
+    _o(
+        "TaskWorkers",
+        SPIN,
+        0,
+        "task-workers",
+        "Helper threads that gather each minibatch with the search thread, as lc0's task "
+        "workers: a gather's visits are shared from the root into disjoint subtrees, which the "
+        "threads descend at once (the same selection as one thread's). 0: the search thread "
+        "gathers alone, best where the cores are busy with the batches' workers (this default "
+        "suits two cores); on a host with idle cores and a fast accelerator, 1 to 4.",
+        0,
+        63,
+        param="task_workers",
+    ),
     _o("UCI_Chess960", CHECK, False, "chess960", "Chess960 castling (king takes rook) in moves."),
     _o(
         "LogFile",

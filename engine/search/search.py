@@ -24,6 +24,7 @@ from engine.search.core import steps
 from engine.search.core import tree as ctree
 from engine.search.core.params import pack
 from engine.search.core.view import NodeView
+from engine.search.gatherers import Gatherers
 from engine.search.limit import Limit
 from engine.search.pages import PagesAhead
 from engine.search.params import SearchParams
@@ -79,6 +80,7 @@ class Search:
         self._packed_value = np.zeros(0)
         self._lock = threading.Lock()
         self.batches: list[cgather.Batch] = []
+        self._gatherers = Gatherers(0, 0, 0)
         self._sequence = 0
         self.timeline: Timeline | None = None
         """Set by a caller (bin/perf/bench --trace) to record each batch's phase times."""
@@ -156,6 +158,7 @@ class Search:
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.device.shutdown(wait=False, cancel_futures=True)
         self.pages.close()
+        self._gatherers = self._gatherers.fitting(0, 0, 0)  # closed: the next start anew
 
     def stats(self) -> SearchStats:
         return self.state.stats()
@@ -220,15 +223,7 @@ class Search:
         no network time, up to the batch buffers' rows. MaxPrefetch 0: no prefetch."""
         key = (batch_size, max_prefetch)
         if self._pad_key != key:
-            padded = self.attributes.padded_size
-            rows = max(batch_size, max_prefetch)  # the batch buffers' (SearchWorker.prepare)
-
-            def target(n: int) -> int:
-                if max_prefetch == 0 or padded is None or n == 0:
-                    return max_prefetch
-                return min(padded(n), rows)
-
-            self._pad = np.array([target(n) for n in range(batch_size + 1)], np.int64)
+            self._pad = _pad_targets(self.attributes.padded_size, batch_size, max_prefetch)
             self._pad_key = key
         return self._pad
 
@@ -241,9 +236,9 @@ class Search:
             np.int64,
         )
 
-    def ensure_batches(self, count: int, size: int) -> None:
-        if len(self.batches) != count or self.batches[0].req.shape[0] < size:
-            self.batches = [cgather.new_batch(size) for _ in range(count)]
+    def ensure_batches(self, count: int, size: int, spare: int = 0) -> None:
+        if len(self.batches) != count or self.batches[0].req.shape[0] < size + spare:
+            self.batches = [cgather.new_batch(size, spare) for _ in range(count)]
 
     def retire_batches(self, in_flight: list[tuple[Future, cgather.Batch]]) -> None:
         """The batches a run left in flight: one whose evaluation worker has not finished
@@ -255,6 +250,12 @@ class Search:
             for i, held in enumerate(self.batches):
                 if held is batch:
                     self.batches[i] = cgather.new_batch(len(batch.req))
+
+    def gatherers_for(self, helpers: int, rows: int) -> Gatherers:
+        """The gatherers of a minibatch of ``rows`` rows: ``helpers`` threads beside the search
+        thread (0: it gathers alone)."""
+        self._gatherers = self._gatherers.fitting(helpers, rows, len(self.hist))
+        return self._gatherers
 
     def grow_history(self) -> None:
         g = len(self._game)
@@ -288,6 +289,20 @@ class Search:
         self.hist = np.zeros((g + HISTORY_ROOM, FIELDS), np.uint64)
         self.hist[:g] = rows
         steps.revert_stale_twofolds(self.state.tree, self.hist, g)
+
+
+def _pad_targets(
+    padded: Callable[[int], int] | None, batch_size: int, max_prefetch: int
+) -> np.ndarray:
+    """Search.pad_table's targets, by request count (``padded``: the backend's padded size)."""
+    rows = max(batch_size, max_prefetch)  # the batch buffers' (SearchWorker.prepare)
+
+    def target(n: int) -> int:
+        if max_prefetch == 0 or padded is None or n == 0:
+            return max_prefetch
+        return min(padded(n), rows)
+
+    return np.array([target(n) for n in range(batch_size + 1)], np.int64)
 
 
 def _follow(tree: ctree.Tree, board: chess.Board, rows: np.ndarray, from_ply: int) -> int:

@@ -56,7 +56,7 @@ def compile_the_rest() -> None:
     (run by the warm-up's helper process; a no-op where numba's cache has them)."""
     from engine.board.position import FIELDS
     from engine.encoding.rows import expand_batch
-    from engine.search.core import backup, gather, params, steps, stoppers, tree, view
+    from engine.search.core import backup, gather, params, split, steps, stoppers, tree, view
     from engine.search.params import from_options
     from engine.search.state import NNCache
     from engine.search.worker import network_heads
@@ -74,8 +74,9 @@ def compile_the_rest() -> None:
         batch.req, batch.moves, batch.indices, policy, 0, 0, 1.0, batch.sorted_moves, batch.priors
     )
     backup.expand_and_backup(
-        t, packed, counters, cache, batch.req, batch.sorted_moves, batch.priors, f32, f32, f32, 0
-    )
+        t, packed, counters, cache, batch.req, batch.sorted_moves, batch.priors, f32, f32, f32,
+        batch.order, 0,
+    )  # fmt: skip
     tree.keep_subtree(t, 0)
     view._edge_stats(t, 0, np.zeros((9, 0)))
     view._puct_terms(t, packed, 0, True, 0.0, np.zeros((3, 0)))
@@ -86,6 +87,17 @@ def compile_the_rest() -> None:
     steps.cached_slot(rows, 0, -1, packed, cache)
     expand_batch(batch.masks, batch.values, batch.planes, 0, 0)
     gather.encode_requests(batch.req, batch.window, 1, 0, batch.masks, batch.values, 0, 0)
+    crew = split.new_crew(1, 8, 8)
+    walk = gather.Walk(
+        np.zeros((8, FIELDS), np.uint64),
+        np.zeros(5, np.int64),
+        np.zeros(2),
+        np.zeros(0, np.uint8),
+        np.zeros(1, np.uint8),
+        np.zeros(1, np.int64),
+        crew.control,
+    )
+    split.helper(t, packed, cache, batch, walk, crew, 1, 1)  # no gather open: returns at once
 
 
 def _start_helper() -> subprocess.Popen | None:
@@ -110,7 +122,7 @@ def cache_is_warm() -> bool:
     from engine.compiled_cache import configure
 
     folder = configure()
-    return folder.is_dir() and any(folder.rglob("gather.gather-*.nbi"))
+    return folder.is_dir() and any(folder.rglob("minibatch.gather-*.nbi"))
 
 
 def is_done() -> bool:

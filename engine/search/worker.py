@@ -26,6 +26,8 @@ from engine.encoding.rows import expand_batch
 from engine.search.core import backup as cbackup
 from engine.search.core import cache as ccache
 from engine.search.core import gather as cgather
+from engine.search.core import minibatch as cminibatch
+from engine.search.core import split as csplit
 from engine.search.core import steps
 from engine.search.core import stoppers as cstop
 from engine.search.core import tree as ctree
@@ -36,7 +38,7 @@ from engine.search.timeline import Timeline
 if TYPE_CHECKING:
     from engine.search.search import Search
 
-gather_minibatch = direct(cgather.gather)
+gather_minibatch = direct(cminibatch.gather)
 expand_and_backup = direct(cbackup.expand_and_backup)
 expand_planes = direct(expand_batch)
 encode_planes = direct(cgather.encode_requests)
@@ -53,6 +55,8 @@ batch whose worker never ran), it goes first rather than never."""
 
 _ALL_MOVES = np.zeros(0, np.uint8)
 """The empty root filter: every root move may get visits."""
+_UNSHARED = np.zeros(1, np.int64)
+"""Walk.shared until the gather puts its gatherers' in."""
 
 
 class SearchWorker:
@@ -68,7 +72,8 @@ class SearchWorker:
         """The batch buffers (``Threads`` of them) and the selection's constants for this run;
         returns the buffers, all free."""
         state, owner, p = self.state, self.owner, self.params
-        owner.ensure_batches(p.threads, max(self.batch_size, p.max_prefetch))
+        rows = max(self.batch_size, p.max_prefetch)
+        owner.ensure_batches(p.threads, rows, csplit.spare_rows(p.task_workers + 1))
         self._walk_consts = (
             owner.walk_info(),
             np.array([state.draw_score(0), state.draw_score(1)], np.float64),
@@ -97,7 +102,7 @@ class SearchWorker:
         info, draw_scores = self._walk_consts
         root_filter = self.root_filter(remaining, best)
         walk = cgather.Walk(
-            owner.hist, info, draw_scores, root_filter, owner.stop_flag, owner.on_device
+            owner.hist, info, draw_scores, root_filter, owner.stop_flag, owner.on_device, _UNSHARED
         )
         self._run_gather(
             batch, walk, size, max_ooo, collisions_left, p.max_collision_events, nodes_left, pad
@@ -115,8 +120,13 @@ class SearchWorker:
         """The compiled gather into ``batch``; ``limits``: batch size, out-of-order budget,
         collisions left, collision events, nodes left (-1: none), prefetch table (int64)."""
         state, owner = self.state, self.owner
+        tree, packed, cache = state.tree, owner.packed, owner.cache.arrays
+        gatherers = owner.gatherers_for(self.params.task_workers, len(batch.req))
+        walk = walk._replace(shared=gatherers.crew.control)
+        shared = gatherers.helpers and limits[0] >= csplit.MIN_SHARED_VISITS
+        gen = gatherers.start(tree, packed, cache, batch, walk) if shared else 0
         gather_minibatch(
-            state.tree, owner.packed, state.counters, owner.cache.arrays, batch, walk, *limits
+            tree, packed, state.counters, cache, batch, walk, *limits, gatherers.crew, gen
         )
 
     def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> Future:
@@ -167,6 +177,7 @@ class SearchWorker:
             network_heads(out.q),
             network_heads(out.d),
             network_heads(out.m),
+            batch.order,
             n,
         )
         state.batches += 1
@@ -231,6 +242,7 @@ class SearchWorker:
             no_filter,
             owner.stop_flag,
             owner.on_device,
+            _UNSHARED,
         )
         self._run_gather(batch, walk, 1, 1, 1, 1, -1, np.zeros(2, np.int64))
         n = int(batch.meta[cgather.REQUESTS])

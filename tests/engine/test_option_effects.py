@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import random
+import threading
 import time
 
 import chess
@@ -638,6 +639,26 @@ def test_threads_is_the_number_of_minibatches_in_flight():
         assert any(
             "Threads: expected a value in [1, 128], got 0" in ln
             for ln in session.send("setoption name Threads value 0")
+        )
+    finally:
+        session.close()
+
+
+@effect_of("TaskWorkers")
+def test_task_workers_gather_on_threads_of_their_own_and_search_the_same():
+    """lc0's task workers: helper threads share each minibatch's selection with the search
+    thread, and the search is the same visit for visit (engine/search/core/split.py; more in
+    tests/engine/search/test_gatherers.py)."""
+    alone = search("go nodes 800", MinibatchSize=64)
+    session = Session(MinibatchSize=64, TaskWorkers=2)
+    try:
+        shared = session.go("go nodes 800")
+        helpers = [t for t in threading.enumerate() if t.name.startswith("gather")]
+        assert len(helpers) == 2
+        assert shared.visits == alone.visits and sum(alone.visits.values()) > 700
+        assert any(
+            "TaskWorkers: expected a value in [0, 63], got 64" in ln
+            for ln in session.send("setoption name TaskWorkers value 64")
         )
     finally:
         session.close()

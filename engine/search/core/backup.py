@@ -163,11 +163,13 @@ def sort_policies(req, moves, indices, policy, start, n, temperature, out_moves,
 
 
 @njit(cache=True, nogil=True)
-def expand_and_backup(tree, params, counters, cache, req, moves, priors, q, d, m, n):
+def expand_and_backup(tree, params, counters, cache, req, moves, priors, q, d, m, order, n):
     """Expand and back up the ``n`` evaluated requests of a batch (node -1: a prefetched
-    position, cached only) with their moves and priors as :func:`sort_policies` wrote them;
-    every result goes into the NN cache. Room for the edges has been reserved."""
-    for r in range(n):
+    position, cached only) with their moves and priors as :func:`sort_policies` wrote them,
+    rows in ``order``; every result goes into the NN cache. Room for the edges has been
+    reserved."""
+    for i in range(n):
+        r = order[i]
         k = req.count[r]
         insert(cache, req.key[r], q[r], d[r], m[r], moves[r], priors[r], k)
         node = req.node[r]

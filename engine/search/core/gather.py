@@ -44,6 +44,7 @@ from engine.encoding.rows import (
     window_suffices,
 )
 
+from .atomic import fetch_add
 from .backup import MAX_DEPTH, backup, cancel, order_descending
 from .cache import lookup, read_moves
 from .calls import UNCOUNTED
@@ -99,6 +100,7 @@ REQUEST = np.dtype(
         ("node", np.int32),
         ("depth", np.int32),
         ("count", np.int32),
+        ("rank", np.int32),
         ("tb", np.uint8),
         ("reps", np.uint8),
         ("wlast", np.int8),
@@ -116,14 +118,32 @@ FRAME = np.dtype(
     ],
     align=True,
 )
+DEFERRED = np.dtype(
+    [
+        ("what", np.int64),
+        ("node", np.int64),
+        ("k", np.int64),
+        ("depth", np.int64),
+        ("slot", np.int64),
+        ("wl", np.float64),
+        ("d", np.float64),
+        ("m", np.float64),
+    ],
+    align=True,
+)
+BACK_UP, CACHE_HIT, CANCEL = range(3)
+"""What a deferred change of the tree above a gatherer's subtree is (:data:`DEFERRED`'s
+``what``): a backup of (wl, d, m) from a terminal, the expansion and backup of a cache hit
+(the cache's ``slot``), or ``k`` visits taken out of flight."""
 Batch = namedtuple(
     "Batch",
     "req rows window moves indices masks values planes sorted_moves priors coll meta stack "
-    "frames frame_meta pick_values pick_order",
+    "frames frame_meta pick_values pick_order deferred order",
 )
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
-the caller probes it), wlast / reps (see :func:`_planes_of`: -1 / 0 when already encoded);
+the caller probes it), wlast / reps (see :func:`_planes_of`: -1 / 0 when already encoded),
+rank (its place in the order of the serial selection, for a gatherer beside others);
 rows uint64 [B, FIELDS]: each request's position; window uint64 [B, HISTORY_STEPS, FIELDS]:
 the history its planes are encoded from, by the evaluation thread (:func:`encode_requests`);
 moves / indices int32 [B, MAX_MOVES]: move words and policy indices;
@@ -131,47 +151,73 @@ masks uint64 [B, 112] and values float32 [B, 112]: each request's input planes a
 them (engine/encoding/rows.py); planes float32 [B, 112, 8, 8]: the same expanded, written by
 the evaluation thread for a network that takes float planes; sorted_moves int32 / priors
 uint16 [B, MAX_MOVES]: each request's moves by decreasing prior and the priors (written by the
-evaluation thread from the network's policy); coll: COLLISION records; meta int64 [5]: requests, collisions,
-collision events, out-of-order backups, out of room (nodes or edges ran short: reserve more).
+evaluation thread from the network's policy); coll: COLLISION records; meta int64 [9]:
+requests, collisions, collision events, out-of-order backups, out of room (nodes or edges ran
+short: reserve more), and for a gatherer beside others (engine/search/core/split.py): whether
+it defers its changes above its subtree, how many it deferred (``deferred``, DEFERRED records),
+and the nodes and edges it may still add.
 Scratch space of the phases, allocated once: stack int64 [3, STACK] (selection); frames
 (FRAME records [levels, MAX_MOVES]) and frame_meta int64 [levels, 6] (prefetch: node, depth,
 budget left, spent, children kept, next child); pick_values float64 [5, MAX_MOVES] (a node's
 children's Q+M, P*U and :func:`_assign`'s scratch) and pick_order int64 [4, MAX_MOVES]
-(:func:`_assign`'s order) for selection."""
+(:func:`_assign`'s order) for selection. order int64 [B]: the rows in the order the serial
+selection made them (rows made by gatherers beside each other are not), in which the network's
+answers are backed up."""
 STACK = 4096
 PREFETCH_LEVELS = 64
-REQUESTS, COLLISIONS, EVENTS, OUT_OF_ORDER_DONE, NO_ROOM = range(5)
+REQUESTS, COLLISIONS, EVENTS, OUT_OF_ORDER_DONE, NO_ROOM, DEFER, DEFERRED_OPS = range(7)
+NODE_ROOM, EDGE_ROOM = 7, 8
+META = 9
+ROW_NEXT, ROW_END, RANK = 9, 10, 11
+"""A gatherer's own counts past the batch's META (engine/search/core/split.py): the next row of
+its block of the batch's rows, the block's end, and the rank of its subtree's first request
+(``req.rank``)."""
+ROW_BLOCK = 16
+"""Rows a gatherer beside others takes at a time: fewer trips to the shared count, and its
+requests' rows together rather than interleaved with another's in the same cache lines."""
 
-Walk = namedtuple("Walk", "hist info draw_scores root_filter stop on_device")
+Walk = namedtuple("Walk", "hist info draw_scores root_filter stop on_device shared")
 """What selection reads besides the tree: hist uint64 [H, FIELDS] (the game's rows, then the
 path's); info int64 [5]: game length, input format, history fill, tablebase pieces (0: no
 tables), root in the tables; draw_scores float64 [2] by depth parity; root_filter uint8
 [root edges] (1: the move may get visits), or empty for all; stop uint8 [1]; on_device int64
-[1]: minibatches the network is computing now (written by the evaluation threads)."""
+[1]: minibatches the network is computing now (written by the evaluation threads); shared
+int64: the control words of the gatherers beside each other (engine/search/core/split.py; its
+ROWS: the batch's next row)."""
+ROWS = 0
+"""``Walk.shared[ROWS]``: the next batch row the gatherers of a shared round take."""
+HOLE = -2
+"""``req.node`` of a row a gatherer took and did not use (:func:`_unused`)."""
 GAME_LEN, FORMAT, FILL, TB_PIECES, ROOT_IN_TB = range(5)
 """Prefetch's descent, one row a level: children in PUCT order, their terms, and meta int64
 [levels, 6]: node, depth, budget left, spent, children kept, next child."""
 
 
-def new_batch(size: int) -> Batch:
+def new_batch(size: int, spare: int = 0) -> Batch:
+    """Buffers for minibatches of ``size`` rows (plus ``spare`` rows that gatherers beside each
+    other may take and leave unused: the gather's limits, the collisions' room included, are
+    the same with or without them)."""
+    rows = size + spare
     return Batch(
-        np.zeros(size, REQUEST),
-        np.zeros((size, FIELDS), np.uint64),
-        np.zeros((size, HISTORY_STEPS, FIELDS), np.uint64),
-        np.zeros((size, MAX_MOVES), np.int32),
-        np.zeros((size, MAX_MOVES), np.int32),
-        np.zeros((size, 112), np.uint64),
-        np.zeros((size, 112), np.float32),
-        np.zeros((size, 112, 8, 8), np.float32),
-        np.zeros((size, MAX_MOVES), np.int32),
-        np.zeros((size, MAX_MOVES), np.uint16),
+        np.zeros(rows, REQUEST),
+        np.zeros((rows, FIELDS), np.uint64),
+        np.zeros((rows, HISTORY_STEPS, FIELDS), np.uint64),
+        np.zeros((rows, MAX_MOVES), np.int32),
+        np.zeros((rows, MAX_MOVES), np.int32),
+        np.zeros((rows, 112), np.uint64),
+        np.zeros((rows, 112), np.float32),
+        np.zeros((rows, 112, 8, 8), np.float32),
+        np.zeros((rows, MAX_MOVES), np.int32),
+        np.zeros((rows, MAX_MOVES), np.uint16),
         np.zeros(4 * size + 64, COLLISION),
-        np.zeros(5, np.int64),
+        np.zeros(META, np.int64),
         np.zeros((3, STACK), np.int64),
         np.zeros((PREFETCH_LEVELS, MAX_MOVES), FRAME),
         np.zeros((PREFETCH_LEVELS, 6), np.int64),
         np.zeros((5, MAX_MOVES), np.float64),
         np.zeros((4, MAX_MOVES), np.int64),
+        np.zeros(rows + 8, DEFERRED),
+        np.arange(rows, dtype=np.int64),
     )
 
 
@@ -353,13 +399,91 @@ def cache_key(hist, row, reps, history):
 
 
 @njit(cache=True)
+def _defer(batch, what, node, k, depth, slot, wl, d, m):
+    i = batch.meta[DEFERRED_OPS]
+    ops = batch.deferred
+    ops.what[i], ops.node[i], ops.k[i], ops.depth[i], ops.slot[i] = what, node, k, depth, slot
+    ops.wl[i], ops.d[i], ops.m[i] = wl, d, m
+    batch.meta[DEFERRED_OPS] = i + 1
+
+
+@njit(cache=True)
+def _back_up(tree, params, counters, batch, node, k, wl, d, m, depth):
+    """``k`` visits of a terminal's value backed up from ``node``, now or, for a gatherer
+    beside others, once they are done (the path above its subtree is shared)."""
+    if batch.meta[DEFER]:
+        _defer(batch, BACK_UP, node, k, depth, -1, wl, d, m)
+    else:
+        backup(tree, params, counters, I(node), I(k), F(wl), F(d), F(m), I(depth))
+    batch.meta[OUT_OF_ORDER_DONE] += 1
+
+
+@njit(cache=True)
+def _cancel(tree, batch, node, k):
+    """``k`` visits out of flight from ``node`` up (deferred as :func:`_back_up`)."""
+    if batch.meta[DEFER]:
+        _defer(batch, CANCEL, node, k, 0, -1, 0.0, 0.0, 0.0)
+    else:
+        cancel(tree, I(node), I(k))
+    batch.meta[NO_ROOM] = 1
+
+
+@njit(cache=True)
+def _drawn(params, pos, reps, since, depth):
+    """The draw by rule at a node ``depth`` plies below the root (``reps``: the repetitions
+    of ``pos``, the first ``since`` plies ago): (its kind, the plies left for a two-fold
+    repetition), or (NONE, 0)."""
+    if pos[RULE50] >= 100:
+        return KIND_RULE50, 0.0
+    if not _has_mating_material(pos):
+        return MATERIAL, 0.0
+    if reps >= 2:
+        return THREEFOLD, 0.0
+    if reps == 1 and params[TWO_FOLD] != 0.0 and depth >= 4 and since <= depth:
+        return TWOFOLD, np.float64(since)  # the cycle's length, as lc0
+    return NONE, 0.0
+
+
+@njit(cache=True)
+def expand_cached(tree, params, counters, cache, node, depth, slot, moves, priors):
+    """An out-of-order evaluation from the NN cache: ``node`` expanded with the moves of cache
+    slot ``slot`` (read into ``moves`` and ``priors``, free room) and its value backed up."""
+    got = read_moves(cache, slot, moves, priors)
+    expand(tree, I(node), moves, priors, I(got))
+    q, d, m = cache.entries.q[slot], cache.entries.d[slot], cache.entries.m[slot]
+    backup(tree, params, counters, I(node), I(1), -F(q), F(d), F(m), I(depth))
+
+
+@njit(cache=True)
+def _row(batch, walk):
+    """The batch row of a leaf that may become a request: the next one, or for a gatherer
+    beside others the next of its block of the rows they share (taken atomically,
+    :data:`ROW_BLOCK` at a time; see :func:`_unused`)."""
+    meta = batch.meta
+    if not meta[DEFER]:
+        return meta[REQUESTS]
+    if meta[ROW_NEXT] >= meta[ROW_END]:
+        meta[ROW_NEXT] = fetch_add(walk.shared, ROWS, ROW_BLOCK)
+        meta[ROW_END] = meta[ROW_NEXT] + ROW_BLOCK
+    meta[ROW_NEXT] += 1
+    return meta[ROW_NEXT] - 1
+
+
+@njit(cache=True)
+def _unused(batch, r):
+    """Row ``r`` from :func:`_row` stays no request: a gatherer beside others leaves it as a
+    hole, filled when the round's rows are merged."""
+    if r >= 0 and batch.meta[DEFER]:
+        batch.req.node[r] = HOLE
+
+
+@njit(cache=True)
 def _terminal(tree, params, counters, batch, node, k, kind, wl, m, depth):
     tree.nodes.kind[node] = kind
     tree.nodes.t_wl[node] = wl
     tree.nodes.t_d[node] = 1.0 - abs(wl)
     tree.nodes.t_m[node] = m
-    backup(tree, params, counters, I(node), I(k), F(wl), F(1.0 - abs(wl)), F(m), I(depth))
-    batch.meta[OUT_OF_ORDER_DONE] += 1
+    _back_up(tree, params, counters, batch, node, k, wl, 1.0 - abs(wl), m, depth)
 
 
 @njit(cache=True)
@@ -407,27 +531,22 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     reps, first = repetitions(walk.hist, row)
     key = cache_key(walk.hist, row, reps, np.int64(params[CACHE_HISTORY]))
     slot = lookup(cache, key)
-    r = batch.meta[REQUESTS]
+    defer = batch.meta[DEFER] != 0
+    r = _row(batch, walk) if slot < 0 or not defer else -1
     count = -1
     if slot < 0:
         count = legal_moves(pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r])
         if count == 0:
             wl = 1.0 if in_check(pos) else 0.0
+            _unused(batch, r)
             _terminal(
                 tree, params, counters, batch, node, k, MATE if wl else STALEMATE, wl, 0.0, depth
             )
             return
     if depth > 0:
-        kind, m = NONE, 0.0
-        if pos[RULE50] >= 100:
-            kind = KIND_RULE50
-        elif not _has_mating_material(pos):
-            kind = MATERIAL
-        elif reps >= 2:
-            kind = THREEFOLD
-        elif reps == 1 and params[TWO_FOLD] != 0.0 and depth >= 4 and row - first <= depth:
-            kind, m = TWOFOLD, np.float64(row - first)  # the cycle's length, as lc0
+        kind, m = _drawn(params, pos, reps, row - first, depth)
         if kind != NONE:
+            _unused(batch, r)
             _terminal(tree, params, counters, batch, node, k, kind, 0.0, m, depth)
             return
     counters[MAX_DEPTH] = max(counters[MAX_DEPTH], depth)
@@ -438,24 +557,21 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         and pos[RULE50] == 0
         and popcount(pos[0] | pos[1]) <= walk.info[TB_PIECES]
     )
-    room = tree.count[1] + MAX_MOVES <= tree.edges.move.shape[0]
+    if defer:
+        room = batch.meta[EDGE_ROOM] >= MAX_MOVES
+    else:
+        room = tree.count[1] + MAX_MOVES <= tree.edges.move.shape[0]
     if slot >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
-        priors = batch.priors[r]  # row r is not a request yet: its priors are free room
-        got = read_moves(cache, slot, batch.moves[r], priors)
-        expand(tree, I(node), batch.moves[r], priors, I(got))
-        backup(
-            tree,
-            params,
-            counters,
-            I(node),
-            I(1),
-            -F(cache.entries.q[slot]),
-            F(cache.entries.d[slot]),
-            F(cache.entries.m[slot]),
-            I(depth),
-        )
+        if defer:
+            batch.meta[EDGE_ROOM] -= MAX_MOVES
+            _defer(batch, CACHE_HIT, node, 1, depth, slot, 0.0, 0.0, 0.0)
+        else:  # row r is not a request yet: its moves and priors are free room
+            expand_cached(tree, params, counters, cache, node, depth, slot, batch.moves[r],
+                          batch.priors[r])  # fmt: skip
         batch.meta[OUT_OF_ORDER_DONE] += 1
     else:
+        if r < 0:
+            r = _row(batch, walk)
         if count < 0:
             count = legal_moves(
                 pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r]
@@ -471,7 +587,11 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
             walk.hist, row, fmt, walk.info[FILL], batch.window[r], batch.masks[r], batch.values[r]
         )
         tree.nodes.status[node] |= PENDING
-        batch.meta[REQUESTS] = r + 1
+        if defer:
+            batch.req.rank[r] = batch.meta[RANK] + batch.meta[REQUESTS]
+            batch.meta[REQUESTS] += 1
+        else:
+            batch.meta[REQUESTS] = r + 1
     if k > 1:
         _collision(batch, node, k - 1)
 
@@ -480,11 +600,19 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
 @njit(cache=True, **UNCOUNTED)
 def select(tree, params, counters, cache, batch, walk, visits):
     """Distribute ``visits`` from the root (node 0) down the tree by PUCT."""
+    descend(tree, params, counters, cache, batch, walk, I(0), I(visits), I(0))
+
+
+@njit(cache=True, **UNCOUNTED)
+def descend(tree, params, counters, cache, batch, walk, start, visits, start_depth):
+    """Distribute ``visits`` from node ``start`` (``start_depth`` plies below the root; the
+    rows of its ancestors are in ``walk.hist``) down its subtree by PUCT."""
     hist = walk.hist
     base = walk.info[GAME_LEN] - 1
     cap = tree.nodes.parent.shape[0]
+    defer = batch.meta[DEFER] != 0
     stack_node, stack_k, stack_depth = batch.stack[0], batch.stack[1], batch.stack[2]
-    stack_node[0], stack_k[0], stack_depth[0] = 0, visits, 0
+    stack_node[0], stack_k[0], stack_depth[0] = start, visits, start_depth
     top = 1
     qm, pu, scratch = batch.pick_values[0], batch.pick_values[1], batch.pick_values[2:]
     order = batch.pick_order
@@ -494,24 +622,13 @@ def select(tree, params, counters, cache, batch, walk, visits):
         node, k, depth = stack_node[top], stack_k[top], stack_depth[top]
         if node != 0:
             if base + depth >= hist.shape[0]:
-                cancel(tree, I(node), I(k))  # deeper than the history buffer: the caller grows it
-                batch.meta[NO_ROOM] = 1
+                _cancel(tree, batch, node, k)  # deeper than the history buffer: the caller grows it
                 continue
             move = I(tree.edges.move[tree.nodes.pedge[node]])
             make_move(hist[base + depth - 1], move, hist[base + depth])
             if tree.nodes.kind[node] != NONE:
-                backup(
-                    tree,
-                    params,
-                    counters,
-                    I(node),
-                    I(k),
-                    F(tree.nodes.t_wl[node]),
-                    F(tree.nodes.t_d[node]),
-                    F(tree.nodes.t_m[node]),
-                    I(depth),
-                )
-                batch.meta[OUT_OF_ORDER_DONE] += 1
+                wl, d, m = tree.nodes.t_wl[node], tree.nodes.t_d[node], tree.nodes.t_m[node]
+                _back_up(tree, params, counters, batch, node, k, wl, d, m, depth)
                 continue
         if tree.nodes.nedges[node] == 0:
             leaf(tree, params, counters, cache, batch, walk, node, k, depth)
@@ -530,14 +647,14 @@ def select(tree, params, counters, cache, batch, walk, visits):
                 tree.nodes.touched[node] = j + 1
             c = tree.edges.child[f + j]
             if c < 0:
-                if tree.count[0] >= cap or top >= stack_node.shape[0]:
-                    cancel(tree, I(node), I(cnt))
-                    batch.meta[NO_ROOM] = 1
+                full = batch.meta[NODE_ROOM] <= 0 if defer else tree.count[0] >= cap
+                if full or top >= stack_node.shape[0]:
+                    _cancel(tree, batch, node, cnt)
                     continue
+                batch.meta[NODE_ROOM] -= 1
                 c = new_node(tree, node, f + j)
             elif top >= stack_node.shape[0]:
-                cancel(tree, I(node), I(cnt))
-                batch.meta[NO_ROOM] = 1
+                _cancel(tree, batch, node, cnt)
                 continue
             tree.nodes.nif[c] += cnt
             stack_node[top], stack_k[top], stack_depth[top] = c, cnt, depth + 1
@@ -690,64 +807,61 @@ def _network_idle(params, walk, requests):
     )
 
 
-@njit(cache=True, nogil=True)
-def gather(
-    tree,
-    params,
-    counters,
-    cache,
-    batch,
-    walk,
-    batch_size,
-    max_ooo,
-    collisions_left,
-    max_events,
-    nodes_left,
-    pad,
+@njit(cache=True)
+def round_visits(tree, params, batch, walk, batch_size, max_ooo, collisions_left, nodes_left):
+    """The visits the next round of a gather hands out from the root (0: the gather is done)."""
+    if batch.meta[REQUESTS] >= batch_size or batch.meta[OUT_OF_ORDER_DONE] >= max_ooo:
+        return 0
+    if batch.meta[REQUESTS] > 0 and _network_idle(params, walk, batch.meta[REQUESTS]):
+        return 0
+    want = min(
+        collisions_left,
+        batch_size - batch.meta[REQUESTS],
+        max_ooo - batch.meta[OUT_OF_ORDER_DONE],
+    )
+    if nodes_left >= 0:
+        want = min(want, nodes_left - tree.nodes.n[0] - in_flight(tree))
+    return max(want, 0)
+
+
+@njit(cache=True)
+def round_end(
+    tree, batch, walk, want, before_req, before_ooo, first, collisions_left, max_events, size
 ):
-    """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch;
-    ``nodes_left`` < 0: no node limit.
-    A minibatch cut short by collisions is filled with prefetched positions up to
-    ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer).
-    With the network idle it stops early, as lc0's: see :func:`_network_idle`."""
-    batch.meta[:] = 0
-    while batch.meta[REQUESTS] < batch_size and batch.meta[OUT_OF_ORDER_DONE] < max_ooo:
-        if batch.meta[REQUESTS] > 0 and _network_idle(params, walk, batch.meta[REQUESTS]):
-            break
-        want = min(
-            collisions_left,
-            batch_size - batch.meta[REQUESTS],
-            max_ooo - batch.meta[OUT_OF_ORDER_DONE],
-        )
-        if nodes_left >= 0:
-            want = min(want, nodes_left - tree.nodes.n[0] - in_flight(tree))
-        if want <= 0:
-            break
-        before_req, before_ooo = batch.meta[REQUESTS], batch.meta[OUT_OF_ORDER_DONE]
-        first = batch.meta[COLLISIONS]
-        select(tree, params, counters, cache, batch, walk, want)
-        if (
-            batch.meta[REQUESTS] == before_req
-            and batch.meta[OUT_OF_ORDER_DONE] == before_ooo
-            and batch.meta[COLLISIONS] == first
-        ):
-            break
-        if batch.meta[OUT_OF_ORDER_DONE] > before_ooo:
-            # Values arrived meanwhile: the collisions may be worth another look.
-            for c in range(first, batch.meta[COLLISIONS]):
-                cancel(tree, I(batch.coll.node[c]), I(batch.coll.k[c]))
-            batch.meta[COLLISIONS] = first
-        else:
-            for c in range(first, batch.meta[COLLISIONS]):
-                collisions_left -= batch.coll.k[c]
-        if (
-            collisions_left <= 0
-            or batch.meta[EVENTS] >= max_events
-            or walk.stop[0] != 0
-            or batch.meta[NO_ROOM] != 0
-            or batch.meta[COLLISIONS] + want >= batch.coll.node.shape[0]
-        ):
-            break
+    """After a round of ``want`` visits (the batch's requests, out-of-order backups and
+    collisions were ``before_req``, ``before_ooo``, ``first`` before it): the collisions left
+    for the next round, or 0 when the gather is done. ``size``: the minibatch size, which
+    bounds the collisions a gather keeps (whatever room the buffers have: the same gather in
+    any buffers)."""
+    if (
+        batch.meta[REQUESTS] == before_req
+        and batch.meta[OUT_OF_ORDER_DONE] == before_ooo
+        and batch.meta[COLLISIONS] == first
+    ):
+        return 0
+    if batch.meta[OUT_OF_ORDER_DONE] > before_ooo:
+        # Values arrived meanwhile: the collisions may be worth another look.
+        for c in range(first, batch.meta[COLLISIONS]):
+            cancel(tree, I(batch.coll.node[c]), I(batch.coll.k[c]))
+        batch.meta[COLLISIONS] = first
+    else:
+        for c in range(first, batch.meta[COLLISIONS]):
+            collisions_left -= batch.coll.k[c]
+    if (
+        collisions_left <= 0
+        or batch.meta[EVENTS] >= max_events
+        or walk.stop[0] != 0
+        or batch.meta[NO_ROOM] != 0
+        or batch.meta[COLLISIONS] + want >= min(batch.coll.node.shape[0], 4 * size + 64)
+    ):
+        return 0
+    return collisions_left
+
+
+@njit(cache=True)
+def gather_end(tree, params, cache, batch, walk, pad):
+    """A gather's last step: its collisions out of flight, and a minibatch cut short filled up
+    to ``pad[requests]`` with prefetched positions."""
     for c in range(batch.meta[COLLISIONS]):
         cancel(tree, I(batch.coll.node[c]), I(batch.coll.k[c]))
     batch.meta[COLLISIONS] = 0

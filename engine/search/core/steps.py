@@ -62,6 +62,15 @@ def tablebase_terminal(tree, params, counters, node, wl, depth):
 
 @njit(cache=True)
 def drop_request(batch, r, n):
+    """Request ``r`` of ``n`` taken out of the batch: the last moves into its row, and the order
+    of the rows' backups keeps the others'."""
+    out = 0
+    for i in range(n):
+        row = batch.order[i]
+        if row != r:
+            batch.order[out] = r if row == n - 1 else row
+            out += 1
+    batch.order[n - 1] = n - 1
     last = n - 1
     if r != last:
         batch.req[r] = batch.req[last]

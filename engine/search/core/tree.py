@@ -19,6 +19,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .atomic import fetch_add
+
 # Terminal kinds (how a node's outcome was proven).
 NONE, MATE, STALEMATE, RULE50, MATERIAL, THREEFOLD, TWOFOLD, PROVEN, TABLEBASE = range(9)
 KIND_NAMES = (
@@ -111,9 +113,23 @@ never doubles. A doubling copies every record in use into fresh pages, a stall o
 thread (74 ms for 4 M edges here) while the device waits for the next batch."""
 
 
+LINE_BYTES = 64
+
+
+def records(count: int, dtype: np.dtype) -> np.ndarray:
+    """``count`` zeroed records of ``dtype``, the first at a cache line's start: numpy's large
+    arrays start 16 bytes into a page, so a 64-byte node would straddle two cache lines, and
+    gatherers writing neighbouring nodes at once would share one. Untouched pages stay
+    unmapped, as with ``np.zeros``."""
+    size = count * dtype.itemsize
+    raw = np.zeros(size + LINE_BYTES, np.uint8)
+    skip = -raw.ctypes.data % LINE_BYTES
+    return raw[skip : skip + size].view(dtype)
+
+
 def new_tree(node_capacity: int = NODE_CAPACITY, edge_capacity: int = EDGE_CAPACITY) -> Tree:
     """An empty tree with one fresh root (node 0)."""
-    tree = Tree(np.zeros(node_capacity, NODE), np.zeros(edge_capacity, EDGE), np.zeros(2, np.int64))
+    tree = Tree(records(node_capacity, NODE), records(edge_capacity, EDGE), np.zeros(2, np.int64))
     new_node(tree, -1, -1)
     return tree
 
@@ -144,7 +160,7 @@ def reserve(tree: Tree, nodes: int, edges: int) -> Tree:
 def _grown(old: np.ndarray, cap: int, used: int) -> np.ndarray:
     if len(old) == cap:
         return old
-    new = np.empty(cap, old.dtype)  # pages are touched only as the tree grows into them
+    new = records(cap, old.dtype)  # pages are touched only as the tree grows into them
     # As bytes: numpy copies a structured array field by field, element by element (10x slower:
     # 27 ms against 3 ms for 3.5 M edges, a stall of the search thread while the device waits).
     new[:used].view(np.uint8)[:] = old[:used].view(np.uint8)
@@ -159,9 +175,9 @@ def memory_bytes(tree: Tree) -> int:
 @njit(cache=True)
 def new_node(tree, parent, pedge):
     """A fresh node below edge ``pedge`` of ``parent`` (-1 for a root); returns its index.
-    The caller has reserved room."""
-    i = tree.count[NODES]
-    tree.count[NODES] = i + 1
+    The caller has reserved room. The count is taken atomically: gatherers beside each other
+    make nodes at once (engine/search/core/split.py)."""
+    i = fetch_add(tree.count, NODES, 1)
     tree.nodes.parent[i] = parent
     tree.nodes.pedge[i] = pedge
     tree.nodes.n[i] = 0
@@ -264,8 +280,8 @@ def keep_subtree(tree: Tree, root: int) -> Tree:
     """A new tree holding ``root``'s subtree (as node 0); the old arrays are dropped."""
     nodes, edges = _subtree_size(tree, root)
     dst = Tree(
-        np.empty(max(NODE_CAPACITY, 2 * nodes), NODE),
-        np.empty(max(EDGE_CAPACITY, 2 * edges), EDGE),
+        records(max(NODE_CAPACITY, 2 * nodes), NODE),
+        records(max(EDGE_CAPACITY, 2 * edges), EDGE),
         np.zeros(2, np.int64),
     )
     _copy_subtree(tree, root, dst)

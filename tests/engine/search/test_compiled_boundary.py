@@ -14,20 +14,21 @@ import pytest
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
+from engine.search import gatherers as gatherers_module
 from engine.search import worker as search_module
 from engine.encoding import rows
-from engine.search.core import backup, calls, gather
+from engine.search.core import backup, calls, gather, minibatch
 from engine.search.warmup import _Instant, compile_the_rest
 
 NO_CLOCK = {"SmartPruningFactor": 0.0}
 
 
-def _wrapped_in_search_module() -> dict[str, object]:
+def _wrapped_in_search_module(module=search_module) -> dict[str, object]:
     """The search module's names bound to a :func:`direct` call, with their dispatchers."""
     dispatchers = {id(call): dispatcher for call, dispatcher in calls.WRAPPED}
     return {
         name: dispatchers[id(value)]
-        for name, value in vars(search_module).items()
+        for name, value in vars(module).items()
         if id(value) in dispatchers
     }
 
@@ -35,7 +36,7 @@ def _wrapped_in_search_module() -> dict[str, object]:
 def test_the_search_module_calls_its_compiled_entry_points_directly():
     wrapped = _wrapped_in_search_module()
     assert wrapped == {
-        "gather_minibatch": gather.gather,
+        "gather_minibatch": minibatch.gather,
         "expand_and_backup": backup.expand_and_backup,
         "expand_planes": rows.expand_batch,
         "encode_planes": gather.encode_requests,
@@ -63,23 +64,28 @@ def _searches(network, **options) -> None:
         (RandomNetwork, {}),
         (RandomNetwork, {"Threads": 2, "MinibatchSize": 16}),
         (_Instant, {"OutOfOrderEval": False}),
+        (RandomNetwork, {"TaskWorkers": 1, "MinibatchSize": 64}),
     ],
-    ids=["random", "random-2-threads", "warm-up-network"],
+    ids=["random", "random-2-threads", "warm-up-network", "random-task-workers"],
 )
 def test_every_direct_entry_point_keeps_exactly_one_signature(monkeypatch, make_network, options):
     # Made in the test, not at collection: the random backend compiles its functions when made,
     # which every test process would otherwise do before the suite's warm-up had cached them.
     network = make_network()
-    wrapped = _wrapped_in_search_module()
-    assert wrapped
-    for name, dispatcher in wrapped.items():
-        monkeypatch.setattr(search_module, name, dispatcher)  # numba types every call
+    for module in (search_module, gatherers_module):
+        wrapped = _wrapped_in_search_module(module)
+        assert wrapped
+        for name, dispatcher in wrapped.items():
+            monkeypatch.setattr(module, name, dispatcher)  # numba types every call
     compile_the_rest()  # the warm-up's helper compiles the types the search passes
     _searches(network, **options)
     # A network taking packed planes never has them expanded: expand_planes may be unused.
     packed = network.attributes().packed_input
     for call, dispatcher in calls.WRAPPED:
-        unused_ok = packed and dispatcher is rows.expand_batch
+        # The helpers' gathering runs only with task workers (and may have in an earlier test).
+        unused_ok = (packed and dispatcher is rows.expand_batch) or (
+            not options.get("TaskWorkers") and dispatcher is gatherers_module.split.helper
+        )
         expected = (0, 1) if unused_ok else (1,)
         assert len(dispatcher.signatures) in expected, (call.__name__, dispatcher.signatures)
 
@@ -98,6 +104,11 @@ def searches():
     search.set_position(board)  # tree reuse
     search.run(Limit(nodes=2000))
     search.close()
+    shared = Search(net, from_options({"SmartPruningFactor": 0.0, "MinibatchSize": 128,
+                                       "TaskWorkers": 1}))
+    shared.set_position(board)
+    shared.run(Limit(nodes=3000))
+    shared.close()
 searches(); gc.collect()  # anything made once a process
 before = rtsys.get_allocation_stats()
 searches(); gc.collect()

@@ -3,6 +3,7 @@ without touching what they hold (the kernel's own view: the process's resident m
 
 from __future__ import annotations
 
+import mmap
 import sys
 
 import numpy as np
@@ -26,7 +27,9 @@ def test_the_window_past_the_used_part_becomes_resident_and_keeps_its_contents()
     pages = PagesAhead()
     if pages._madvise is None:
         pytest.skip("no madvise here")
-    array = np.zeros(64 << 20, np.uint8)  # calloc'd: not resident until written
+    # Fresh pages of its own, not resident until written (np.zeros may reuse heap memory that
+    # earlier tests freed, resident already).
+    array = np.frombuffer(mmap.mmap(-1, 64 << 20), np.uint8)
     used = 3 << 20
     array[:used] = 7
     before = _resident_bytes()
