@@ -93,7 +93,7 @@ class Controller:
             self.ensure_tablebase()
             if ok:
                 self._prepare_network(from_options(self.values))
-            warm_up_search(self.listener)
+            warm_up_search(self.listener, int(self.values["TaskWorkers"]) > 0)
             if ok and self.search is None:
                 # The search's tree, game and workers now, not in the first go's time.
                 assert self.network is not None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -141,17 +141,26 @@ def _warm_up_quietly() -> None:
         pass
 
 
-def warm_up_search(reporter: Reporter) -> None:
+def warm_up_search(reporter: Reporter, shared: bool = False) -> None:
     """The search's compiled functions (engine.search.warmup): loaded from numba's cache in a
     fraction of a second, or, on the first start after an install or update, compiled, which
-    takes tens of seconds; then a line every :data:`PROGRESS_EVERY_S` tells the user why."""
-    if warmup.is_done():
-        return
-    if warmup.cache_is_warm():
-        warmup.warm_up()
-        return
+    takes tens of seconds; then a line every :data:`PROGRESS_EVERY_S` tells the user why.
+    ``shared``: also those of the gathering with helper threads (option TaskWorkers)."""
+    if not warmup.is_done():
+        if warmup.cache_is_warm():
+            warmup.warm_up()
+        else:
+            _compile(reporter, "the search's functions", warmup.warm_up)
+    if shared and not warmup.shared_is_done():
+        if warmup.cache_is_warm(warmup.SHARED_ENTRY):
+            warmup.warm_up_shared()
+        else:
+            _compile(reporter, "the helper threads' gathering (TaskWorkers)", warmup.warm_up_shared)
+
+
+def _compile(reporter: Reporter, what: str, compile_them: Callable[[], None]) -> None:
     reporter.message(
-        "compiling the search's functions (numba), once after an install or update: "
+        f"compiling {what} (numba), once after an install or update: "
         "this takes a while; later starts load them from the cache"
     )
     start = time.monotonic()
@@ -159,15 +168,13 @@ def warm_up_search(reporter: Reporter) -> None:
 
     def progress() -> None:
         while not finished.wait(PROGRESS_EVERY_S):
-            reporter.message(
-                f"compiling the search's functions: {time.monotonic() - start:.0f} s so far"
-            )
+            reporter.message(f"compiling {what}: {time.monotonic() - start:.0f} s so far")
 
     ticker = threading.Thread(target=progress, name="warm-up progress", daemon=True)
     ticker.start()
     try:
-        warmup.warm_up()
+        compile_them()
     finally:
         finished.set()
         ticker.join()
-    reporter.message(f"compiled the search's functions in {time.monotonic() - start:.1f} s")
+    reporter.message(f"compiled {what} in {time.monotonic() - start:.1f} s")

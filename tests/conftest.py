@@ -236,6 +236,7 @@ SLOW_FIRST = {
     "tests/engine/encoding/test_encoding_legal_moves.py::test_random_games_all_transforms": 4,
     "tests/backend_xla/test_backend_zoo.py::test_zoo_network_matches_lc0[se-b2f32-polconv-wdl-input132": 4,
     "tests/engine/search/test_search_maia.py::test_nodes_one_plays_top_policy_move_in_process": 3,
+    "tests/engine/search/test_gatherers.py::test_a_shared_gather": 2,  # the TaskWorkers compile
     "tests/bin/test_bin_scripts.py::test_help_from_another_directory": 3,
     "tests/backend_xla/test_backend_maia.py::test_maia1100_matches_lc0_on_every_position": 3,
     "tests/engine/test_device_info.py::test_startup_names_platform_devices_type_and_batch_sizes": 2,
@@ -259,6 +260,13 @@ SAME_PROCESS = {
     "tests/nets/training/test_train.py::test_resumed_run_": "f8",  # one training-step compile,
     "tests/nets/training/test_train.py::test_a_new_run_": "f8",  # one set of loss kernels
     "tests/nets/training/test_model_export.py": "f8",  # (its module fixtures too) for filters=8
+    # The gathering with helper threads (TaskWorkers) compiles apart from the warm-up's search:
+    # once, in one process, for all the tests that run it.
+    "tests/engine/search/test_gatherers.py": "task-workers",
+    "tests/engine/search/test_compiled_boundary.py::test_every_direct_entry_point_keeps_exactly_"
+    "one_signature[random-task-workers]": "task-workers",
+    "tests/engine/search/test_compiled_boundary.py::test_a_search_frees": "task-workers",
+    "tests/engine/test_option_effects.py::test_task_workers": "task-workers",
 }
 """Tests that share what a process compiled (session or module fixtures, JAX's in-process
 caches). Done by the scheduler below: pytest-xdist's own xdist_group marks stop working with

@@ -24,6 +24,7 @@ from engine.search.limit import Limit
 from engine.search.params import from_options
 
 _done = threading.Event()
+_shared_done = threading.Event()
 _lock = threading.Lock()
 
 
@@ -56,7 +57,7 @@ def compile_the_rest() -> None:
     (run by the warm-up's helper process; a no-op where numba's cache has them)."""
     from engine.board.position import FIELDS
     from engine.encoding.rows import expand_batch
-    from engine.search.core import backup, gather, params, split, steps, stoppers, tree, view
+    from engine.search.core import backup, gather, params, steps, stoppers, tree, view
     from engine.search.params import from_options
     from engine.search.state import NNCache
     from engine.search.worker import network_heads
@@ -87,17 +88,6 @@ def compile_the_rest() -> None:
     steps.cached_slot(rows, 0, -1, packed, cache)
     expand_batch(batch.masks, batch.values, batch.planes, 0, 0)
     gather.encode_requests(batch.req, batch.window, 1, 0, batch.masks, batch.values, 0, 0)
-    crew = split.new_crew(1, 8, 8)
-    walk = gather.Walk(
-        np.zeros((8, FIELDS), np.uint64),
-        np.zeros(5, np.int64),
-        np.zeros(2),
-        np.zeros(0, np.uint8),
-        np.zeros(1, np.uint8),
-        np.zeros(1, np.int64),
-        crew.control,
-    )
-    split.helper(t, packed, cache, batch, walk, crew, 1, 1)  # no gather open: returns at once
 
 
 def _start_helper() -> subprocess.Popen | None:
@@ -117,12 +107,23 @@ def _start_helper() -> subprocess.Popen | None:
         return None  # this process compiles everything itself
 
 
-def cache_is_warm() -> bool:
-    """Whether numba's cache holds the search's entry points (a quick look for its index)."""
+ENTRY = "minibatch.gather"
+SHARED_ENTRY = "minibatch.gather_shared"
+"""The compiled entry points whose index in numba's cache says the warm-up's functions are
+there (:func:`warm_up`'s, :func:`warm_up_shared`'s)."""
+
+
+def cache_is_warm(entry: str = ENTRY) -> bool:
+    """Whether numba's cache holds ``entry`` (a quick look for its index)."""
     from engine.compiled_cache import configure
 
     folder = configure()
-    return folder.is_dir() and any(folder.rglob("minibatch.gather-*.nbi"))
+    return folder.is_dir() and any(folder.rglob(f"{entry}-*.nbi"))
+
+
+def shared_is_done() -> bool:
+    """Whether this process has made the helper threads' gathering ready."""
+    return _shared_done.is_set()
 
 
 def is_done() -> bool:
@@ -148,6 +149,27 @@ def warm_up() -> None:
                     helper.kill()
                     helper.wait()
         _done.set()
+
+
+def warm_up_shared() -> None:
+    """Make the gathering with helper threads ready too (option TaskWorkers above 0: its
+    compiled functions are not in :func:`warm_up`'s, which every search needs): a small search
+    with one helper (once a process; thread-safe)."""
+    if _shared_done.is_set():
+        return
+    with _lock:
+        if _shared_done.is_set():
+            return
+        from engine.search.search import Search
+
+        options = {"SmartPruningFactor": 0.0, "MinibatchSize": 64, "TaskWorkers": 1}
+        search = Search(_Instant(), from_options(options))
+        try:
+            search.set_position(chess.Board())
+            search.run(Limit(nodes=300))
+        finally:
+            search.close()
+        _shared_done.set()
 
 
 def _warm_up_search() -> None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from engine.search.search import Search
 
 gather_minibatch = direct(cminibatch.gather)
+gather_shared = direct(cminibatch.gather_shared)
 expand_and_backup = direct(cbackup.expand_and_backup)
 expand_planes = direct(expand_batch)
 encode_planes = direct(cgather.encode_requests)
@@ -122,12 +123,13 @@ class SearchWorker:
         state, owner = self.state, self.owner
         tree, packed, cache = state.tree, owner.packed, owner.cache.arrays
         gatherers = owner.gatherers_for(self.params.task_workers, len(batch.req))
+        if not gatherers.helpers or limits[0] < csplit.MIN_SHARED_VISITS:
+            gather_minibatch(tree, packed, state.counters, cache, batch, walk, *limits)
+            return
         walk = walk._replace(shared=gatherers.crew.control)
-        shared = gatherers.helpers and limits[0] >= csplit.MIN_SHARED_VISITS
-        gen = gatherers.start(tree, packed, cache, batch, walk) if shared else 0
-        gather_minibatch(
-            tree, packed, state.counters, cache, batch, walk, *limits, gatherers.crew, gen
-        )
+        gen = gatherers.start(tree, packed, cache, batch, walk)
+        crew = gatherers.crew
+        gather_shared(tree, packed, state.counters, cache, batch, walk, *limits, crew, gen)
 
     def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> Future:
         """The batch's first ``n`` positions handed to an evaluation thread; the future wakes

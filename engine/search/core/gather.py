@@ -138,7 +138,7 @@ BACK_UP, CACHE_HIT, CANCEL = range(3)
 Batch = namedtuple(
     "Batch",
     "req rows window moves indices masks values planes sorted_moves priors coll meta stack "
-    "frames frame_meta pick_values pick_order deferred order",
+    "frames frame_meta pick_values pick_order order",
 )
 """A minibatch being gathered. req: REQUEST records, one a request: node (-1: prefetched, for
 the cache only), key (NN-cache key), depth, count of legal moves, tb (a tablebase candidate:
@@ -151,11 +151,9 @@ masks uint64 [B, 112] and values float32 [B, 112]: each request's input planes a
 them (engine/encoding/rows.py); planes float32 [B, 112, 8, 8]: the same expanded, written by
 the evaluation thread for a network that takes float planes; sorted_moves int32 / priors
 uint16 [B, MAX_MOVES]: each request's moves by decreasing prior and the priors (written by the
-evaluation thread from the network's policy); coll: COLLISION records; meta int64 [9]:
+evaluation thread from the network's policy); coll: COLLISION records; meta int64 [META]:
 requests, collisions, collision events, out-of-order backups, out of room (nodes or edges ran
-short: reserve more), and for a gatherer beside others (engine/search/core/split.py): whether
-it defers its changes above its subtree, how many it deferred (``deferred``, DEFERRED records),
-and the nodes and edges it may still add.
+short: reserve more).
 Scratch space of the phases, allocated once: stack int64 [3, STACK] (selection); frames
 (FRAME records [levels, MAX_MOVES]) and frame_meta int64 [levels, 6] (prefetch: node, depth,
 budget left, spent, children kept, next child); pick_values float64 [5, MAX_MOVES] (a node's
@@ -165,13 +163,12 @@ selection made them (rows made by gatherers beside each other are not), in which
 answers are backed up."""
 STACK = 4096
 PREFETCH_LEVELS = 64
-REQUESTS, COLLISIONS, EVENTS, OUT_OF_ORDER_DONE, NO_ROOM, DEFER, DEFERRED_OPS = range(7)
-NODE_ROOM, EDGE_ROOM = 7, 8
-META = 9
-ROW_NEXT, ROW_END, RANK = 9, 10, 11
-"""A gatherer's own counts past the batch's META (engine/search/core/split.py): the next row of
-its block of the batch's rows, the block's end, and the rank of its subtree's first request
-(``req.rank``)."""
+REQUESTS, COLLISIONS, EVENTS, OUT_OF_ORDER_DONE, NO_ROOM = range(5)
+META = 5
+DEFERRED_OPS, NODE_ROOM, EDGE_ROOM, ROW_NEXT, ROW_END, RANK = range(META, META + 6)
+"""A gatherer's own counts past the batch's META (engine/search/core/split.py): the changes it
+deferred, the nodes and edges it may still add, the next row of its block of the batch's rows,
+the block's end, and the rank of its subtree's first request (``req.rank``)."""
 ROW_BLOCK = 16
 """Rows a gatherer beside others takes at a time: fewer trips to the shared count, and its
 requests' rows together rather than interleaved with another's in the same cache lines."""
@@ -216,7 +213,6 @@ def new_batch(size: int, spare: int = 0) -> Batch:
         np.zeros((PREFETCH_LEVELS, 6), np.int64),
         np.zeros((5, MAX_MOVES), np.float64),
         np.zeros((4, MAX_MOVES), np.int64),
-        np.zeros(rows + 8, DEFERRED),
         np.arange(rows, dtype=np.int64),
     )
 
@@ -399,30 +395,29 @@ def cache_key(hist, row, reps, history):
 
 
 @njit(cache=True)
-def _defer(batch, what, node, k, depth, slot, wl, d, m):
+def _defer(batch, ops, what, node, k, depth, slot, wl, d, m):
     i = batch.meta[DEFERRED_OPS]
-    ops = batch.deferred
     ops.what[i], ops.node[i], ops.k[i], ops.depth[i], ops.slot[i] = what, node, k, depth, slot
     ops.wl[i], ops.d[i], ops.m[i] = wl, d, m
     batch.meta[DEFERRED_OPS] = i + 1
 
 
 @njit(cache=True)
-def _back_up(tree, params, counters, batch, node, k, wl, d, m, depth):
+def _back_up(tree, params, counters, batch, ops, node, k, wl, d, m, depth):
     """``k`` visits of a terminal's value backed up from ``node``, now or, for a gatherer
     beside others, once they are done (the path above its subtree is shared)."""
-    if batch.meta[DEFER]:
-        _defer(batch, BACK_UP, node, k, depth, -1, wl, d, m)
+    if ops is not None:
+        _defer(batch, ops, BACK_UP, node, k, depth, -1, wl, d, m)
     else:
         backup(tree, params, counters, I(node), I(k), F(wl), F(d), F(m), I(depth))
     batch.meta[OUT_OF_ORDER_DONE] += 1
 
 
 @njit(cache=True)
-def _cancel(tree, batch, node, k):
+def _cancel(tree, batch, ops, node, k):
     """``k`` visits out of flight from ``node`` up (deferred as :func:`_back_up`)."""
-    if batch.meta[DEFER]:
-        _defer(batch, CANCEL, node, k, 0, -1, 0.0, 0.0, 0.0)
+    if ops is not None:
+        _defer(batch, ops, CANCEL, node, k, 0, -1, 0.0, 0.0, 0.0)
     else:
         cancel(tree, I(node), I(k))
     batch.meta[NO_ROOM] = 1
@@ -455,12 +450,12 @@ def expand_cached(tree, params, counters, cache, node, depth, slot, moves, prior
 
 
 @njit(cache=True)
-def _row(batch, walk):
+def _row(batch, walk, ops):
     """The batch row of a leaf that may become a request: the next one, or for a gatherer
     beside others the next of its block of the rows they share (taken atomically,
     :data:`ROW_BLOCK` at a time; see :func:`_unused`)."""
     meta = batch.meta
-    if not meta[DEFER]:
+    if ops is None:
         return meta[REQUESTS]
     if meta[ROW_NEXT] >= meta[ROW_END]:
         meta[ROW_NEXT] = fetch_add(walk.shared, ROWS, ROW_BLOCK)
@@ -470,20 +465,21 @@ def _row(batch, walk):
 
 
 @njit(cache=True)
-def _unused(batch, r):
+def _unused(batch, ops, r):
     """Row ``r`` from :func:`_row` stays no request: a gatherer beside others leaves it as a
     hole, filled when the round's rows are merged."""
-    if r >= 0 and batch.meta[DEFER]:
-        batch.req.node[r] = HOLE
+    if ops is not None:
+        if r >= 0:
+            batch.req.node[r] = HOLE
 
 
 @njit(cache=True)
-def _terminal(tree, params, counters, batch, node, k, kind, wl, m, depth):
+def _terminal(tree, params, counters, batch, ops, node, k, kind, wl, m, depth):
     tree.nodes.kind[node] = kind
     tree.nodes.t_wl[node] = wl
     tree.nodes.t_d[node] = 1.0 - abs(wl)
     tree.nodes.t_m[node] = m
-    _back_up(tree, params, counters, batch, node, k, wl, 1.0 - abs(wl), m, depth)
+    _back_up(tree, params, counters, batch, ops, node, k, wl, 1.0 - abs(wl), m, depth)
 
 
 @njit(cache=True)
@@ -519,7 +515,7 @@ def encode_requests(req, window, fmt, fill, masks, values, start, n):
 
 
 @njit(cache=True, **UNCOUNTED)
-def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
+def leaf(tree, params, counters, cache, batch, walk, ops, node, k, depth):
     """An unexpanded node received ``k`` visits: a collision, a terminal, a cache hit or a
     new request."""
     if tree.nodes.status[node] & PENDING:
@@ -531,23 +527,25 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     reps, first = repetitions(walk.hist, row)
     key = cache_key(walk.hist, row, reps, np.int64(params[CACHE_HISTORY]))
     slot = lookup(cache, key)
-    defer = batch.meta[DEFER] != 0
-    r = _row(batch, walk) if slot < 0 or not defer else -1
+    r = -1
+    if ops is None:
+        r = _row(batch, walk, ops)
+    elif slot < 0:
+        r = _row(batch, walk, ops)
     count = -1
     if slot < 0:
         count = legal_moves(pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r])
         if count == 0:
             wl = 1.0 if in_check(pos) else 0.0
-            _unused(batch, r)
-            _terminal(
-                tree, params, counters, batch, node, k, MATE if wl else STALEMATE, wl, 0.0, depth
-            )
+            _unused(batch, ops, r)
+            kind = MATE if wl else STALEMATE
+            _terminal(tree, params, counters, batch, ops, node, k, kind, wl, 0.0, depth)
             return
     if depth > 0:
         kind, m = _drawn(params, pos, reps, row - first, depth)
         if kind != NONE:
-            _unused(batch, r)
-            _terminal(tree, params, counters, batch, node, k, kind, 0.0, m, depth)
+            _unused(batch, ops, r)
+            _terminal(tree, params, counters, batch, ops, node, k, kind, 0.0, m, depth)
             return
     counters[MAX_DEPTH] = max(counters[MAX_DEPTH], depth)
     tb = (
@@ -557,21 +555,21 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         and pos[RULE50] == 0
         and popcount(pos[0] | pos[1]) <= walk.info[TB_PIECES]
     )
-    if defer:
+    if ops is not None:
         room = batch.meta[EDGE_ROOM] >= MAX_MOVES
     else:
         room = tree.count[1] + MAX_MOVES <= tree.edges.move.shape[0]
     if slot >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
-        if defer:
+        if ops is not None:
             batch.meta[EDGE_ROOM] -= MAX_MOVES
-            _defer(batch, CACHE_HIT, node, 1, depth, slot, 0.0, 0.0, 0.0)
+            _defer(batch, ops, CACHE_HIT, node, 1, depth, slot, 0.0, 0.0, 0.0)
         else:  # row r is not a request yet: its moves and priors are free room
             expand_cached(tree, params, counters, cache, node, depth, slot, batch.moves[r],
                           batch.priors[r])  # fmt: skip
         batch.meta[OUT_OF_ORDER_DONE] += 1
     else:
         if r < 0:
-            r = _row(batch, walk)
+            r = _row(batch, walk, ops)
         if count < 0:
             count = legal_moves(
                 pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r]
@@ -587,7 +585,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
             walk.hist, row, fmt, walk.info[FILL], batch.window[r], batch.masks[r], batch.values[r]
         )
         tree.nodes.status[node] |= PENDING
-        if defer:
+        if ops is not None:
             batch.req.rank[r] = batch.meta[RANK] + batch.meta[REQUESTS]
             batch.meta[REQUESTS] += 1
         else:
@@ -600,17 +598,16 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
 @njit(cache=True, **UNCOUNTED)
 def select(tree, params, counters, cache, batch, walk, visits):
     """Distribute ``visits`` from the root (node 0) down the tree by PUCT."""
-    descend(tree, params, counters, cache, batch, walk, I(0), I(visits), I(0))
+    descend(tree, params, counters, cache, batch, walk, None, I(0), I(visits), I(0))
 
 
 @njit(cache=True, **UNCOUNTED)
-def descend(tree, params, counters, cache, batch, walk, start, visits, start_depth):
+def descend(tree, params, counters, cache, batch, walk, ops, start, visits, start_depth):
     """Distribute ``visits`` from node ``start`` (``start_depth`` plies below the root; the
     rows of its ancestors are in ``walk.hist``) down its subtree by PUCT."""
     hist = walk.hist
     base = walk.info[GAME_LEN] - 1
     cap = tree.nodes.parent.shape[0]
-    defer = batch.meta[DEFER] != 0
     stack_node, stack_k, stack_depth = batch.stack[0], batch.stack[1], batch.stack[2]
     stack_node[0], stack_k[0], stack_depth[0] = start, visits, start_depth
     top = 1
@@ -622,16 +619,18 @@ def descend(tree, params, counters, cache, batch, walk, start, visits, start_dep
         node, k, depth = stack_node[top], stack_k[top], stack_depth[top]
         if node != 0:
             if base + depth >= hist.shape[0]:
-                _cancel(tree, batch, node, k)  # deeper than the history buffer: the caller grows it
+                _cancel(
+                    tree, batch, ops, node, k
+                )  # deeper than the history buffer: the caller grows it
                 continue
             move = I(tree.edges.move[tree.nodes.pedge[node]])
             make_move(hist[base + depth - 1], move, hist[base + depth])
             if tree.nodes.kind[node] != NONE:
                 wl, d, m = tree.nodes.t_wl[node], tree.nodes.t_d[node], tree.nodes.t_m[node]
-                _back_up(tree, params, counters, batch, node, k, wl, d, m, depth)
+                _back_up(tree, params, counters, batch, ops, node, k, wl, d, m, depth)
                 continue
         if tree.nodes.nedges[node] == 0:
-            leaf(tree, params, counters, cache, batch, walk, node, k, depth)
+            leaf(tree, params, counters, cache, batch, walk, ops, node, k, depth)
             continue
         at_root = node == 0
         masked = at_root and use_filter
@@ -647,14 +646,18 @@ def descend(tree, params, counters, cache, batch, walk, start, visits, start_dep
                 tree.nodes.touched[node] = j + 1
             c = tree.edges.child[f + j]
             if c < 0:
-                full = batch.meta[NODE_ROOM] <= 0 if defer else tree.count[0] >= cap
+                if ops is not None:
+                    full = batch.meta[NODE_ROOM] <= 0
+                else:
+                    full = tree.count[0] >= cap
                 if full or top >= stack_node.shape[0]:
-                    _cancel(tree, batch, node, cnt)
+                    _cancel(tree, batch, ops, node, cnt)
                     continue
-                batch.meta[NODE_ROOM] -= 1
+                if ops is not None:
+                    batch.meta[NODE_ROOM] -= 1
                 c = new_node(tree, node, f + j)
             elif top >= stack_node.shape[0]:
-                _cancel(tree, batch, node, cnt)
+                _cancel(tree, batch, ops, node, cnt)
                 continue
             tree.nodes.nif[c] += cnt
             stack_node[top], stack_k[top], stack_depth[top] = c, cnt, depth + 1

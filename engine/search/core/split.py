@@ -43,7 +43,6 @@ from .gather import (
     CACHE_HIT,
     COLLISION,
     COLLISIONS,
-    DEFER,
     DEFERRED,
     DEFERRED_OPS,
     EDGE_ROOM,
@@ -162,7 +161,6 @@ def shared_round(tree, params, counters, cache, batch, walk, want, crew, gen, nu
     control[FREE_NODES] = tree.nodes.parent.shape[0] - tree.count[0]
     control[FREE_EDGES] = tree.edges.move.shape[0] - tree.count[1]
     crew.meta[:, :] = 0
-    crew.meta[:, DEFER] = 1
     crew.counters[:, :] = 0
     word = (gen << 32) | number
     store(control, ROUND, word)
@@ -196,7 +194,9 @@ def copy_game(walk, crew):
     """The game's rows into each helper's history rows."""
     game = walk.info[GAME_LEN]
     for g in range(1, crew.hist.shape[0]):
-        crew.hist[g, :game, :] = walk.hist[:game, :]
+        for row in range(game):  # loops: a slice assignment costs seconds of compilation
+            for f in range(FIELDS):
+                crew.hist[g, row, f] = walk.hist[row, f]
 
 
 @njit(cache=True, **UNCOUNTED)
@@ -288,8 +288,9 @@ def _take_tasks(tree, params, cache, batch, walk, crew, g):
         batch.req, batch.rows, batch.window, batch.moves, batch.indices, batch.masks,
         batch.values, batch.planes, batch.sorted_moves, batch.priors, crew.coll[g], meta,
         crew.stack[g], batch.frames, batch.frame_meta, crew.pick_values[g], crew.pick_order[g],
-        crew.deferred[g], batch.order,
+        batch.order,
     )  # fmt: skip
+    ops = crew.deferred[g]
     while True:
         pos = fetch_add(control, CURSOR, 1)
         if pos >= n:
@@ -307,7 +308,7 @@ def _take_tasks(tree, params, cache, batch, walk, crew, g):
         meta[REQUESTS], meta[RANK] = 0, tasks[i, PLACE] << 16
         node, depth = tasks[i, NODE], tasks[i, DEPTH]
         _path_rows(tree, own, crew.stack[g, 0], node, depth)
-        descend(tree, params, crew.counters[g], cache, sub, own, I(node), I(k), I(depth))
+        descend(tree, params, crew.counters[g], cache, sub, own, ops, I(node), I(k), I(depth))
         tasks[i, BY], tasks[i, OPS_END], tasks[i, MADE] = g, meta[DEFERRED_OPS], meta[REQUESTS]
 
 
@@ -377,7 +378,9 @@ def _move_row(batch, src, dst):
     batch.req[dst] = batch.req[src]
     for f in range(batch.rows.shape[1]):
         batch.rows[dst, f] = batch.rows[src, f]
-    batch.window[dst, :, :] = batch.window[src, :, :]
+    for s in range(batch.window.shape[1]):
+        for f in range(batch.window.shape[2]):
+            batch.window[dst, s, f] = batch.window[src, s, f]
     for j in range(batch.moves.shape[1]):
         batch.moves[dst, j] = batch.moves[src, j]
         batch.indices[dst, j] = batch.indices[src, j]

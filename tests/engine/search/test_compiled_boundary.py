@@ -37,6 +37,7 @@ def test_the_search_module_calls_its_compiled_entry_points_directly():
     wrapped = _wrapped_in_search_module()
     assert wrapped == {
         "gather_minibatch": minibatch.gather,
+        "gather_shared": minibatch.gather_shared,
         "expand_and_backup": backup.expand_and_backup,
         "expand_planes": rows.expand_batch,
         "encode_planes": gather.encode_requests,
@@ -84,7 +85,8 @@ def test_every_direct_entry_point_keeps_exactly_one_signature(monkeypatch, make_
     for call, dispatcher in calls.WRAPPED:
         # The helpers' gathering runs only with task workers (and may have in an earlier test).
         unused_ok = (packed and dispatcher is rows.expand_batch) or (
-            not options.get("TaskWorkers") and dispatcher is gatherers_module.split.helper
+            not options.get("TaskWorkers")
+            and dispatcher in (gatherers_module.split.helper, minibatch.gather_shared)
         )
         expected = (0, 1) if unused_ok else (1,)
         assert len(dispatcher.signatures) in expected, (call.__name__, dispatcher.signatures)
