@@ -20,6 +20,7 @@ import chess
 import pytest
 
 from engine import options as opts
+from engine.search import warmup
 from option_harness import Reply, Session, top_share, visited_moves
 
 EFFECTS: dict[str, list[str]] = {}
@@ -652,6 +653,8 @@ def test_task_workers_gather_on_threads_of_their_own_and_search_the_same():
     alone = search("go nodes 800", MinibatchSize=64)
     session = Session(MinibatchSize=64, TaskWorkers=2)
     try:
+        assert "readyok" in session.send("isready")
+        assert warmup.shared_is_done()  # made ready at isready, not in the first go's time
         shared = session.go("go nodes 800")
         helpers = [t for t in threading.enumerate() if t.name.startswith("gather")]
         assert len(helpers) == 2
