@@ -83,6 +83,7 @@ from .tree import (
     TWOFOLD,
     expand,
     new_node,
+    new_node_shared,
     prior,
 )
 from .tree import (
@@ -655,7 +656,9 @@ def descend(tree, params, counters, cache, batch, walk, ops, start, visits, star
                     continue
                 if ops is not None:
                     batch.meta[NODE_ROOM] -= 1
-                c = new_node(tree, node, f + j)
+                    c = new_node_shared(tree, node, f + j)
+                else:
+                    c = new_node(tree, node, f + j)
             elif top >= stack_node.shape[0]:
                 _cancel(tree, batch, ops, node, cnt)
                 continue

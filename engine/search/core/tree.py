@@ -175,9 +175,21 @@ def memory_bytes(tree: Tree) -> int:
 @njit(cache=True)
 def new_node(tree, parent, pedge):
     """A fresh node below edge ``pedge`` of ``parent`` (-1 for a root); returns its index.
-    The caller has reserved room. The count is taken atomically: gatherers beside each other
-    make nodes at once (engine/search/core/split.py)."""
-    i = fetch_add(tree.count, NODES, 1)
+    The caller has reserved room."""
+    i = tree.count[NODES]
+    tree.count[NODES] = i + 1
+    return _fresh(tree, i, parent, pedge)
+
+
+@njit(cache=True)
+def new_node_shared(tree, parent, pedge):
+    """:func:`new_node` for gatherers beside each other (engine/search/core/split.py), which
+    make nodes at once: the count taken atomically."""
+    return _fresh(tree, fetch_add(tree.count, NODES, 1), parent, pedge)
+
+
+@njit(cache=True)
+def _fresh(tree, i, parent, pedge):
     tree.nodes.parent[i] = parent
     tree.nodes.pedge[i] = pedge
     tree.nodes.n[i] = 0
