@@ -84,9 +84,13 @@ def test_every_direct_entry_point_keeps_exactly_one_signature(monkeypatch, make_
     packed = network.attributes().packed_input
     for call, dispatcher in calls.WRAPPED:
         # The helpers' gathering runs only with task workers (and may have in an earlier test).
-        unused_ok = (packed and dispatcher is rows.expand_batch) or (
-            not options.get("TaskWorkers")
-            and dispatcher in (gatherers_module.split.helper, minibatch.gather_shared)
+        # A search with task workers gathers each minibatch with them (the one-thread gather may
+        # be unused in its process), one without never does.
+        shared_only = (gatherers_module.split.helper, minibatch.gather_shared)
+        unused_ok = (
+            (packed and dispatcher is rows.expand_batch)
+            or (not options.get("TaskWorkers") and dispatcher in shared_only)
+            or (bool(options.get("TaskWorkers")) and dispatcher is minibatch.gather)
         )
         expected = (0, 1) if unused_ok else (1,)
         assert len(dispatcher.signatures) in expected, (call.__name__, dispatcher.signatures)
