@@ -265,7 +265,8 @@ SAME_PROCESS = {
     "tests/engine/search/test_gatherers.py": "task-workers",
     "tests/engine/search/test_compiled_boundary.py::test_every_direct_entry_point_keeps_exactly_"
     "one_signature[random-task-workers]": "task-workers",
-    "tests/engine/search/test_compiled_boundary.py::test_a_search_frees": "task-workers",
+    "tests/engine/search/test_compiled_boundary.py::test_a_search_frees_every_compiled_"
+    "allocation[shared]": "task-workers",
     "tests/engine/test_option_effects.py::test_task_workers": "task-workers",
 }
 """Tests that share what a process compiled (session or module fixtures, JAX's in-process

@@ -65,7 +65,7 @@ def _searches(network, **options) -> None:
         (RandomNetwork, {}),
         (RandomNetwork, {"Threads": 2, "MinibatchSize": 16}),
         (_Instant, {"OutOfOrderEval": False}),
-        (RandomNetwork, {"TaskWorkers": 1, "MinibatchSize": 64}),
+        pytest.param(RandomNetwork, {"TaskWorkers": 1, "MinibatchSize": 64}, marks=pytest.mark.slow),
     ],
     ids=["random", "random-2-threads", "warm-up-network", "random-task-workers"],
 )
@@ -97,7 +97,7 @@ def test_every_direct_entry_point_keeps_exactly_one_signature(monkeypatch, make_
 
 
 NRT_BALANCE = """
-import gc, json, chess
+import gc, json, sys, chess
 from numba.core.runtime import rtsys
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
@@ -110,11 +110,12 @@ def searches():
     search.set_position(board)  # tree reuse
     search.run(Limit(nodes=2000))
     search.close()
-    shared = Search(net, from_options({"SmartPruningFactor": 0.0, "MinibatchSize": 128,
-                                       "TaskWorkers": 1}))
-    shared.set_position(board)
-    shared.run(Limit(nodes=3000))
-    shared.close()
+    if "shared" in sys.argv:  # with task workers (core/split.py) too
+        shared = Search(net, from_options({"SmartPruningFactor": 0.0, "MinibatchSize": 128,
+                                           "TaskWorkers": 1}))
+        shared.set_position(board)
+        shared.run(Limit(nodes=3000))
+        shared.close()
 searches(); gc.collect()  # anything made once a process
 before = rtsys.get_allocation_stats()
 searches(); gc.collect()
@@ -130,9 +131,14 @@ print(json.dumps([after.alloc - before.alloc, after.free - before.free,
 """
 
 
-def test_a_search_frees_every_compiled_allocation():
+@pytest.mark.parametrize(
+    "mode",
+    ["alone", pytest.param("shared", marks=pytest.mark.slow)],  # shared: with a task worker
+)
+def test_a_search_frees_every_compiled_allocation(mode):
     """Selection runs without numba's reference counts (core/gather.py): what the compiled
-    functions allocate over two searches (tree reuse included) is all freed once they end."""
+    functions allocate over two searches (tree reuse included) is all freed once they end;
+    with a task worker gathering beside the search thread too (core/split.py)."""
     import json
     import os
     import subprocess
@@ -141,8 +147,8 @@ def test_a_search_frees_every_compiled_allocation():
     from conftest import REPO_ROOT
 
     env = dict(os.environ, NUMBA_NRT_STATS="1", PYTHONPATH=str(REPO_ROOT))
-    out = subprocess.run([sys.executable, "-c", NRT_BALANCE], env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", NRT_BALANCE, mode], env=env,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     alloc, free, mi_alloc, mi_free, held = json.loads(out.stdout.strip().splitlines()[-1])
     assert alloc > 0 and mi_alloc > 0  # the searches do allocate: the balance means something

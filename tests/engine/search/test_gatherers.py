@@ -27,6 +27,8 @@ FENS = (
 )
 OPTIONS = {"SmartPruningFactor": 0.0, "MinibatchSize": 128}
 
+pytestmark = pytest.mark.slow  # the gathering with helpers compiles apart: ~25 s of CPU (README)
+
 
 @pytest.fixture(scope="module")
 def network():
