@@ -597,6 +597,44 @@ def leaf(tree, params, counters, cache, batch, walk, ops, node, k, depth):
 
 # ----------------------------------------------------------------------------- selection
 @njit(cache=True, **UNCOUNTED)
+def share_visits(tree, params, batch, walk, node, k, depth):
+    """``k`` visits of the expanded ``node`` (``depth`` plies below the root) shared among its
+    children by PUCT (:func:`_assign`, over the children that can get any: the root filter's at
+    the root, else those visited and the next ``k + 1``); returns how many children got visits,
+    written into ``batch.pick_order`` (GIVEN_CHILD, GIVEN_K), and marks them touched."""
+    at_root = node == 0
+    masked = at_root and walk.root_filter.shape[0] > 0
+    nedges = tree.nodes.nedges[node]
+    width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
+    qm, pu, scratch = batch.pick_values[0], batch.pick_values[1], batch.pick_values[2:]
+    order = batch.pick_order
+    child_scores(tree, params, I(node), at_root, walk.draw_scores[depth & 1], I(width), qm, pu)
+    given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, scratch, order)
+    for g in range(given):
+        if order[GIVEN_CHILD, g] + 1 > tree.nodes.touched[node]:
+            tree.nodes.touched[node] = order[GIVEN_CHILD, g] + 1
+    return given
+
+
+@njit(cache=True)
+def move_request(batch, src, dst):
+    """Request row ``src`` copied into row ``dst`` (loops: a slice assignment costs seconds of
+    compilation)."""
+    batch.req[dst] = batch.req[src]
+    for f in range(batch.rows.shape[1]):
+        batch.rows[dst, f] = batch.rows[src, f]
+    for s in range(batch.window.shape[1]):
+        for f in range(batch.window.shape[2]):
+            batch.window[dst, s, f] = batch.window[src, s, f]
+    for j in range(batch.moves.shape[1]):
+        batch.moves[dst, j] = batch.moves[src, j]
+        batch.indices[dst, j] = batch.indices[src, j]
+    for p in range(batch.masks.shape[1]):
+        batch.masks[dst, p] = batch.masks[src, p]
+        batch.values[dst, p] = batch.values[src, p]
+
+
+@njit(cache=True, **UNCOUNTED)
 def select(tree, params, counters, cache, batch, walk, visits):
     """Distribute ``visits`` from the root (node 0) down the tree by PUCT."""
     descend(tree, params, counters, cache, batch, walk, None, I(0), I(visits), I(0))
@@ -612,17 +650,13 @@ def descend(tree, params, counters, cache, batch, walk, ops, start, visits, star
     stack_node, stack_k, stack_depth = batch.stack[0], batch.stack[1], batch.stack[2]
     stack_node[0], stack_k[0], stack_depth[0] = start, visits, start_depth
     top = 1
-    qm, pu, scratch = batch.pick_values[0], batch.pick_values[1], batch.pick_values[2:]
     order = batch.pick_order
-    use_filter = walk.root_filter.shape[0] > 0
     while top > 0:
         top -= 1
         node, k, depth = stack_node[top], stack_k[top], stack_depth[top]
         if node != 0:
-            if base + depth >= hist.shape[0]:
-                _cancel(
-                    tree, batch, ops, node, k
-                )  # deeper than the history buffer: the caller grows it
+            if base + depth >= hist.shape[0]:  # deeper than the history: the caller grows it
+                _cancel(tree, batch, ops, node, k)
                 continue
             move = I(tree.edges.move[tree.nodes.pedge[node]])
             make_move(hist[base + depth - 1], move, hist[base + depth])
@@ -633,18 +667,10 @@ def descend(tree, params, counters, cache, batch, walk, ops, start, visits, star
         if tree.nodes.nedges[node] == 0:
             leaf(tree, params, counters, cache, batch, walk, ops, node, k, depth)
             continue
-        at_root = node == 0
-        masked = at_root and use_filter
-        nedges = tree.nodes.nedges[node]
-        width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
-        child_scores(tree, params, I(node), at_root, walk.draw_scores[depth & 1], I(width), qm, pu)
-        mask = walk.root_filter
-        given = _assign(tree, node, qm, pu, width, k, mask, masked, scratch, order)
+        given = share_visits(tree, params, batch, walk, node, k, depth)
         f = tree.nodes.first[node]
         for g in range(given):
             j, cnt = order[GIVEN_CHILD, g], order[GIVEN_K, g]
-            if j + 1 > tree.nodes.touched[node]:
-                tree.nodes.touched[node] = j + 1
             c = tree.edges.child[f + j]
             if c < 0:
                 if ops is not None:

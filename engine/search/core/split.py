@@ -63,10 +63,10 @@ from .gather import (
     STACK,
     Batch,
     Walk,
-    _assign,
-    child_scores,
     descend,
     expand_cached,
+    move_request,
+    share_visits,
 )
 from .tree import LINE_BYTES, NONE, new_node, records
 
@@ -221,9 +221,7 @@ def split(tree, params, batch, walk, visits, crew):
     n = 1
     most = max(MIN_TASK_VISITS, visits // (2 * crew.meta.shape[0]))
     cap = tree.nodes.parent.shape[0]
-    qm, pu, scratch = batch.pick_values[0], batch.pick_values[1], batch.pick_values[2:]
     order = batch.pick_order
-    use_filter = walk.root_filter.shape[0] > 0
     while True:
         best, top = -1, most
         for i in range(n):
@@ -234,20 +232,13 @@ def split(tree, params, batch, walk, visits, crew):
             break
         node, k, depth = tasks[best, NODE], tasks[best, VISITS], tasks[best, DEPTH]
         key, shift = tasks[best, KEY], 8 * (SPLIT_LEVELS - 1 - depth)
-        at_root = node == 0
-        masked = at_root and use_filter
-        nedges = tree.nodes.nedges[node]
-        width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
-        if n + width > MAX_TASKS:
+        if n + tree.nodes.nedges[node] > MAX_TASKS:
             break
-        child_scores(tree, params, I(node), at_root, walk.draw_scores[depth & 1], I(width), qm, pu)
-        given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, scratch, order)
+        given = share_visits(tree, params, batch, walk, node, k, depth)
         tasks[best, VISITS] = 0
         f = tree.nodes.first[node]
         for g in range(given):
             j, cnt = order[GIVEN_CHILD, g], order[GIVEN_K, g]
-            if j + 1 > tree.nodes.touched[node]:
-                tree.nodes.touched[node] = j + 1
             c = tree.edges.child[f + j]
             if c < 0:
                 if tree.count[0] >= cap:
@@ -344,7 +335,7 @@ def _merge(tree, params, counters, cache, batch, crew, n):
             hi -= 1
         if lo >= hi:
             break
-        _move_row(batch, hi, lo)
+        move_request(batch, hi, lo)
         lo, hi = lo + 1, hi - 1
     # The rows' order for the backups: the serial descent's (each request's rank: its
     # subtree's place, then its place in the subtree's requests).
@@ -371,22 +362,6 @@ def _merge(tree, params, counters, cache, batch, crew, n):
         if tasks[i, VISITS] > 0:
             _apply(tree, params, counters, cache, batch, crew.deferred[tasks[i, BY]],
                    tasks[i, OPS_START], tasks[i, OPS_END])  # fmt: skip
-
-
-@njit(cache=True)
-def _move_row(batch, src, dst):
-    batch.req[dst] = batch.req[src]
-    for f in range(batch.rows.shape[1]):
-        batch.rows[dst, f] = batch.rows[src, f]
-    for s in range(batch.window.shape[1]):
-        for f in range(batch.window.shape[2]):
-            batch.window[dst, s, f] = batch.window[src, s, f]
-    for j in range(batch.moves.shape[1]):
-        batch.moves[dst, j] = batch.moves[src, j]
-        batch.indices[dst, j] = batch.indices[src, j]
-    for p in range(batch.masks.shape[1]):
-        batch.masks[dst, p] = batch.masks[src, p]
-        batch.values[dst, p] = batch.values[src, p]
 
 
 @njit(cache=True)

@@ -12,7 +12,7 @@ from engine.board.repetition import repetitions
 
 from .backup import backup, cancel
 from .cache import lookup
-from .gather import cache_key
+from .gather import cache_key, move_request
 from .params import CACHE_HISTORY
 from .tree import NONE, PENDING, TABLEBASE, TWOFOLD, prior
 
@@ -71,18 +71,8 @@ def drop_request(batch, r, n):
             batch.order[out] = r if row == n - 1 else row
             out += 1
     batch.order[n - 1] = n - 1
-    last = n - 1
-    if r != last:
-        batch.req[r] = batch.req[last]
-        for f in range(batch.rows.shape[1]):
-            batch.rows[r, f] = batch.rows[last, f]
-        batch.window[r, :, :] = batch.window[last, :, :]
-        for j in range(batch.moves.shape[1]):
-            batch.moves[r, j] = batch.moves[last, j]
-            batch.indices[r, j] = batch.indices[last, j]
-        for p in range(batch.masks.shape[1]):
-            batch.masks[r, p] = batch.masks[last, p]
-            batch.values[r, p] = batch.values[last, p]
+    if r != n - 1:
+        move_request(batch, n - 1, r)
 
 
 @njit(cache=True)
