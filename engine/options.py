@@ -686,9 +686,10 @@ OPTIONS: tuple[Option, ...] = (
         "task-workers",
         "Helper threads that gather each minibatch with the search thread, as lc0's task "
         "workers: a gather's visits are shared from the root into disjoint subtrees, which the "
-        "threads descend at once (the same selection as one thread's). 0: the search thread "
-        "gathers alone, best where the cores are busy with the batches' workers (this default "
-        "suits two cores); on a host with idle cores and a fast accelerator, 1 to 4.",
+        "threads descend at once; the search is the same as one thread's, visit for visit. "
+        "0: the search thread gathers alone. Helpers need idle cores: on two cores they gained "
+        "nothing (docs/engine.md, 'Gathering on several threads'); measure with "
+        "bin/perf/gatherbench before setting it.",
         0,
         63,
         param="task_workers",
