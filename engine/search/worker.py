@@ -57,7 +57,8 @@ batch whose worker never ran), it goes first rather than never."""
 _ALL_MOVES = np.zeros(0, np.uint8)
 """The empty root filter: every root move may get visits."""
 _UNSHARED = np.zeros(1, np.int64)
-"""Walk.shared until the gather puts its gatherers' in."""
+"""Walk.shared, which only the shared rounds read (each gatherer's walk there holds the crew's
+control words: engine/search/core/split.py)."""
 
 
 class SearchWorker:
@@ -126,7 +127,6 @@ class SearchWorker:
         if not gatherers.helpers or limits[0] < csplit.MIN_SHARED_VISITS:
             gather_minibatch(tree, packed, state.counters, cache, batch, walk, *limits)
             return
-        walk = walk._replace(shared=gatherers.crew.control)
         gen = gatherers.start(tree, packed, cache, batch, walk)
         crew = gatherers.crew
         gather_shared(tree, packed, state.counters, cache, batch, walk, *limits, crew, gen)

@@ -660,10 +660,18 @@ def test_task_workers_gather_on_threads_of_their_own_and_search_the_same():
         helpers = [t for t in threading.enumerate() if t.name.startswith("gather")]
         assert len(helpers) == 2
         assert shared.visits == alone.visits and sum(alone.visits.values()) > 700
-        assert any(
-            "TaskWorkers: expected a value in [0, 63], got 64" in ln
-            for ln in session.send("setoption name TaskWorkers value 64")
-        )
+    finally:
+        session.close()
+
+
+def test_task_workers_out_of_its_range_is_refused_by_name():
+    session = Session()
+    try:
+        for value in (64, -1):
+            assert any(
+                f"TaskWorkers: expected a value in [0, 63], got {value}" in ln
+                for ln in session.send(f"setoption name TaskWorkers value {value}")
+            )
     finally:
         session.close()
 

@@ -469,9 +469,8 @@ def _row(batch, walk, ops):
 def _unused(batch, ops, r):
     """Row ``r`` from :func:`_row` stays no request: a gatherer beside others leaves it as a
     hole, filled when the round's rows are merged."""
-    if ops is not None:
-        if r >= 0:
-            batch.req.node[r] = HOLE
+    if ops is not None and r >= 0:
+        batch.req.node[r] = HOLE
 
 
 @njit(cache=True)
@@ -528,11 +527,8 @@ def leaf(tree, params, counters, cache, batch, walk, ops, node, k, depth):
     reps, first = repetitions(walk.hist, row)
     key = cache_key(walk.hist, row, reps, np.int64(params[CACHE_HISTORY]))
     slot = lookup(cache, key)
-    r = -1
-    if ops is None:
-        r = _row(batch, walk, ops)
-    elif slot < 0:
-        r = _row(batch, walk, ops)
+    # A row now where it is scratch for the legal moves (alone, the next row is always free).
+    r = _row(batch, walk, ops) if ops is None or slot < 0 else -1
     count = -1
     if slot < 0:
         count = legal_moves(pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r])
