@@ -64,8 +64,8 @@ def defer_until_a_compile() -> bool:
             with self._guard_against_spurious_io_errors():
                 return self._load_overload(sig, target_context)
 
-        cpu.CPUContext.load_additional_registries = load_additional_registries  # type: ignore[method-assign]
-        caching.Cache.load_overload = load_overload  # type: ignore[method-assign]
+        cpu.CPUContext.load_additional_registries = load_additional_registries
+        caching.Cache.load_overload = load_overload
         _state["patched"] = True
     return True
 

@@ -139,9 +139,10 @@ WARM_UP_DONE = "XLAZERO_TEST_WARM_UP_DONE"
 """Environment variable naming the file that says the search's and the random backend's numba
 functions are compiled."""
 WARM_UP_CODE = (
-    "import sys; from pathlib import Path; from engine.search.warmup import warm_up\n"
+    "import sys; from pathlib import Path\n"
+    "from engine.search.warmup import compile_the_rest, warm_up\n"
     "from engine.backends.random import RandomNetwork\n"
-    "try:\n    warm_up(); RandomNetwork(); Path(sys.argv[1]).write_text('ok')\n"
+    "try:\n    warm_up(); compile_the_rest(); RandomNetwork(); Path(sys.argv[1]).write_text('ok')\n"
     "except BaseException as exc:\n    Path(sys.argv[1]).write_text(f'failed: {exc!r}'); raise\n"
 )
 
@@ -171,9 +172,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _write_bytecode()
     if session.config.getoption("numprocesses", None) in (None, 0):
         from engine.backends.random import RandomNetwork
-        from engine.search.warmup import warm_up
+        from engine.search.warmup import compile_the_rest, warm_up
 
         warm_up()
+        compile_the_rest()  # what the warm-up's helper process compiles for an engine
         RandomNetwork()  # the random backend's compiled functions: most search tests run it
         return
     import tempfile
@@ -219,9 +221,8 @@ def _jax_has_gpu() -> bool:
 
 SLOW_FIRST = {
     # node id (or its start), seconds on a 2-core machine with a cold XLA cache
-    "tests/nets/training/test_train.py::test_resumed_run_equals_an_uninterrupted_one": 6,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_inside_games_with_tree_reuse": 15,
-    "tests/nets/training/test_train.py::test_a_new_run_can_start_from_a_weight_file": 3,
+    "tests/nets/training/test_train.py::test_a_new_run_can_start_from_a_weight_file": 5,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_heldout_random_positions": 13,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_shared_positions": 8,
     "tests/engine/search/test_search_maia.py::test_maia1900_nodes_one_plays_lc0_onnx_top_move": 7,

@@ -98,19 +98,19 @@ def _ctpop(typingctx, x):
 
 @njit(cache=True)
 def popcount(bb):
-    return np.int64(_ctpop(np.uint64(bb)))  # type: ignore[call-arg]  # numba intrinsic: numba passes its typing context
+    return np.int64(_ctpop(np.uint64(bb)))
 
 
 @njit(cache=True)
 def lsb(bb):
     """Lowest set square of a non-empty bitboard."""
-    return np.int64(trailing_zeros(np.uint64(bb)))  # type: ignore[call-arg]  # numba intrinsic: numba passes its typing context
+    return np.int64(trailing_zeros(np.uint64(bb)))
 
 
 @njit(cache=True)
 def msb(bb):
     """Highest set square of a non-empty bitboard."""
-    return np.int64(63 - leading_zeros(np.uint64(bb)))  # type: ignore[call-arg]  # numba intrinsic: numba passes its typing context
+    return np.int64(63 - leading_zeros(np.uint64(bb)))
 
 
 @njit(cache=True)

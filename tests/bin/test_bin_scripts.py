@@ -105,6 +105,7 @@ def test_every_script_prints_its_help():
     assert not failures and len(results) == len(SCRIPTS), failures
 
 
+@pytest.mark.slow  # a tool's further end-to-end run (README, "Where the suite's time goes")
 def test_backendbench_labels_rows_with_the_backend_opts_data_type():
     net = BIN.parent / "nets" / "untrained.onnx"
     out = subprocess.run([str(BIN / "perf" / "backendbench"), str(net), "--batch-sizes", "2", "--repeats", "1",

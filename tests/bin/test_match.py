@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import chess.pgn
-
+import pytest
 from conftest import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -81,6 +81,7 @@ for line in sys.stdin:
 """
 
 
+@pytest.mark.slow  # a tool's further end-to-end run (README, "Where the suite's time goes")
 def test_match_sets_uci_options_as_cutechess_does(tmp_path):
     script = tmp_path / "optioned.py"
     script.write_text(OPTION_ENGINE)

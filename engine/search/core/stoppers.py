@@ -202,7 +202,8 @@ def limit_reached(
     hint = math.inf
     first_eval = progress.first_eval_ms
     if limit.nodes is not None and params.smart_pruning_factor > 0.0:
-        hint = max(limit.nodes - root.visits, 0)
+        # A float always: the compiled root filter takes it, and an int would compile it twice.
+        hint = float(max(limit.nodes - root.visits, 0))
     if limit.nodes is not None and root.visits >= limit.nodes:
         return True, hint, first_eval
     if root.visits >= params.max_tree_nodes or time_up(limit, progress.elapsed_ms, root.visits):

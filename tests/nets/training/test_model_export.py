@@ -60,7 +60,8 @@ def exported(tiny_params, tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("name", ["tiny.pb.gz", "tiny.onnx"])
+@pytest.mark.parametrize(
+    "name", ["tiny.pb.gz", pytest.param("tiny.onnx", marks=pytest.mark.slow)])  # one in CI
 def test_exported_files_reproduce_the_jax_model(tiny_params, exported, name):
     planes = _planes(6, seed=5)
     policy, wdl_logits = (np.asarray(x) for x in forward(tiny_params, planes))
