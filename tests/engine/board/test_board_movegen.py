@@ -94,7 +94,7 @@ def test_make_move_and_perft_depth_2_equal_python_chess(positions):
         out = np.empty_like(pos)
         leaves = 0
         for m in moves:
-            make_move(pos, m, out)
+            make_move(pos, int(m), out)  # an int64 move, as the search passes it
             after = board.copy(stack=False)
             after.push(to_chess_move(m, board.chess960))
             want = from_chess_position(after)

@@ -249,7 +249,9 @@ def test_the_history_window_encodes_as_the_whole_history(random_games, fmt):
             code = FILL_CODES[HistoryFill(fill)]
             index, reps = take_window(game, len(game) - 1, window)
             encode_packed(game, len(game) - 1, fmt, code, masks[0], values[0])
-            encode_window(window, index, reps, fmt, code, masks[1], values[1])
+            # The search's own types (a request's int8 window index and uint8 repetitions):
+            # the machine code the search runs, loaded from the warm-up's cache.
+            encode_window(window, np.int8(index), np.uint8(reps), fmt, code, masks[1], values[1])
             assert np.array_equal(masks[0], masks[1]) and np.array_equal(values[0], values[1]), (
                 fmt, fill, board.fen(), [m.uci() for m in board.move_stack])
         repeated += reps != 0
