@@ -238,6 +238,8 @@ SLOW_FIRST = {
     "tests/backend_xla/test_backend_zoo.py::test_zoo_network_matches_lc0[se-b2f32-polconv-wdl-input132": 4,
     "tests/engine/search/test_search_maia.py::test_nodes_one_plays_top_policy_move_in_process": 3,
     "tests/engine/search/test_gatherers.py::test_a_shared_gather": 2,  # the TaskWorkers compile
+    "tests/engine/board/test_board_movegen.py::test_make_move_and_perft_depth_2": 4,  # perft's
+    "tests/engine/board/test_board_movegen.py::test_perft_depth_1_and_policy": 3,  # group
     "tests/bin/test_bin_scripts.py::test_help_from_another_directory": 3,
     "tests/backend_xla/test_backend_maia.py::test_maia1100_matches_lc0_on_every_position": 3,
     "tests/engine/test_device_info.py::test_startup_names_platform_devices_type_and_batch_sizes": 2,
@@ -261,6 +263,9 @@ SAME_PROCESS = {
     "tests/nets/training/test_train.py::test_resumed_run_": "f8",  # one training-step compile,
     "tests/nets/training/test_train.py::test_a_new_run_": "f8",  # one set of loss kernels
     "tests/nets/training/test_model_export.py": "f8",  # (its module fixtures too) for filters=8
+    # bin/xlazero_perf's perft is not in the warm-up (a benchmark's function): one process
+    # compiles it (about 2 s with numba's own helpers) for all the perft tests.
+    "tests/engine/board/test_board_movegen.py": "perft",
     # The gathering with helper threads (TaskWorkers) compiles apart from the warm-up's search:
     # once, in one process, for all the tests that run it.
     "tests/engine/search/test_gatherers.py": "task-workers",
