@@ -17,6 +17,7 @@ import sys
 import threading
 
 import chess
+import numba
 import numpy as np
 
 from engine.backend import POLICY_SIZE, BackendAttributes, NetworkOutput
@@ -82,6 +83,12 @@ def compile_the_rest() -> None:
     view._edge_stats(t, 0, np.zeros((9, 0)))
     view._puct_terms(t, packed, 0, True, 0.0, np.zeros((3, 0)))
     stoppers.rank_edges(t, 0, 0.0, np.zeros(0, np.uint8), False, np.zeros(1, np.int64))
+    # Smart pruning's root filter (the warm-up's search runs without smart pruning), compiled
+    # without a run: it reads a root's edges, which a fresh tree has not.
+    flags = numba.typeof(np.zeros(1, np.uint8))
+    stoppers.root_filter.compile(
+        (numba.typeof(t), numba.int64, numba.float64, flags, numba.boolean, flags)
+    )
     steps.abandon(t, batch.req, 0)
     steps.drop_request(batch, 0, 0)
     steps.tablebase_terminal(t, packed, counters, 0, 0.0, 0)
