@@ -146,11 +146,11 @@ def test_nn_cache_finds_evicts_and_bounds_its_entries():
     cache = ccache.new_cache(64)
     moves = np.arange(30, dtype=np.int32)
     priors = np.array([ctree.compress_prior(p) for p in np.linspace(1, 0, 30)], np.uint16)
+    # float32 values and an int32 count, as the search inserts a network's outputs: the machine
+    # code the search runs, from the warm-up's cache
+    f, count = np.float32, np.int32(30)
     for key in range(1, 200):
-        # float32 values and an int32 count, as the search inserts a network's outputs: the
-        # machine code the search runs, from the warm-up's cache
-        f = np.float32
-        ccache.insert(cache, np.uint64(key), f(0.5), f(0.25), f(7.0), moves, priors, np.int32(30))
+        ccache.insert(cache, np.uint64(key), f(0.5), f(0.25), f(7.0), moves, priors, count)
     live = [k for k in range(1, 200) if ccache.lookup(cache, np.uint64(k)) >= 0]
     assert 0 < len(live) <= 64 and 199 in live  # the newest is always there
     slot = ccache.lookup(cache, np.uint64(199))
@@ -160,8 +160,7 @@ def test_nn_cache_finds_evicts_and_bounds_its_entries():
     assert (got_m[:30] == moves).all() and (got_p[:30] == priors).all()
     assert ccache.lookup(cache, np.uint64(1)) == -1  # overwritten long ago
     disabled = ccache.new_cache(0)
-    zero = np.float32(0.0)
-    ccache.insert(disabled, np.uint64(5), zero, zero, zero, moves, priors, np.int32(30))
+    ccache.insert(disabled, np.uint64(5), f(0.0), f(0.0), f(0.0), moves, priors, count)
     assert ccache.lookup(disabled, np.uint64(5)) == -1
 
 
