@@ -6,6 +6,7 @@ Tests that need it skip with a reason when it is absent (it lives beside the rep
 from __future__ import annotations
 
 import functools
+import gc
 import gzip
 import json
 import os
@@ -191,6 +192,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 USES_THE_SEARCH = ("tests/engine/", "tests/bin/test_", "tests/nets/test_shipped_nets.py",
                    "tests/nets/training/test_match", "tests/backend_xla/lc0/test_lc0_engine_plays")
 """Tests that run the compiled search (in process or through an engine process)."""
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Between test modules, what the test process holds (JAX, numba, onnx, compiled networks:
+    half a million objects and more) leaves the collector's generations, as the engine does
+    once its network is loaded (engine/controller.py): each full collection would otherwise
+    traverse it again, 0.1-0.7 s each, about 55 of them a run."""
+    if nextitem is None or nextitem.module is not item.module:
+        gc.freeze()
 
 
 def pytest_runtest_call(item: pytest.Item) -> None:
