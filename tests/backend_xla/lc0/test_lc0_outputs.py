@@ -41,8 +41,13 @@ def test_maia_reference_evaluator_matches_lc0(rating):
     assert_matches_lc0(outputs, records, f"maia-{rating}", zoo=False)
 
 
+def _need_onnxruntime():
+    """onnxruntime is the bench extra's: skip before reading the references (2 s a run)."""
+    return pytest.importorskip("onnxruntime", reason="onnxruntime is in the bench extra")
+
+
 def _ort_outputs(model, planes):
-    ort = pytest.importorskip("onnxruntime")
+    ort = _need_onnxruntime()
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(None, {"/input/planes": planes})))
@@ -50,6 +55,7 @@ def _ort_outputs(model, planes):
 
 @pytest.mark.parametrize("net,ref,heads", _variants(), ids=[c[1] for c in _variants()])
 def test_zoo_onnxruntime_all_positions(net, ref, heads):
+    _need_onnxruntime()
     records = read_records(shared("zoo", f"{ref}-ref.jsonl.gz"))
     planes = np.stack([lc0_planes(r) for r in records])
     ours = _ort_outputs(build_onnx(read_weights(shared("zoo", f"{net}.pb.gz")), **heads), planes)
@@ -62,6 +68,7 @@ def test_zoo_onnxruntime_all_positions(net, ref, heads):
 @pytest.mark.parametrize("data_type,policy_tol,value_tol", [("f16", 2e-2, 3e-3)])  # CPU onnxruntime lacks bf16 kernels
 def test_maia_reduced_precision_onnxruntime(data_type, policy_tol, value_tol):
     """Tolerances: twice those of lc0's own f16/bf16 conversions in ../shared/README.md."""
+    _need_onnxruntime()
     records = read_records(shared("maia", "ref-maia-1100.jsonl.gz"))
     planes = np.stack([lc0_planes(r) for r in records])
     model = build_onnx(read_weights(shared("maia", "maia-1100.pb.gz")), data_type)
