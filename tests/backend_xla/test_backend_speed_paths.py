@@ -56,8 +56,8 @@ def _layout_params(names: list[str]) -> list:
 
 
 FAST = "batch_buckets=4,cache_dir=none,background_compile=0,device=0,conv_method=lax"
-"""XLA's own convolution in both layouts: the layout pass alone differs (the Winograd programs,
-twice as slow to compile, are checked against lc0 in test_backend_zoo.py)."""
+"""XLA's own convolution, as most of test_backend_zoo.py's networks run it (the Winograd programs,
+twice as slow to compile, are checked against lc0 there)."""
 LAYOUT_POSITIONS = 4
 CHILD_TIMEOUT_S = 300
 
@@ -67,7 +67,7 @@ def _ref(name: str) -> str:
 
 
 @pytest.mark.parametrize("name", _layout_params(CONV_ZOO_FILES) or ["<../shared absent>"])
-def test_layout_pass_equals_onnx_layout(name):
+def test_onnx_layout_matches_lc0(name):
     """``layout=NCHW`` (the graph's own layout, no layout pass) meets lc0's outputs within the
     tolerances that the default NHWC meets on the same networks in test_backend_zoo.py: the
     layout pass is checked against lc0 in both layouts, one compile each."""
