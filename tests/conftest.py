@@ -197,12 +197,15 @@ USES_THE_SEARCH = ("tests/engine/", "tests/bin/test_", "tests/nets/test_shipped_
 """Tests that run the compiled search (in process or through an engine process)."""
 
 
+@pytest.hookimpl(trylast=True)  # after the module's fixtures are torn down
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Between test modules, what the test process holds (JAX, numba, onnx, compiled networks:
     half a million objects and more) leaves the collector's generations, as the engine does
     once its network is loaded (engine/controller.py): each full collection would otherwise
-    traverse it again, 0.1-0.7 s each, about 55 of them a run."""
+    traverse it again, 0.1-0.7 s each, about 55 of them a run. What the module left in cycles
+    is collected first (a pass over what is not frozen yet), so that it is not kept."""
     if nextitem is None or nextitem.module is not item.module:
+        gc.collect()
         gc.freeze()
 
 
