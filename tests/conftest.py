@@ -204,7 +204,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     once its network is loaded (engine/controller.py): each full collection would otherwise
     traverse it again, 0.1-0.7 s each, about 55 of them a run. What the module left in cycles
     is collected first (a pass over what is not frozen yet), so that it is not kept."""
-    if nextitem is None or nextitem.module is not item.module:
+    if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
         gc.collect()
         gc.freeze()
 
