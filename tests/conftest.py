@@ -282,6 +282,7 @@ SAME_PROCESS = {
     # bin/xlazero_perf's perft is not in the warm-up (a benchmark's function): one process
     # compiles it (about 2 s with numba's own helpers) for all the perft tests.
     "tests/engine/board/test_board_movegen.py": "perft",
+    "tests/backend_xla/test_backend_exec_cache.py": "exec-cache",  # one first load (a fixture)
     # The gathering with helper threads (TaskWorkers) compiles apart from the warm-up's search:
     # once, in one process, for all the tests that run it.
     "tests/engine/search/test_gatherers.py": "task-workers",

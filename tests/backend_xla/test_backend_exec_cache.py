@@ -59,10 +59,29 @@ def _same(a, b) -> None:
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
 
 
-def test_second_load_comes_from_the_caches(cache, net_file):
-    first, out1 = _load(net_file)
+@pytest.fixture(scope="module")
+def first_load(tmp_path_factory):
+    """One load into empty caches, shared by the tests that start from a filled cache (each
+    compile and store costs about half a second): the folder it filled, the network, its
+    outputs."""
+    folder = tmp_path_factory.mktemp("first") / "cache"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runtime, "_cache_dir", str(folder))
+        net, out = _load(NET)
+    return folder, net, out
+
+
+@pytest.fixture
+def filled(cache, first_load) -> Path:
+    """This test's private cache folder, holding the entries of ``first_load``."""
+    shutil.copytree(first_load[0], cache)
+    return cache
+
+
+def test_second_load_comes_from_the_caches(filled, first_load, net_file):
+    _, first, out1 = first_load
     assert first.networks.misses == 1 and first.executables.misses == 1
-    assert list((cache / SUBDIR).glob("*.pkl")) and list((cache / NETWORK_SUBDIR).glob("*.pkl"))
+    assert list((filled / SUBDIR).glob("*.pkl")) and list((filled / NETWORK_SUBDIR).glob("*.pkl"))
     second, out2 = _load(net_file)
     assert second.networks.hits == 1 and second.executables.hits == 1
     assert type(second.converter).__name__ == "CachedConverter"
@@ -70,8 +89,8 @@ def test_second_load_comes_from_the_caches(cache, net_file):
     assert second.has_wdl == first.has_wdl and second.input_format == first.input_format
 
 
-def test_a_changed_file_changes_the_keys(cache, net_file):
-    first, _ = _load(net_file)
+def test_a_changed_file_changes_the_keys(filled, first_load, net_file):
+    first = first_load[1]
     model = onnx.load(str(net_file))
     model.metadata_props.add(key="note", value="changed")
     onnx.save(model, str(net_file))
@@ -79,12 +98,12 @@ def test_a_changed_file_changes_the_keys(cache, net_file):
     assert second._network_digest != first._network_digest
     assert second.programs.cache_key(7) != first.programs.cache_key(7)
     assert second.networks.hits == 0 and second.executables.hits == 0
-    assert len(list((cache / NETWORK_SUBDIR).glob("*.pkl"))) == 2
+    assert len(list((filled / NETWORK_SUBDIR).glob("*.pkl"))) == 2
 
 
-def test_corrupt_entries_are_ignored_and_rebuilt(cache, net_file):
-    _, out1 = _load(net_file)
-    entries = list((cache / SUBDIR).glob("*.pkl")) + list((cache / NETWORK_SUBDIR).glob("*.pkl"))
+def test_corrupt_entries_are_ignored_and_rebuilt(filled, first_load, net_file):
+    out1 = first_load[2]
+    entries = list((filled / SUBDIR).glob("*.pkl")) + list((filled / NETWORK_SUBDIR).glob("*.pkl"))
     assert len(entries) == 2
     for i, entry in enumerate(entries):  # one garbage, one truncated
         data = entry.read_bytes()
@@ -97,17 +116,16 @@ def test_corrupt_entries_are_ignored_and_rebuilt(cache, net_file):
     _same(out1, out3)
 
 
-def test_an_entry_with_other_outputs_is_not_used(cache, net_file):
+def test_an_entry_with_other_outputs_is_not_used(filled, first_load, net_file):
     import pickle
 
-    _, out1 = _load(net_file)
-    (entry,) = (cache / SUBDIR).glob("*.pkl")
+    (entry,) = (filled / SUBDIR).glob("*.pkl")
     data = pickle.loads(entry.read_bytes())
     data["zero_outputs"] = [x + 1 for x in data["zero_outputs"]]
     entry.write_bytes(pickle.dumps(data))
     second, out2 = _load(net_file)
     assert second.executables.rejected == 1
-    _same(out1, out2)
+    _same(first_load[2], out2)
 
 
 def test_model_protos_and_cache_dir_none_are_not_cached(net_file, tmp_path):
