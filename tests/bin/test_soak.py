@@ -58,7 +58,8 @@ def test_games_one_short_game(tmp_path):
     if not CUTECHESS.is_file() or not (STOCKFISH.is_file() or shutil.which("stockfish")):
         pytest.skip(f"needs cutechess-cli ({CUTECHESS}) and Stockfish ({STOCKFISH})")
     log = tmp_path / "games.jsonl"
-    run, records = soak("games", "--count", "1", "--tc", "0.5+0.01", "--engine-args=--backend=random",
+    run, records = soak("games", "--count", "1", "--tc", "0.5+0.01",
+                        "--engine-args=--backend=random --backend-opts=delay=5",
                         log=log)  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert records and records[0]["outcome"] == "ok" and records[0]["plies"] > 0

@@ -21,7 +21,7 @@ import pytest
 
 from engine import options as opts
 from engine.search import warmup
-from option_harness import Reply, Session, top_share, visited_moves
+from option_harness import NETWORK_PACE, Reply, Session, top_share, visited_moves
 
 EFFECTS: dict[str, list[str]] = {}
 """Option name -> the tests that check its effect."""
@@ -513,7 +513,8 @@ def test_verbose_move_stats_list_every_root_move():
 
 @effect_of("LogLiveStats")
 def test_log_live_stats_print_the_stats_during_the_search():
-    live = search("go movetime 700", LogLiveStats=True, VerboseMoveStats=False)
+    live = search("go movetime 700", LogLiveStats=True, VerboseMoveStats=False,
+                  BackendOptions=NETWORK_PACE)
     node_lines = [i for i, ln in enumerate(live.lines) if ln.startswith("info string node")]
     assert node_lines and node_lines[0] < live.lines.index(live.infos[-1]), live.lines
     quiet = search("go nodes 50", VerboseMoveStats=False)
@@ -563,8 +564,8 @@ def test_log_file_records_the_dialogue(tmp_path):
 def test_move_overhead_is_taken_from_movetime():
     """movetime 1000 searches 1000 ms less the overhead (lower bounds only: a loaded machine
     makes a search longer, never shorter)."""
-    full = search("go movetime 1000", MoveOverheadMs=0)
-    short = search("go movetime 1000", MoveOverheadMs=800)
+    full = search("go movetime 1000", MoveOverheadMs=0, BackendOptions=NETWORK_PACE)
+    short = search("go movetime 1000", MoveOverheadMs=800, BackendOptions=NETWORK_PACE)
     assert full.seconds >= 0.95 and full.seconds > short.seconds + 0.4, (
         full.seconds,
         short.seconds,
@@ -593,9 +594,10 @@ def test_time_manager_slowmover_scales_the_budget():
     """At move 11 with 8 s left the legacy budget is 1118 ms; slowmover=0.25 makes it 280 ms
     (a loaded machine may overrun the short one by half a second)."""
     position = "position fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 11"
-    normal = search("go wtime 8000 btime 8000", position, MoveOverheadMs=0)
+    paced = dict(MoveOverheadMs=0, BackendOptions=NETWORK_PACE)
+    normal = search("go wtime 8000 btime 8000", position, **paced)
     slow = search(
-        "go wtime 8000 btime 8000", position, MoveOverheadMs=0, TimeManager="legacy(slowmover=0.25)"
+        "go wtime 8000 btime 8000", position, TimeManager="legacy(slowmover=0.25)", **paced
     )
     assert normal.seconds >= 1.0 and normal.seconds > slow.seconds + 0.3, (
         normal.seconds,
@@ -608,7 +610,7 @@ def test_ponder_is_advertised_and_pondering_works_either_way():
     """UCI: the GUI sets Ponder to say pondering is allowed; an engine may use it in its time
     management. lc0 ignores it ("Here to please chess GUIs"), and so does xlazero: with Ponder
     true or false, go ponder searches until ponderhit and then plays within the clock."""
-    session = Session()
+    session = Session(BackendOptions=NETWORK_PACE)
     try:
         assert "option name Ponder type check default true" in session.send("uci")
         for value in (True, False):

@@ -69,6 +69,15 @@ def raw():
     eng.close()
 
 
+@pytest.fixture
+def paced():
+    """An engine whose random network takes 5 ms a batch, as a network does: a search on the
+    clock then waits on it instead of spinning both cores for its whole budget."""
+    eng = RawEngine("--backend-opts=delay=5")
+    yield eng
+    eng.close()
+
+
 @pytest.fixture(scope="module")
 def uci_engine():
     eng = chess.engine.SimpleEngine.popen_uci(ENGINE_CMD, cwd=REPO)
@@ -174,33 +183,33 @@ def test_isready_and_stop_during_infinite_search(raw):
     assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
 
 
-def test_movetime_and_clock_are_respected(raw):
+def test_movetime_and_clock_are_respected(paced):
     """Each go answers within its time. A loaded machine delays every answer by its fixed costs
     (waking threads, the first batch): five times a ``go nodes 1`` round trip of this run is
     allowed on top, a few ms on an idle machine."""
-    raw.send("position startpos")
-    raw.send("isready")
-    raw.expect("readyok")
-    slack = 5 * sorted(_round_trip(raw, "go nodes 1", "bestmove") for _ in range(3))[1]
+    paced.send("position startpos")
+    paced.send("isready")
+    paced.expect("readyok")
+    slack = 5 * sorted(_round_trip(paced, "go nodes 1", "bestmove") for _ in range(3))[1]
     for go, limit in (("go movetime 500", 0.5), ("go wtime 1500 btime 1500", 1.5),
                       ("go wtime 300 btime 300 winc 0 binc 0 movestogo 1", 0.3)):
-        took = _round_trip(raw, go, "bestmove")
+        took = _round_trip(paced, go, "bestmove")
         assert took < limit + slack, f"{go} took {took:.3f}s, allowed {limit} + {slack:.3f}s"
 
 
-def test_ponder_then_ponderhit(raw):
+def test_ponder_then_ponderhit(paced):
     """After ponderhit the search is a normal one on the clock (2 s left): it answers within
     it, plus the load slack of test_movetime_and_clock_are_respected."""
-    raw.send("position startpos moves e2e4 e7e5")
-    raw.send("isready")
-    raw.expect("readyok")
-    slack = 5 * sorted(_round_trip(raw, "go nodes 1", "bestmove") for _ in range(3))[1]
-    raw.send("go ponder wtime 2000 btime 2000")
+    paced.send("position startpos moves e2e4 e7e5")
+    paced.send("isready")
+    paced.expect("readyok")
+    slack = 5 * sorted(_round_trip(paced, "go nodes 1", "bestmove") for _ in range(3))[1]
+    paced.send("go ponder wtime 2000 btime 2000")
     time.sleep(0.3)
-    assert raw.lines.empty() or not any(l.startswith("bestmove") for l in list(raw.lines.queue))
+    assert paced.lines.empty() or not any(l.startswith("bestmove") for l in list(paced.lines.queue))
     t0 = time.monotonic()
-    raw.send("ponderhit")
-    line, _ = raw.expect("bestmove", timeout=5)
+    paced.send("ponderhit")
+    line, _ = paced.expect("bestmove", timeout=5)
     took = time.monotonic() - t0
     assert took < 2.0 + slack, f"ponderhit to bestmove took {took:.3f}s, allowed 2 + {slack:.3f}s"
     assert line.split()[1] != "0000"
