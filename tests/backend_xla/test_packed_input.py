@@ -9,14 +9,16 @@ import numpy as np
 import pytest
 from conftest import lc0_planes_batch
 from test_backend_maia import MAIA_LOGIT_TOL, MAIA_VALUE_TOL
-from xla_testutil import ONE_SIZE_OPTIONS, legal_logit_error, need_shared
+from xla_testutil import legal_logit_error, need_shared
 
 import backend_xla
 from backend_xla.errors import NetworkError
 from backend_xla.packed import pack_planes
 from engine.search import Limit, Search, SearchParams
 
-PACKED = ONE_SIZE_OPTIONS + ",packed_input=on"
+FLOAT = "batch_buckets=16,cache_dir=none,background_compile=0"
+"""One batch size, the search's minibatch below (a batch of 64 refs is evaluated in four)."""
+PACKED = FLOAT + ",packed_input=on"
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def packed_maia():
 
 @pytest.fixture(scope="module")
 def plain_maia():
-    return backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), ONE_SIZE_OPTIONS)
+    return backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), FLOAT)
 
 
 def test_packed_network_matches_lc0(packed_maia, maia1100_ref):
