@@ -241,7 +241,7 @@ SLOW_FIRST = {
     "tests/nets/training/test_train.py::test_a_new_run_can_start_from_a_weight_file": 5,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_heldout_random_positions": 13,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_shared_positions": 8,
-    "tests/engine/search/test_search_maia.py::test_maia1900_nodes_one_plays_lc0_onnx_top_move": 7,
+    "tests/engine/search/test_search_maia.py::test_maia1900_nodes_one_plays_lc0_onnx_top_move": 2,
     "tests/test_lint.py::test_mypy_is_clean": 9,
     "tests/nets/training/test_model_export.py": 1,
     "tests/nets/training/test_model_export.py::test_exported_files_reproduce_the_jax_model": 4,
@@ -252,7 +252,7 @@ SLOW_FIRST = {
     "tests/nets/training/test_records.py::test_policy_targets_are_the_engine_moves_and_legal": 5,
     "tests/engine/encoding/test_encoding_legal_moves.py::test_random_games_all_transforms": 4,
     "tests/backend_xla/test_backend_zoo.py::test_zoo_network_matches_lc0[se-b2f32-polconv-wdl-input132": 4,
-    "tests/engine/search/test_search_maia.py::test_nodes_one_plays_top_policy_move_in_process": 3,
+    "tests/engine/search/test_search_maia.py::test_nodes_one_plays_top_policy_move_in_process": 1,
     "tests/engine/search/test_gatherers.py::test_a_shared_gather": 2,  # the TaskWorkers compile
     "tests/engine/board/test_board_movegen.py::test_make_move_and_perft_depth_2": 4,  # perft's
     "tests/engine/board/test_board_movegen.py::test_perft_depth_1_and_policy": 3,  # group
