@@ -16,7 +16,7 @@ import pytest
 from conftest import SMALL_BUCKETS
 from engine.encoding import encode_batch, policy_indices
 from engine.loading import NETS_DIR
-from engine.uci import UciEngine
+from engine.uci import UciEngine, register_backends
 
 DEFAULT_NET = NETS_DIR / "xlazero-sf6x64.onnx"
 OTHER_NET = NETS_DIR / "untrained.onnx"
@@ -32,7 +32,7 @@ def _board() -> chess.Board:
 
 @functools.lru_cache(maxsize=None)
 def _top_policy_move(path) -> str:
-    """The network's highest-policy legal move after MOVES (loaded once for both tests)."""
+    """The network's highest-policy legal move after MOVES."""
     from backend_xla import load_network
 
     board = _board()
@@ -52,15 +52,14 @@ def _bestmove(uci: UciEngine, out: io.StringIO, go: str) -> str:
 
 @pytest.mark.parametrize("switch", ["WeightsFile", "BackendOptions"])
 def test_network_change_drops_tree_and_cache(switch):
-    other_top = _top_policy_move(OTHER_NET)
-    default_top = _top_policy_move(DEFAULT_NET)
-    assert other_top != default_top, "the test needs networks that disagree on this position"
-
+    register_backends()  # as the engine's entry point does
     first = OTHER_NET if switch == "WeightsFile" else DEFAULT_NET
     out = io.StringIO()
     uci = UciEngine(out, {"WeightsFile": str(first), "BackendOptions": SMALL_BUCKETS})
     uci.handle(f"position startpos moves {MOVES}")
-    _bestmove(uci, out, "go nodes 50")  # the tree and the cache now hold the first network's view
+    # The tree and the cache now hold the first network's view.
+    assert _bestmove(uci, out, "go nodes 50") != "0000", out.getvalue()[-2000:]
+    assert uci.controller.search is not None and len(uci.controller.cache) > 0
     if switch == "WeightsFile":
         uci.handle(f"setoption name WeightsFile value {DEFAULT_NET}")
     else:
@@ -70,5 +69,7 @@ def test_network_change_drops_tree_and_cache(switch):
         assert uci.controller.search is None and len(uci.controller.cache) == 0
         uci.handle("quit")  # a search now would only compile the same outputs again (6 s)
         return
+    default_top = _top_policy_move(DEFAULT_NET)
+    assert _top_policy_move(OTHER_NET) != default_top, "the test needs networks that disagree here"
     assert _bestmove(uci, out, "go nodes 1") == default_top
     uci.handle("quit")
