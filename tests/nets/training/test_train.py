@@ -12,7 +12,7 @@ from nets.training.datagen import GenConfig, chunk_path, make_chunk
 from nets.training.dataset import VALIDATION_EVERY
 from nets.training.records import write_chunk
 from nets.training.model import init_params
-from nets.training.train import TrainConfig, load_params, train
+from nets.training.train import TrainConfig, learning_rate, load_params, train
 
 from test_records import CFG, FakeEngine
 
@@ -130,3 +130,14 @@ def test_datagen_blunder_must_be_a_probability(bad, capsys):
     with pytest.raises(SystemExit):
         parser.parse_args(["--blunder", bad])
     assert f"expected a probability in [0, 1], got '{bad}'" in capsys.readouterr().err
+
+
+def test_learning_rate_warms_up_then_decays_as_one_argument_type():
+    """Linear warm-up to lr, cosine down to final_lr_fraction of it; a Python float at every
+    step, so that train_step (which takes it traced) compiles once a run, not once a phase."""
+    cfg = TrainConfig(run="", data="", lr=1e-3, warmup=4, steps=20, final_lr_fraction=0.1)
+    rates = [learning_rate(cfg, s) for s in range(cfg.steps + 1)]
+    assert {type(r) for r in rates} == {float}
+    assert rates[:4] == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3])
+    assert rates[4] == pytest.approx(1e-3) and rates[12] == pytest.approx(0.55e-3)
+    assert rates[20] == pytest.approx(1e-4) and all(a >= b for a, b in zip(rates[3:], rates[4:]))
