@@ -71,8 +71,9 @@ def raw():
 
 @pytest.fixture
 def paced():
-    """An engine whose random network takes 5 ms a batch, as a network does: a search on the
-    clock then waits on it instead of spinning both cores for its whole budget."""
+    """An engine whose random network takes 5 ms a batch (the random backend's simulated
+    accelerator, whose suggested minibatch is then a GPU's 256): a search on the clock waits on
+    it instead of spinning both cores for its whole budget."""
     eng = RawEngine("--backend-opts=delay=5")
     yield eng
     eng.close()
