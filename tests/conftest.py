@@ -193,7 +193,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 USES_THE_SEARCH = ("tests/engine/", "tests/bin/test_", "tests/nets/test_shipped_nets.py",
-                   "tests/nets/training/test_match", "tests/backend_xla/lc0/test_lc0_engine_plays")
+                   "tests/nets/training/test_match", "tests/backend_xla/lc0/test_lc0_engine_plays",
+                   "tests/backend_xla/test_packed_input.py::test_search_visits_")
 """Tests that run the compiled search (in process or through an engine process)."""
 
 
@@ -261,6 +262,7 @@ SLOW_FIRST = {
     "tests/engine/test_device_info.py::test_startup_names_platform_devices_type_and_batch_sizes": 2,
     "tests/backend_xla/test_backend_speed_paths.py::test_import_configures_one_device_per_core": 2,
     "tests/nets/test_shipped_nets.py::test_startup_info_names_the_network_and_flags_an_untrained_one": 2,
+    "tests/engine/test_uci_network_switch.py": 3,
 }
 """The longest tests (measured with --durations), run first: the two test processes take tests
 in collection order, so a long test collected last keeps one process busy after the other has
@@ -283,6 +285,10 @@ SAME_PROCESS = {
     # compiles it (about 2 s with numba's own helpers) for all the perft tests.
     "tests/engine/board/test_board_movegen.py": "perft",
     "tests/backend_xla/test_backend_exec_cache.py": "exec-cache",  # one first load (a fixture)
+    # Maia-1100 packed and plain (module fixtures), and Maia-1100 and -1900 for the switch: each
+    # compiled once, not once in each test process.
+    "tests/backend_xla/test_packed_input.py": "packed",
+    "tests/engine/test_uci_network_switch.py": "network-switch",
     # The gathering with helper threads (TaskWorkers) compiles apart from the warm-up's search:
     # once, in one process, for all the tests that run it.
     "tests/engine/search/test_gatherers.py": "task-workers",

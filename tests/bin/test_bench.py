@@ -189,8 +189,8 @@ def test_breakdown_times_every_part_of_the_search(tmp_path):
 
 
 def test_simulated_accelerator_latency_counts_in_the_wall_time(tmp_path):
-    """--latency-ms: every network call waits that long, so 300 nodes in batches of at most 7
-    (43+ calls) take at least 43 x 20 ms of wall time a search."""
+    """--latency-ms: every network call waits that long, so 140 nodes in batches of at most 7
+    (20+ calls) take at least 20 x 20 ms of wall time a search."""
     out = subprocess.run(
         [
             sys.executable,
@@ -198,7 +198,7 @@ def test_simulated_accelerator_latency_counts_in_the_wall_time(tmp_path):
             "--backend",
             "random",
             "--nodes",
-            "300",
+            "140",
             "--repeats",
             "1",
             "--minibatch-size",
@@ -215,4 +215,4 @@ def test_simulated_accelerator_latency_counts_in_the_wall_time(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads((tmp_path / "bench.json").read_text())
     seconds = report["positions"][0]["xlazero"]["seconds"][0]
-    assert seconds >= 300 / 7 * 0.020, seconds
+    assert seconds >= 140 / 7 * 0.020, seconds

@@ -73,7 +73,7 @@ def test_probe_on_a_stand_in_engine(tmp_path):
     out, rows = run_probe(
         f"{sys.executable} {fake}",
         tmp_path,
-        "--ram-limit-mb", "20", "--seconds", "5", "--isready-every", "1",
+        "--ram-limit-mb", "20", "--seconds", "4.3", "--isready-every", "1",
         timeout=60,
     )  # fmt: skip
     assert len(rows) >= 4 and set(rows[0]) == {"seconds", "nodes", "rss_mb", "nodes_per_s"}
