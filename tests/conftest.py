@@ -22,8 +22,9 @@ import pytest
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 TEST_PROCESS_DEVICES_FLAG = f"{DEVICE_COUNT_FLAG}=1"
 """Each test process gets one XLA host device (set here, before anything imports jax), as a user
-would set it in ``XLA_FLAGS``. The suite already runs two test processes on two cores, so one
-device each keeps both busy; with one device per core each process would also compile the
+would set it in ``XLA_FLAGS``. The suite already runs test processes that keep two cores busy
+(two, and a third for the tests that wait on a clock: ON_THE_CLOCK), so one device each keeps
+both busy; with one device per core each process would also compile the
 split and second-device programs of every network it loads (about a sixth of the suite's
 time). The multi-device paths are tested in child interpreters that choose their own device
 count (tests/backend_xla/test_backend_devices.py, test_backend_concurrency.py,
@@ -264,7 +265,7 @@ SLOW_FIRST = {
     "tests/nets/test_shipped_nets.py::test_startup_info_names_the_network_and_flags_an_untrained_one": 2,
     "tests/engine/test_uci_network_switch.py": 3,
 }
-"""The longest tests (measured with --durations), run first: the two test processes take tests
+"""The longest tests (measured with --durations), run first: the test processes take tests
 in collection order, so a long test collected last keeps one process busy after the other has
 finished. A test of a SAME_PROCESS group counts as its whole group (the group runs in one
 process). Other tests keep their order after these. An entry that matches nothing only loses
@@ -326,14 +327,42 @@ def _order_longest_first(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (waits[item.nodeid], -seconds[item.nodeid]))  # stable
 
 
+ON_THE_CLOCK = (
+    # node id starts; each waits 0.4-4 s (wall time less CPU time, measured)
+    "tests/bin/test_treemem.py::test_probe_on_a_stand_in_engine",  # the probe's seconds
+    "tests/bin/test_bench.py::test_simulated_accelerator_latency",  # 20 ms a network call
+    "tests/engine/test_option_effects.py::test_time_manager_slowmover",  # movetimes and clocks
+    "tests/engine/test_option_effects.py::test_move_overhead",
+    "tests/engine/test_option_effects.py::test_the_budget_waits",
+    "tests/engine/test_option_effects.py::test_smart_pruning_waits",
+    "tests/engine/test_option_effects.py::test_ponder_is_advertised",
+    "tests/engine/test_option_effects.py::test_log_live_stats",
+    "tests/engine/search/test_search_workers.py::test_threads_batches_are_in_flight",  # paced
+    "tests/engine/search/test_search_workers.py::test_two_batches_evaluated_at_once",  # networks
+    "tests/engine/search/test_network_faults.py::test_a_hanging_network_call",
+)
+"""Tests that mostly wait on a clock (a movetime, a paced network, a probe's seconds), in which
+a test process leaves its core idle. With three test processes (pyproject.toml) the third takes
+these first, while the other two keep both cores busy; they take them only when nothing else is
+left, and the third takes the others when these are done."""
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Each free test process takes the next test (or SAME_PROCESS group) in collection order."""
+    """Each free test process takes the next test (or SAME_PROCESS group) in collection order;
+    with three or more, the last takes the ON_THE_CLOCK tests first."""
     from xdist.scheduler import LoadScopeScheduling
 
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return same_process_group(nodeid) or nodeid
+
+        def _assign_work_unit(self, node) -> None:
+            lane = self.numnodes >= 3 and node.gateway.id == f"gw{self.numnodes - 1}"
+            scope = next((s for s in self.workqueue if s.startswith(ON_THE_CLOCK) == lane), None)
+            if scope is not None:
+                self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     config.option.loadscopereorder = False  # keep the longest-first order, not by group size
     return Scheduling(config, log)
