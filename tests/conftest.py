@@ -343,8 +343,9 @@ ON_THE_CLOCK = (
 )
 """Tests that mostly wait on a clock (a movetime, a paced network, a probe's seconds), in which
 a test process leaves its core idle. With three test processes (pyproject.toml) the third takes
-these first, while the other two keep both cores busy; they take them only when nothing else is
-left, and the third takes the others when these are done."""
+only these, while the other two keep both cores busy (they take them only when nothing else is
+left); it stops when they are done, so that what the others' tests load and compile (networks,
+fixtures, JAX's functions) is not made a third time."""
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -357,8 +358,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _split_scope(self, nodeid: str) -> str:
             return same_process_group(nodeid) or nodeid
 
+        def _lane(self, node) -> bool:
+            return self.numnodes >= 3 and node.gateway.id == f"gw{self.numnodes - 1}"
+
+        def _reschedule(self, node) -> None:
+            if self._lane(node) and not any(s.startswith(ON_THE_CLOCK) for s in self.workqueue):
+                node.shutdown()  # after its last test: the others' fixtures stay in two processes
+                return
+            super()._reschedule(node)
+
         def _assign_work_unit(self, node) -> None:
-            lane = self.numnodes >= 3 and node.gateway.id == f"gw{self.numnodes - 1}"
+            lane = self._lane(node)
             scope = next((s for s in self.workqueue if s.startswith(ON_THE_CLOCK) == lane), None)
             if scope is not None:
                 self.workqueue.move_to_end(scope, last=False)
