@@ -98,15 +98,17 @@ PLAIN = CASES[:8]  # stride 1, dilation 1, group 1: every matmul method really r
 FALLBACK = CASES[8:]  # strides / dilations / groups: matmul methods must fall back to lax
 
 
-def _plain_matrix():
+def _plain_matrix() -> list:
     """Every case by every method; CI runs a cover of the matrix (every method on the tower
     conv, every case with one method, in turn), --run-slow all of it: these are the benchmark's
     formulations (bin/perf/convbench), and each program takes 0.2-3 s to compile."""
-    for i, case in enumerate(PLAIN):
-        for j, method in enumerate(METHODS):
-            slow = case is not CASES[0] and j != i % len(METHODS)
-            yield pytest.param(case, method, id=f"{_case_id(case)}-{method}",
-                               marks=[pytest.mark.slow] if slow else [])
+    return [
+        pytest.param(case, method, id=f"{_case_id(case)}-{method}",
+                     marks=[pytest.mark.slow]
+                     if case is not CASES[0] and j != i % len(METHODS) else [])
+        for i, case in enumerate(PLAIN)
+        for j, method in enumerate(METHODS)
+    ]
 
 
 @pytest.mark.parametrize("case,method", _plain_matrix())
