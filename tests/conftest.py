@@ -351,7 +351,7 @@ fixtures, JAX's functions) is not made a third time."""
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Each free test process takes the next test (or SAME_PROCESS group) in collection order;
-    with three or more, the last takes the ON_THE_CLOCK tests first."""
+    with three or more, the last takes only the ON_THE_CLOCK tests."""
     from xdist.scheduler import LoadScopeScheduling
 
     class Scheduling(LoadScopeScheduling):
@@ -368,10 +368,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             super()._reschedule(node)
 
         def _assign_work_unit(self, node) -> None:
-            lane = self._lane(node)
-            scope = next((s for s in self.workqueue if s.startswith(ON_THE_CLOCK) == lane), None)
-            if scope is not None:
-                self.workqueue.move_to_end(scope, last=False)
+            if self.numnodes >= 3:  # with fewer, no process is the clock's: collection order
+                lane = self._lane(node)
+                scope = next((s for s in self.workqueue if s.startswith(ON_THE_CLOCK) == lane),
+                             None)
+                if scope is not None:
+                    self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)
 
     config.option.loadscopereorder = False  # keep the longest-first order, not by group size
