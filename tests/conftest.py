@@ -358,18 +358,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _split_scope(self, nodeid: str) -> str:
             return same_process_group(nodeid) or nodeid
 
-        def _lane(self, node) -> bool:
-            return self.numnodes >= 3 and node.gateway.id == f"gw{self.numnodes - 1}"
+        @property
+        def _clock_process(self) -> str | None:
+            """The ON_THE_CLOCK process (the last of three or more); None: collection order."""
+            return f"gw{self.numnodes - 1}" if self.numnodes >= 3 else None
 
         def _reschedule(self, node) -> None:
-            if self._lane(node) and not any(s.startswith(ON_THE_CLOCK) for s in self.workqueue):
+            if node.gateway.id == self._clock_process and not any(
+                    s.startswith(ON_THE_CLOCK) for s in self.workqueue):
                 node.shutdown()  # after its last test: the others' fixtures stay in two processes
                 return
             super()._reschedule(node)
 
         def _assign_work_unit(self, node) -> None:
-            if self.numnodes >= 3:  # with fewer, no process is the clock's: collection order
-                lane = self._lane(node)
+            if self._clock_process is not None:
+                lane = node.gateway.id == self._clock_process
                 scope = next((s for s in self.workqueue if s.startswith(ON_THE_CLOCK) == lane),
                              None)
                 if scope is not None:
