@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..onnx_io import is_float
+from ..onnx_io import device_dtype, is_float
 from .nhwc import NCHW_AXIS_IN_NHWC, Nhwc, as_nchw, permute
-from .registry import NodeContext, register
+from .registry import NodeContext, is_static, register
 
 # Opset in which each reduction's ``axes`` moved from attribute to input.
 AXES_INPUT_SINCE = {"ReduceSum": 13}
@@ -119,4 +119,5 @@ def arg_extreme(ctx: NodeContext, x):
         idx = x.shape[axis] - 1 - idx
     if keepdims:
         idx = xp.expand_dims(idx, axis)
-    return idx.astype(np.int64)
+    # JAX runs without x64: asking it for int64 only warns and truncates to int32.
+    return idx.astype(np.int64 if is_static(idx) else device_dtype(np.int64))
