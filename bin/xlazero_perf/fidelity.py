@@ -25,7 +25,7 @@ from pathlib import Path
 import chess
 
 from engine.backend import Network
-from engine.search import Limit, Search, SearchParams
+from engine.search import Limit, PlayoutClock, Search, SearchParams
 
 Visits = Mapping[str, int]
 """Root visits by move in UCI notation (absolute coordinates, castling as e1g1)."""
@@ -62,6 +62,25 @@ class Summary:
             f"mean visit-share distance {self.mean_distance:.4f}, "
             f"median root-visit ratio (ours / reference) {self.median_total_ratio:.3f}"
         )
+
+
+RECORDED_PACE = {
+    "lc0-maia-1900-n400.jsonl.gz": 1200.0,
+    "lc0-maia-1900-n400-random.jsonl.gz": 1200.0,
+    "lc0-maia-1900-n400-games.jsonl.gz": 700.0,
+}
+"""Nodes/s lc0 searched at when it recorded each file, for :func:`compare`'s ``pace``. The two
+files of isolated positions: lc0 (blas, defaults) rerun on them on a 2-core AVX-512 EPYC
+(2026-11-28) searched at a median 1,229 and 1,260 nodes/s and reproduced them (root-visit
+totals 1.007 and 1.004 times the recorded, visit-share distance 0.009 and 0.006). The games
+file it did not reproduce (totals 1.156 times, distance 0.065: it searched faster than when it
+recorded them, reaching the node limit before smart pruning could stop it); 700 is the pace at
+which our search's median total matches the file's (1.006 over its 120 searches)."""
+
+
+def pace_of(path: Path) -> float | None:
+    """The pace lc0 recorded ``path`` at (None: not known; the host's clock then)."""
+    return RECORDED_PACE.get(Path(path).name)
 
 
 def visit_distance(a: Visits, b: Visits) -> float:
@@ -104,6 +123,7 @@ def compare(
     records: Iterable[dict],
     on_result: Callable[[Comparison], None] | None = None,
     workers: int = 1,
+    pace: float | None = None,
 ) -> list[Comparison]:
     """Search every record's position to its node count and compare with its root visits.
 
@@ -112,7 +132,10 @@ def compare(
     the previous one's tree as in a real game (``go nodes`` then counts the reused visits).
     ``workers`` searches run at once, each with its own tree and cache: the network runs
     outside the GIL, so on a CPU whose convolutions use one core each, two searches keep two
-    cores busy. Results come back in the records' order.
+    cores busy. ``pace``: the nodes/s lc0 searched at when it recorded them; each search then
+    runs on a :class:`PlayoutClock` at that pace, so smart pruning stops where lc0's did
+    whatever this host's speed (None: the host's clock). Results come back in the records'
+    order.
     """
     groups: list[list[tuple[int, dict]]] = []
     by_game: dict = {}
@@ -129,7 +152,7 @@ def compare(
     results: dict[int, Comparison] = {}
 
     def run_group(group: list[tuple[int, dict]]) -> None:
-        search = Search(network, params)
+        search = Search(network, params, clock=None if pace is None else PlayoutClock(pace))
         try:
             for i, rec in group:
                 c = _compare_one(search, rec)

@@ -8,15 +8,17 @@ from engine.search.limit import Limit
 from engine.search.params import SearchParams, from_options
 from engine.search.result import SearchResult, SearchStats, ThinkingInfo
 from engine.search.search import Search
-from engine.search.state import NNCache
+from engine.search.state import NNCache, PlayoutClock, WallClock
 
 __all__ = [
     "Limit",
     "NNCache",
+    "PlayoutClock",
     "Search",
     "SearchParams",
     "SearchResult",
     "SearchStats",
     "ThinkingInfo",
+    "WallClock",
     "from_options",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import chess
 import numpy as np
@@ -43,10 +44,42 @@ class NNCache:
         return int(self.arrays.meta[ccache.USED])
 
 
+class WallClock:
+    """The host's clock: what lc0 reads, and what every search in play uses."""
+
+    def elapsed_ms(self, start: float, playouts: int) -> float:
+        return (time.monotonic() - start) * 1000.0
+
+
+@dataclass(frozen=True)
+class PlayoutClock:
+    """A clock that advances with the search's own playouts, ``nodes_per_s`` of them a second.
+
+    lc0's smart pruning may stop a ``go nodes`` search only from 200 ms after the first
+    evaluation, so where a search stops, and the tree the next one reuses, depend on how fast
+    the host searches. Replaying a search lc0 recorded at ``nodes_per_s`` under this clock
+    makes those decisions as lc0's were, on any host (the fidelity checks); never in play."""
+
+    nodes_per_s: float
+
+    def __post_init__(self) -> None:
+        if not self.nodes_per_s > 0:
+            raise ValueError(f"expected nodes_per_s > 0, got {self.nodes_per_s}")
+
+    def elapsed_ms(self, start: float, playouts: int) -> float:
+        return 1000.0 * playouts / self.nodes_per_s
+
+
+Clock = WallClock | PlayoutClock
+
+
 class SearchState:
     """What the stoppers and the reports read of a running search, over the array tree."""
 
-    def __init__(self, network: Network, params: SearchParams, cache: NNCache) -> None:
+    def __init__(
+        self, network: Network, params: SearchParams, cache: NNCache, clock: Clock | None = None
+    ) -> None:
+        self.clock: Clock = clock if clock is not None else WallClock()
         self.network = network
         self.params = params
         self.cache = cache
@@ -119,7 +152,8 @@ class SearchState:
         return ds if ((depth % 2 == 1) == root_black) else -ds
 
     def elapsed_ms(self) -> float:
-        return (time.monotonic() - self.start) * 1000.0
+        """Milliseconds of this search by its clock (the stoppers' time)."""
+        return self.clock.elapsed_ms(self.start, self.total_playouts)
 
     def stats(self) -> SearchStats:
         return SearchStats(

@@ -10,7 +10,7 @@ import pytest
 
 from engine.backend import POLICY_SIZE, BackendAttributes, NetworkOutput
 from engine.encoding import policy_indices
-from engine.search import Limit, Search, SearchParams
+from engine.search import Limit, PlayoutClock, Search, SearchParams
 from engine.search.core import gather as cgather
 from engine.search.core import tree as ctree
 from engine.search.core.params import pack
@@ -64,6 +64,41 @@ class LogitNetwork(ConstNetwork):
         idx = policy_indices(chess.Board())[chess.Move.from_uci("e2e4")]
         out.policy[:, idx] = 1.0
         return out
+
+
+class FavouriteNetwork(ConstNetwork):
+    """Policy logit 5 on the start position's e2e4 (89 % of the prior), 0 elsewhere."""
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        out = super().evaluate(planes)
+        out.policy[:, policy_indices(chess.Board())[chess.Move.from_uci("e2e4")]] = 5.0
+        return out
+
+
+def _root_visits_on(clock: PlayoutClock, nodes: int) -> int:
+    search = Search(FavouriteNetwork(), SearchParams(), clock=clock)
+    search.set_position(chess.Board())
+    search.run(Limit(nodes=nodes))
+    visits = search.root.n
+    search.close()
+    return visits
+
+
+def test_smart_pruning_waits_200ms_by_the_searchs_clock():
+    """lc0's SmartPruningStopper stops a go nodes search once the runner-up cannot catch up,
+    but only from 200 ms after the first evaluation: by a clock at 1e9 nodes/s that never comes
+    within 400 nodes; at 100 nodes/s it comes after 20 playouts, and the search stops where
+    e2e4's lead passes the remaining playouts / 1.33 (236 visits). Run twice, the same: the
+    search's decisions follow its clock, not the host's speed."""
+    fast = [_root_visits_on(PlayoutClock(1e9), 400) for _ in range(2)]
+    slow = [_root_visits_on(PlayoutClock(100.0), 400) for _ in range(2)]
+    assert fast[0] == fast[1] >= 400
+    assert slow[0] == slow[1] and 150 <= slow[0] < 300, slow
+
+
+def test_playout_clock_rejects_a_pace_of_zero():
+    with pytest.raises(ValueError, match="expected nodes_per_s > 0, got 0"):
+        PlayoutClock(0.0)
 
 
 def test_cpuct_matches_lc0_formula():
@@ -603,8 +638,9 @@ class PaddedNetwork(ConstNetwork):
         self.sizes: list[int] = []
 
     def attributes(self) -> BackendAttributes:
-        return BackendAttributes("padded", (), self.max_batch, self.max_batch,
-                                 lambda n: -(-n // 16) * 16, 1, False)
+        return BackendAttributes(
+            "padded", (), self.max_batch, self.max_batch, lambda n: -(-n // 16) * 16, 1, False
+        )
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         self.sizes.append(planes.shape[0])
