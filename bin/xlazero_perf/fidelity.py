@@ -152,7 +152,9 @@ def compare(
     results: dict[int, Comparison] = {}
 
     def run_group(group: list[tuple[int, dict]]) -> None:
-        search = Search(network, params, clock=None if pace is None else PlayoutClock(pace))
+        search = Search(network, params)
+        if pace is not None:
+            search.state.clock = PlayoutClock(pace)
         try:
             for i, rec in group:
                 c = _compare_one(search, rec)

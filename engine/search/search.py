@@ -30,7 +30,7 @@ from engine.search.pages import PagesAhead
 from engine.search.params import SearchParams
 from engine.search.result import SearchResult, SearchStats, ThinkingInfo
 from engine.search.run import SearchRun
-from engine.search.state import Clock, NNCache, SearchState
+from engine.search.state import NNCache, SearchState
 from engine.search.timeline import Timeline
 from engine.search.worker import Chunks
 from engine.tablebase import Tablebase
@@ -49,12 +49,11 @@ class Search:
         params: SearchParams,
         cache: NNCache | None = None,
         tablebase: Tablebase | None = None,
-        clock: Clock | None = None,
     ) -> None:
         self.network = network
         # The cache may be shared: the controller keeps it across trees and networks' searches.
         self._cache = cache if cache is not None else NNCache(params.nn_cache_size)
-        self.state = SearchState(network, params, self._cache, clock)
+        self.state = SearchState(network, params, self._cache)
         self.tablebase = tablebase
         self._fmt = format_rules(network.input_format).input_format
         self._game = np.zeros((0, FIELDS), np.uint64)

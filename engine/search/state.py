@@ -76,10 +76,9 @@ Clock = WallClock | PlayoutClock
 class SearchState:
     """What the stoppers and the reports read of a running search, over the array tree."""
 
-    def __init__(
-        self, network: Network, params: SearchParams, cache: NNCache, clock: Clock | None = None
-    ) -> None:
-        self.clock: Clock = clock if clock is not None else WallClock()
+    def __init__(self, network: Network, params: SearchParams, cache: NNCache) -> None:
+        self.clock: Clock = WallClock()
+        """The stoppers' time; a replay of lc0's searches sets a :class:`PlayoutClock`."""
         self.network = network
         self.params = params
         self.cache = cache

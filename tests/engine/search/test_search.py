@@ -42,6 +42,7 @@ class ConstNetwork:
             padded_size=None,
             concurrency=1,
             packed_input=False,
+            prepare=None,
         )
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
@@ -76,7 +77,8 @@ class FavouriteNetwork(ConstNetwork):
 
 
 def _root_visits_on(clock: PlayoutClock, nodes: int) -> int:
-    search = Search(FavouriteNetwork(), SearchParams(), clock=clock)
+    search = Search(FavouriteNetwork(), SearchParams())
+    search.state.clock = clock
     search.set_position(chess.Board())
     search.run(Limit(nodes=nodes))
     visits = search.root.n
@@ -639,7 +641,7 @@ class PaddedNetwork(ConstNetwork):
 
     def attributes(self) -> BackendAttributes:
         return BackendAttributes(
-            "padded", (), self.max_batch, self.max_batch, lambda n: -(-n // 16) * 16, 1, False
+            "padded", (), self.max_batch, self.max_batch, lambda n: -(-n // 16) * 16, 1, False, None
         )
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
