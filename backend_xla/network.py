@@ -210,6 +210,7 @@ class XlaNetwork:
             padded_size=self.padded_size,
             concurrency=self.concurrency,
             packed_input=self.packed_input,
+            prepare=self.prepare,
         )
 
     def describe(self) -> list[str]:

@@ -216,15 +216,16 @@ class Controller:
         return True
 
     def _prepare_network(self, params: SearchParams) -> None:
-        """Tell a network that can prepare (engine.backend's optional ``prepare``) the batch the
-        search will gather: a compiled size for a MinibatchSize above the backend's own starts
-        now, in the background, not at the first batch that needs it."""
-        prepare = getattr(self.network, "prepare", None)
-        if self.network is None or not callable(prepare):
+        """Tell a network that can prepare (its attributes' ``prepare``) the batch the search
+        will gather: a compiled size for a MinibatchSize above the backend's own starts now, in
+        the background, not at the first batch that needs it."""
+        if self.network is None:
             return
         attrs = self.network.attributes()
+        if attrs.prepare is None:
+            return
         try:
-            prepare(params.batch_size(attrs.max_batch, attrs.preferred_batch))
+            attrs.prepare(params.batch_size(attrs.max_batch, attrs.preferred_batch))
         except Exception as exc:  # a background compile's failure: the go reports it too
             self.listener.error(f"network: {exc}")
 

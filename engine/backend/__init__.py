@@ -62,6 +62,10 @@ class BackendAttributes:
       squares and a value a plane, 1.3 KB a position against 28 KB of floats). Otherwise the
       evaluation thread expands them into float planes for ``evaluate``, off the search's
       thread.
+    prepare: ``prepare(rows)`` makes ready what a batch of ``rows`` needs (a compiled size, in
+      the background): the controller calls it at isready and go with the search's minibatch,
+      so that a MinibatchSize above the backend's own does not first run split while its
+      program compiles. None: nothing to prepare.
     """
 
     name: str
@@ -71,6 +75,7 @@ class BackendAttributes:
     padded_size: Callable[[int], int] | None
     concurrency: int
     packed_input: bool
+    prepare: Callable[[int], None] | None
 
     def __post_init__(self) -> None:
         if self.max_batch < 1 or not 1 <= self.preferred_batch <= self.max_batch:
@@ -106,11 +111,6 @@ class Network(Protocol):
     #   def evaluate_packed(self, masks: np.ndarray, values: np.ndarray) -> NetworkOutput
     # masks uint64 [N, 112] (bit 8 * rank + file: the squares of each plane), values float32
     # [N, 112] (the value on them): the same as evaluate() of the expanded planes.
-    # A network may also have:
-    #   def prepare(self, rows: int) -> None
-    # make ready what a batch of ``rows`` needs (a compiled size, in the background): the
-    # controller calls it at isready and go with the search's minibatch, so that a MinibatchSize
-    # above the backend's own does not first run split while its program compiles.
 
 
 NETWORK_MEMBERS = ("input_format", "has_wdl", "has_mlh", "attributes", "evaluate")

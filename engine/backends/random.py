@@ -178,6 +178,7 @@ class RandomNetwork:
             concurrency=self.concurrency,
             # A subclass that wraps evaluate() (tests' networks) is given float planes.
             packed_input=type(self).evaluate is RandomNetwork.evaluate,
+            prepare=None,
         )
 
     def _description(self) -> tuple[str, ...]:

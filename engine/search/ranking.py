@@ -22,13 +22,12 @@ def best_children(state: SearchState, node: NodeView, count: int, depth: int = 0
     if node.n == 0 or not node.expanded:
         return []
     mask = state.mask if node.id == state.root.id else None
-    edges = len(node.moves)
-    out = np.zeros(edges, np.int64)
+    out = np.zeros(max(0, min(count, len(node.moves))), np.int64)
     flags = np.zeros(0, np.uint8) if mask is None else mask.astype(np.uint8)
     ranked = rank_edges(
         state.tree, np.int64(node.id), state.draw_score(depth), flags, mask is not None, out
     )
-    return [int(i) for i in out[: min(count, ranked)]]
+    return [int(i) for i in out[:ranked]]
 
 
 def temperature_choice(state: SearchState) -> int | None:

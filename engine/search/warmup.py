@@ -37,7 +37,7 @@ class _Instant:
     has_mlh = True
 
     def attributes(self) -> BackendAttributes:
-        return BackendAttributes("warm-up", (), 64, 7, lambda n: -(-n // 7) * 7, 1, False)
+        return BackendAttributes("warm-up", (), 64, 7, lambda n: -(-n // 7) * 7, 1, False, None)
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         n = len(planes)

@@ -51,48 +51,38 @@ def _rank_key(tree, f, j, draw_score):
 
 @njit(cache=True)
 def rank_edges(tree, node, draw_score, mask, use_mask, out):
-    """The (allowed) edges of ``node`` best first by lc0's GetBestChildrenNoTemperature, ties in
-    edge order, into ``out`` (int64, room for every edge); returns how many. The one ranking of
-    children: the stoppers' best move, bestmove, the PV, MultiPV and VerboseMoveStats."""
+    """The best ``len(out)`` (allowed) edges of ``node``, best first by lc0's
+    GetBestChildrenNoTemperature, ties in edge order, into ``out`` (int64); returns how many.
+    The one ranking of children: the stoppers' best move (``out`` of one: a single pass),
+    bestmove, the PV, MultiPV and VerboseMoveStats."""
     f = tree.nodes.first[node]
+    room = len(out)
     count = 0
     for j in range(tree.nodes.nedges[node]):
         if use_mask and mask[j] == 0:
             continue
         g, k1, k2, k3 = _rank_key(tree, f, j, draw_score)
-        at = count  # insertion sort: stable, and root nodes have at most 218 edges
+        at = count  # insertion into the best so far: stable; root nodes have at most 218 edges
         while at > 0:
             o = out[at - 1]
             og, o1, o2, o3 = _rank_key(tree, f, o, draw_score)
             if not _better(g, k1, k2, k3, og, o1, o2, o3):
                 break
-            out[at] = o
+            if at < room:
+                out[at] = o
             at -= 1
-        out[at] = j
-        count += 1
+        if at < room:
+            out[at] = j
+            count = min(count + 1, room)
     return count
-
-
-@njit(cache=True)
-def best_edge(tree, node, draw_score, mask, use_mask):
-    """The first edge of :func:`rank_edges` without sorting; -1 when the node has no edge."""
-    f = tree.nodes.first[node]
-    best = -1
-    bg, b1, b2, b3 = 0, 0.0, 0.0, 0.0
-    for j in range(tree.nodes.nedges[node]):
-        if use_mask and mask[j] == 0:
-            continue
-        g, k1, k2, k3 = _rank_key(tree, f, j, draw_score)
-        if best < 0 or _better(g, k1, k2, k3, bg, b1, b2, b3):
-            best, bg, b1, b2, b3 = j, g, k1, k2, k3
-    return best
 
 
 @njit(cache=True)
 def _summary(tree, draw_score, mask, use_mask, out):
     """out int64 [7]: best edge, the two largest visit counts, moves searched, moves proven
     lost, a move proven won, plies to the mate the best move proves (-1: none)."""
-    best = best_edge(tree, 0, draw_score, mask, use_mask)
+    top = np.empty(1, np.int64)
+    best = top[0] if rank_edges(tree, 0, draw_score, mask, use_mask, top) else -1
     f = tree.nodes.first[0]
     first_n, second_n, moves, lost, won = 0, 0, 0, 0, 0
     for j in range(tree.nodes.nedges[0]):

@@ -1,7 +1,8 @@
 """One ranking of children (issue 40): the compiled rank_edges, which bestmove, the PV, MultiPV
 and VerboseMoveStats read through ranking.best_children, orders edges as lc0's
-GetBestChildrenNoTemperature, and the stoppers' best_edge is its first; checked against a
-Python sort of lc0's key on every expanded node of real search trees."""
+GetBestChildrenNoTemperature, and given room for fewer (the stoppers' best move: room for one)
+returns the first of that order; checked against a Python sort of lc0's key on every expanded
+node of real search trees."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
-from engine.search.core.stoppers import best_edge, rank_edges
+from engine.search.core.stoppers import rank_edges
 from engine.search.core.view import NodeView
 
 
@@ -31,7 +32,7 @@ def _lc0_order(view: NodeView, draw_score: float) -> list[int]:
     return [i for _, i in keys]
 
 
-def test_rank_edges_is_lc0s_order_and_best_edge_its_first():
+def test_rank_edges_is_lc0s_order_and_fewer_places_its_first():
     fens = ["6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", chess.STARTING_FEN]  # a mate in one, an opening
     checked = 0
     for fen in fens:
@@ -49,7 +50,10 @@ def test_rank_edges_is_lc0s_order_and_best_edge_its_first():
                 count = rank_edges(tree, np.int64(node), ds, no_mask, False, out)
                 expected = _lc0_order(NodeView(tree, node), ds)
                 assert count == k and out.tolist() == expected
-                assert best_edge(tree, np.int64(node), ds, no_mask, False) == expected[0]
+                for room in sorted({1, 2, k // 2, k - 1} - {0}):
+                    top = np.full(room, -1, np.int64)
+                    got = rank_edges(tree, np.int64(node), ds, no_mask, False, top)
+                    assert got == min(room, k) and top[:got].tolist() == expected[:room]
                 checked += 1
     assert checked > 100
 
