@@ -105,12 +105,16 @@ def test_every_script_prints_its_help():
     assert not failures and len(results) == len(SCRIPTS), failures
 
 
-@pytest.mark.slow  # a tool's further end-to-end run (README, "Where the suite's time goes")
-def test_backendbench_labels_rows_with_the_backend_opts_data_type():
+def test_backendbench_times_the_engines_call_and_the_program_itself():
+    """The engine's call (packed planes), the float planes' and the compiled program's rows,
+    labelled with the data type the backend options name (--call-path once raised a TypeError
+    on a packed network: the program takes mask words and values, not float planes)."""
     net = BIN.parent / "nets" / "untrained.onnx"
     out = subprocess.run([str(BIN / "perf" / "backendbench"), str(net), "--batch-sizes", "2", "--repeats", "1",
-                          "--no-onnxruntime", "--backend-opts", "data_type=bf16,cache_dir=none"],
+                          "--no-onnxruntime", "--call-path", "--float-planes", "--backend-opts",
+                          "data_type=bf16,cache_dir=none,packed_input=on"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [ln.split() for ln in out.stdout.splitlines() if ln.strip() and ln.split()[0] in ("f32", "bf16")]
-    assert rows and all(r[0] == "bf16" for r in rows), out.stdout
+    assert [r[2] for r in rows] == ["defaults", "evaluate(float", "program(numpy)", "program(on"], out.stdout
+    assert all(r[0] == "bf16" and float(r[-1]) > 0 for r in rows), out.stdout
