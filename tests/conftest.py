@@ -33,6 +33,12 @@ if DEVICE_COUNT_FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = " ".join(
         filter(None, [os.environ.get("XLA_FLAGS", ""), TEST_PROCESS_DEVICES_FLAG]))
 
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+"""On a GPU host every test process starts a JAX client on the GPU, and by JAX's default each
+takes 75 % of the GPU's memory at its start: with three processes a worker crashed in
+tests/backend_xla/test_gpu.py, which passed with ``-n 0`` (issue 57). Each takes what it uses
+instead (not yet run on a GPU: device-check's gpu-tests step runs the suite's way)."""
+
 os.environ.setdefault("XLAZERO_XLA_COMPILE_CORES", "all")
 """XLA compiles with every core in view in the test processes and the engines they start
 (backend_xla.runtime.COMPILE_CORES_ENV): its parallel code generation then fills a core the
