@@ -1,6 +1,6 @@
 """One ``go``: lc0's classic ``Search`` with its constant parameters, over the tree, the NN cache
-and the evaluation workers that its owner (:class:`engine.search.search.Search`, lc0's
-``NodeTree`` and backend) keeps between searches.
+and the evaluation workers that outlive it (:class:`engine.search.resources.Resources`, lc0's
+``NodeTree`` and backend).
 
 One step (lc0's ExecuteOneIteration), :meth:`SearchRun.step`: stoppers → gather (compiled:
 select, new leaves, planes) → Syzygy probes of the candidates it flagged → evaluate (a worker
@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,12 +27,10 @@ from engine.search.limit import Limit
 from engine.search.memory import full_message, held_bytes, reserve_for_limit
 from engine.search.params import SearchParams
 from engine.search.report import make_infos, verbose_stats
+from engine.search.resources import Resources
 from engine.search.result import INFO_INTERVAL_S, WAIT_SLICE_S, SearchResult, ThinkingInfo
 from engine.search.timeline import Timeline
 from engine.search.worker import SearchWorker
-
-if TYPE_CHECKING:
-    from engine.search.search import Search
 
 NETWORK_STALL_S = 60.0
 """A network call not back after this long has hung: the search stops and says so."""
@@ -43,30 +40,30 @@ InFlight = tuple[Future, cgather.Batch, int, float]
 
 
 class SearchRun:
-    """One search from the owner's root to ``limit``: its parameters and batch size are fixed at
+    """One search from the resources' root to ``limit``: its parameters and batch size are fixed at
     its start (a ``ponderhit`` replaces the limit only); the callbacks get its info lines."""
 
     def __init__(
         self,
-        owner: Search,
+        res: Resources,
         limit: Limit,
         on_info: Callable[[list[ThinkingInfo]], None] | None = None,
         on_verbose: Callable[[list[str]], None] | None = None,
         verbose: bool = False,
         live_stats: bool = False,
     ) -> None:
-        self.owner = owner
-        self.state = owner.state
-        self.params: SearchParams = owner.params
+        self.res = res
+        self.state = res.state
+        self.params: SearchParams = res.params
         self.limit = limit
         self.on_info, self.on_verbose = on_info, on_verbose
         self.verbose, self.live_stats = verbose, live_stats
-        attributes = owner.attributes
+        attributes = res.attributes
         self.batch_size = self.params.batch_size(attributes.max_batch, attributes.preferred_batch)
         self.failure: BaseException | None = None
         """The exception of a network call that failed (it ended the run)."""
         self.ram_limited = False
-        self.worker = SearchWorker(owner, self.params, self.batch_size)
+        self.worker = SearchWorker(res, self.params, self.batch_size)
 
     # ----------------------------------------------------------------------------- the run
     def execute(self) -> SearchResult:
@@ -92,7 +89,7 @@ class SearchRun:
             self.on_info(infos)
         if self.verbose and self.on_verbose is not None and state.root.expanded:
             self.on_verbose(verbose_stats(state))
-        best, ponder = choose_move(state, root_moves, self.owner.cached_root_moves)
+        best, ponder = choose_move(state, root_moves, self.res.cached_root_moves)
         return SearchResult(
             best,
             ponder,
@@ -104,7 +101,7 @@ class SearchRun:
 
     def memory_bytes(self) -> int:
         """What the tree and the NN cache hold now."""
-        return held_bytes(self.state.tree, self.owner.cache.arrays)
+        return held_bytes(self.state.tree, self.res.cache.arrays)
 
     def _report_the_end(self) -> None:
         """Why the search stopped early, when it did: a failed network."""
@@ -143,7 +140,7 @@ class SearchRun:
         finally:
             for _future, batch, _seq, _at in pending:
                 self.worker.abandon(batch)
-            self.owner.retire_batches([(future, batch) for future, batch, _, _ in pending])
+            self.res.retire_batches([(future, batch) for future, batch, _, _ in pending])
             state.changed()
 
     def step(self, pending: list[InFlight], free: list[cgather.Batch]) -> bool:
@@ -192,12 +189,12 @@ class SearchRun:
         self, pending: list[InFlight], free: list[cgather.Batch], remaining: float, best: int
     ) -> bool:
         """Gather a batch and put it in flight; whether anything was gathered or backed up."""
-        owner, timeline = self.owner, self.owner.timeline
+        res, timeline = self.res, self.res.timeline
         batch = free.pop()
         start = Timeline.now() if timeline is not None else 0.0
         n, ooo = self.worker.gather(batch, remaining, best)
         if n:
-            seq = owner.next_sequence()
+            seq = res.next_sequence()
             if timeline is not None:
                 timeline.add(seq, "gather", start, Timeline.now(), n)
             pending.append((self.worker.evaluate(batch, n, seq), batch, seq, time.monotonic()))
@@ -207,7 +204,7 @@ class SearchRun:
 
     def _back_up_oldest(self, pending: list[InFlight], free: list[cgather.Batch]) -> bool:
         """Back up the oldest batch in flight (evaluated); False when its network call failed."""
-        timeline = self.owner.timeline
+        timeline = self.res.timeline
         future, batch, seq, _ = pending.pop(0)
         start = Timeline.now() if timeline is not None else 0.0
         free.append(batch)
@@ -231,10 +228,10 @@ class SearchRun:
         """Wait for ``future``; False on a stop, the time limit, or a network call that has not
         returned in NETWORK_STALL_S (then ``failure`` says so, and the stalled worker is left
         behind: the next search's calls go to a new one)."""
-        state, owner = self.state, self.owner
+        state, res = self.state, self.res
         while not future.done():
             # Chunks of any batch's encoding or sort while waiting anyway (this one's first).
-            shared = [(k, w) for k, w in list(owner.shared_work.items()) if w.open]
+            shared = [(k, w) for k, w in list(res.shared_work.items()) if w.open]
             if shared:
                 for _, work in sorted(shared, key=lambda kw: kw[0] != seq):
                     work.run()
@@ -246,14 +243,14 @@ class SearchRun:
             stalled = time.monotonic() - submitted
             if stalled > NETWORK_STALL_S:
                 self.failure = TimeoutError(f"no answer from the network in {stalled:.0f} s")
-                owner.renew_executor()
+                res.renew_executor()
                 return False
-            owner.wake.wait(WAIT_SLICE_S)
-            owner.wake.clear()
+            res.wake.wait(WAIT_SLICE_S)
+            res.wake.clear()
         return True
 
     def _maybe_ponderhit(self) -> None:
-        limit = self.owner.take_ponderhit()
+        limit = self.res.take_ponderhit()
         if limit is not None:
             state = self.state
             state.limit = limit
@@ -261,7 +258,7 @@ class SearchRun:
             state.first_eval_time = None
 
     def _filter_root_by_tablebase(self) -> None:
-        state, tablebase = self.state, self.owner.tablebase
+        state, tablebase = self.state, self.res.tablebase
         if tablebase is None:
             return
         probe = tablebase.root_moves(state.root_board.copy(), self.params.syzygy_fast_play)

@@ -1,47 +1,33 @@
-"""The owner of what outlives a ``go`` (lc0's ``NodeTree`` and backend): the tree and the game
-up to its root, the NN cache, the batch buffers, the evaluation workers and the stop signals.
-Each ``go`` is one :class:`engine.search.run.SearchRun` over them (lc0's ``Search``), whose
-phases are compiled (numba, engine/search/core/)."""
+"""The search as the controller sees it (lc0's ``Search`` and ``NodeTree`` together): the
+position, a ``go`` at a time, the stop and ponderhit. What outlives a ``go`` (the tree, the NN
+cache, the batch buffers, the evaluation workers) is its :class:`Resources`; each ``go`` is one
+:class:`engine.search.run.SearchRun` over them (lc0's ``Search``), whose phases are compiled
+(numba, engine/search/core/)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import chess
 import numpy as np
 
 from engine.backend import Network
 from engine.board import game_rows, move_from_chess
-from engine.board.moves import MAX_MOVES
-from engine.board.position import FIELDS
-from engine.encoding.formats import format_rules
-from engine.encoding.rows import FILL_FEN_ONLY
-from engine.search.core import cache as ccache
-from engine.search.core import gather as cgather
-from engine.search.core import steps
 from engine.search.core import tree as ctree
-from engine.search.core.params import pack
 from engine.search.core.view import NodeView
-from engine.search.gatherers import Gatherers
 from engine.search.limit import Limit
-from engine.search.pages import PagesAhead
 from engine.search.params import SearchParams
+from engine.search.resources import Resources
 from engine.search.result import SearchResult, SearchStats, ThinkingInfo
 from engine.search.run import SearchRun
 from engine.search.state import NNCache, SearchState
 from engine.search.timeline import Timeline
-from engine.search.worker import Chunks
 from engine.tablebase import Tablebase
-
-HISTORY_ROOM = 1024
-"""Plies of path the history buffer holds beyond the game (grown when a search goes deeper)."""
 
 
 class Search:
-    """Owns the tree, the NN cache, the evaluation workers and the stop signals; one ``run`` at
-    a time (see the module docstring)."""
+    """The position and one ``run`` at a time over :attr:`resources` (see the module
+    docstring)."""
 
     def __init__(
         self,
@@ -50,70 +36,53 @@ class Search:
         cache: NNCache | None = None,
         tablebase: Tablebase | None = None,
     ) -> None:
-        self.network = network
-        # The cache may be shared: the controller keeps it across trees and networks' searches.
-        self._cache = cache if cache is not None else NNCache(params.nn_cache_size)
-        self.state = SearchState(network, params, self._cache)
-        self.tablebase = tablebase
-        self._fmt = format_rules(network.input_format).input_format
-        self._game = np.zeros((0, FIELDS), np.uint64)
-        self.hist = self._game
-        """The game's rows, then room for a path's (the compiled selection's board)."""
-        self.attributes = network.attributes()
-        self.executor, self.device = self._new_executors()
-        self.shared_work: dict[int, Chunks] = {}
-        """Each batch's planes' encoding, then its policies' sort, while its worker does them,
-        by the batch's number: the waiting search thread takes chunks (worker.Chunks)."""
-        self.wake = threading.Event()
-        """Set when an evaluation finishes or a stop arrives: the loop waits on it."""
-        self.pages = PagesAhead()  # the tree's and the cache's next pages, backed in advance
-        self.stop_flag = np.zeros(1, np.uint8)
-        """The stop as the compiled gather reads it."""
-        self.on_device = np.zeros(1, np.int64)
-        """Minibatches handed to the network and not yet answered, as the compiled gather reads
-        it (its partial minibatches); changed under ``device_lock`` only."""
-        self.device_lock = threading.Lock()
-        self._ponderhit_limit: Limit | None = None
-        self._pad_key: tuple[int, int] | None = None
-        self._pad = np.zeros(1, np.int64)
-        self._packed_for: SearchParams | None = None
-        self._packed_value = np.zeros(0)
-        self._lock = threading.Lock()
-        self.batches: list[cgather.Batch] = []
-        self._gatherers = Gatherers(0, 0, 0)
-        self._sequence = 0
-        self.timeline: Timeline | None = None
-        """Set by a caller (bin/perf/bench --trace) to record each batch's phase times."""
-        self.state.cached_q = self._cached_q
-        start = chess.Board()
-        self._set_game(start, game_rows(start))
+        self.resources = Resources(network, params, cache, tablebase)
 
-    # ----------------------------------------------------------------------------- owner API
+    @property
+    def state(self) -> SearchState:
+        return self.resources.state
+
     @property
     def params(self) -> SearchParams:
-        return self.state.params
+        return self.resources.params
 
     @params.setter
     def params(self, params: SearchParams) -> None:
-        self.state.params = params
-        self._cache.resize(params.nn_cache_size)
+        self.resources.params = params
 
     @property
     def cache(self) -> NNCache:
-        return self._cache
+        return self.resources.cache
 
     @property
     def root(self) -> NodeView:
         return self.state.root
+
+    @property
+    def tablebase(self) -> Tablebase | None:
+        return self.resources.tablebase
+
+    @tablebase.setter
+    def tablebase(self, tablebase: Tablebase | None) -> None:
+        self.resources.tablebase = tablebase
+
+    @property
+    def timeline(self) -> Timeline | None:
+        """Each batch's phase times, when a caller sets one (bin/perf/bench --trace)."""
+        return self.resources.timeline
+
+    @timeline.setter
+    def timeline(self, timeline: Timeline | None) -> None:
+        self.resources.timeline = timeline
 
     def set_position(self, board: chess.Board) -> bool:
         """Search from ``board`` (its move stack is the game); keeps the subtree when the game
         continues the previous one, and returns whether it did. A stop asked for before this
         is forgotten; one asked for after it ends the next ``run`` at once, even if that
         ``run`` has not begun yet."""
-        state = self.state
+        state, res = self.state, self.resources
         state.stop.clear()
-        self.stop_flag[0] = 0
+        res.stop_flag[0] = 0
         old = state.root_board
         new_stack, old_stack = board.move_stack, old.move_stack
         rows = game_rows(board)
@@ -134,31 +103,25 @@ class Search:
             state.tree = ctree.keep_subtree(state.tree, node) if node != 0 else state.tree
         else:
             state.tree = ctree.emptied(state.tree)
-        self._set_game(board, rows)
+        res.set_game(board, rows)
         state.changed()
         return reused
 
     def clear(self) -> None:
         """Forget the tree and the NN cache (ucinewgame)."""
         self.state.tree = ctree.emptied(self.state.tree)
-        self._cache.clear()
+        self.cache.clear()
         self.state.changed()
 
     def stop(self) -> None:
-        self.state.stop.set()
-        self.stop_flag[0] = 1
-        self.wake.set()
+        self.resources.stop()
 
     def ponderhit(self, limit: Limit) -> None:
         """Turn a ponder search into a normal one with ``limit`` counted from now."""
-        with self._lock:
-            self._ponderhit_limit = limit
+        self.resources.ponderhit(limit)
 
     def close(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        self.device.shutdown(wait=False, cancel_futures=True)
-        self.pages.close()
-        self._gatherers = self._gatherers.fitting(0, 0, 0)  # closed: the next start anew
+        self.resources.close()
 
     def stats(self) -> SearchStats:
         return self.state.stats()
@@ -172,137 +135,8 @@ class Search:
         live_stats: bool = False,
     ) -> SearchResult:
         """Search the current position to ``limit`` (one :class:`SearchRun`)."""
-        with self._lock:
-            self._ponderhit_limit = None
-        return SearchRun(self, limit, on_info, on_verbose, verbose, live_stats).execute()
-
-    # ------------------------------------------------------------------- for the run (one go)
-    def take_ponderhit(self) -> Limit | None:
-        """The limit a ponderhit gave since the last call, if any."""
-        with self._lock:
-            limit, self._ponderhit_limit = self._ponderhit_limit, None
-        return limit
-
-    def next_sequence(self) -> int:
-        """The next batch's number (the timeline's)."""
-        self._sequence += 1
-        return self._sequence
-
-    def renew_executor(self) -> None:
-        """Leave a hung evaluation worker behind: the next calls go to new ones."""
-        self.close()
-        self.executor, self.device = self._new_executors()
-
-    def _new_executors(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
-        """The evaluation workers, one a batch in flight (each prepares its batch's planes,
-        hands the network call to the device's queue and sorts the policy), and the device's
-        workers (one a call the backend runs at once): so that one batch's preparation and
-        sorting overlap another's call, and the calls run in the order the batches went."""
-        # Up to Threads batches are in flight (128 at most, the option's maximum); the pool
-        # starts a thread only when none is idle.
-        self.last_submission: threading.Event | None = None
-        """Set once the last batch sent has its call in the device's queue (the next one
-        waits for it: the calls queue in the order the batches went)."""
-        workers = ThreadPoolExecutor(128, thread_name_prefix="nn-batch")
-        device = ThreadPoolExecutor(self.attributes.concurrency, thread_name_prefix="nn-eval")
-        return workers, device
-
-    @property
-    def packed(self) -> np.ndarray:
-        """The parameters as the compiled phases read them (packed once per SearchParams)."""
-        params = self.state.params
-        if self._packed_for is not params:
-            self._packed_value = pack(params, bool(self.network.has_mlh))
-            self._packed_for = params
-        return self._packed_value
-
-    def pad_table(self, batch_size: int, max_prefetch: int) -> np.ndarray:
-        """Prefetch target by request count. A backend that computes a batch's rows only is
-        filled up to MaxPrefetch (lc0's); one that pads batches (to compiled sizes, or a
-        device whose call costs the same whatever its rows) has its padding filled, which costs
-        no network time, up to the batch buffers' rows. MaxPrefetch 0: no prefetch."""
-        key = (batch_size, max_prefetch)
-        if self._pad_key != key:
-            self._pad = _pad_targets(self.attributes.padded_size, batch_size, max_prefetch)
-            self._pad_key = key
-        return self._pad
-
-    def walk_info(self) -> np.ndarray:
-        """The compiled selection's Walk.info (engine/search/core/gather.py)."""
-        state = self.state
-        pieces = self.tablebase.max_pieces if self.tablebase is not None else 0
-        return np.array(
-            [len(self._game), self._fmt, FILL_FEN_ONLY, pieces, int(state.root_in_tablebase)],
-            np.int64,
-        )
-
-    def ensure_batches(self, count: int, size: int, spare: int = 0) -> None:
-        if len(self.batches) != count or self.batches[0].req.shape[0] < size + spare:
-            self.batches = [cgather.new_batch(size, spare) for _ in range(count)]
-
-    def retire_batches(self, in_flight: list[tuple[Future, cgather.Batch]]) -> None:
-        """The batches a run left in flight: one whose evaluation worker has not finished
-        still gets written to (its planes, its sorted policy), so a new buffer takes its place
-        for the next run's gathers; the worker keeps the old one."""
-        for future, batch in in_flight:
-            if future.done():
-                continue
-            for i, held in enumerate(self.batches):
-                if held is batch:
-                    self.batches[i] = cgather.new_batch(len(batch.req))
-
-    def gatherers_for(self, helpers: int, rows: int) -> Gatherers:
-        """The gatherers of a minibatch of ``rows`` rows: ``helpers`` threads beside the search
-        thread (0: it gathers alone)."""
-        self._gatherers = self._gatherers.fitting(helpers, rows, len(self.hist))
-        return self._gatherers
-
-    def grow_history(self) -> None:
-        g = len(self._game)
-        bigger = np.zeros((2 * len(self.hist), FIELDS), np.uint64)
-        bigger[:g] = self._game
-        self.hist = bigger
-
-    def cached_root_moves(self) -> list[int]:
-        """The root's legal moves by decreasing prior, if the NN cache has the root."""
-        row = len(self._game) - 1
-        moves = np.zeros(MAX_MOVES, np.int32)
-        priors = np.zeros(MAX_MOVES, np.uint16)
-        slot = steps.cached_slot(self.hist, row, -1, self.packed, self._cache.arrays)
-        count = 0 if slot < 0 else ccache.read_moves(self._cache.arrays, slot, moves, priors)
-        return moves[:count].tolist()
-
-    # ----------------------------------------------------------------------------- helpers
-    def _cached_q(self, move: chess.Move | None) -> float | None:
-        """The network's q of the root, or after the root ``move``, from the NN cache."""
-        row = len(self._game) - 1
-        board = self.state.root_board
-        word = -1 if move is None else move_from_chess(self.hist[row], board, move)
-        slot = steps.cached_slot(self.hist, row, word, self.packed, self._cache.arrays)
-        return None if slot < 0 else float(self._cache.arrays.entries["q"][slot])
-
-    def _set_game(self, board: chess.Board, rows: np.ndarray) -> None:
-        """The game up to the root: ``board`` and its rows (engine.board.game_rows)."""
-        self.state.root_board = board.copy()
-        self._game = rows
-        g = len(rows)
-        self.hist = np.zeros((g + HISTORY_ROOM, FIELDS), np.uint64)
-        self.hist[:g] = rows
-        steps.revert_stale_twofolds(self.state.tree, self.hist, g)
-
-
-def _pad_targets(
-    padded: Callable[[int], int] | None, batch_size: int, max_prefetch: int
-) -> np.ndarray:
-    """Search.pad_table's targets, by request count (``padded``: the backend's padded size)."""
-    rows = max(batch_size, max_prefetch)  # the batch buffers' (SearchWorker.prepare)
-
-    def target(n: int) -> int:
-        if max_prefetch == 0 or padded is None or n == 0:
-            return max_prefetch
-        return min(padded(n), rows)
-
-    return np.array([target(n) for n in range(batch_size + 1)], np.int64)
+        self.resources.take_ponderhit()  # one from before this run does not count
+        return SearchRun(self.resources, limit, on_info, on_verbose, verbose, live_stats).execute()
 
 
 def _follow(tree: ctree.Tree, board: chess.Board, rows: np.ndarray, from_ply: int) -> int:

@@ -59,9 +59,9 @@ def compile_the_rest() -> None:
     from engine.board.position import FIELDS
     from engine.encoding.rows import expand_batch
     from engine.search.core import backup, gather, params, steps, stoppers, tree, view
+    from engine.search.evaluation import network_heads
     from engine.search.params import from_options
     from engine.search.state import NNCache
-    from engine.search.worker import network_heads
 
     packed = params.pack(from_options({}), True)
     t = tree.new_tree()

@@ -15,6 +15,7 @@ import pytest
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
 from engine.search import gatherers as gatherers_module
+from engine.search import evaluation as evaluation_module
 from engine.search import worker as search_module
 from engine.encoding import rows
 from engine.search.core import backup, calls, gather, minibatch
@@ -33,8 +34,8 @@ def _wrapped_in_search_module(module=search_module) -> dict[str, object]:
     }
 
 
-def test_the_search_module_calls_its_compiled_entry_points_directly():
-    wrapped = _wrapped_in_search_module()
+def test_the_search_modules_call_their_compiled_entry_points_directly():
+    wrapped = _wrapped_in_search_module() | _wrapped_in_search_module(evaluation_module)
     assert wrapped == {
         "gather_minibatch": minibatch.gather,
         "gather_shared": minibatch.gather_shared,
@@ -73,7 +74,7 @@ def test_every_direct_entry_point_keeps_exactly_one_signature(monkeypatch, make_
     # Made in the test, not at collection: the random backend compiles its functions when made,
     # which every test process would otherwise do before the suite's warm-up had cached them.
     network = make_network()
-    for module in (search_module, gatherers_module):
+    for module in (search_module, evaluation_module, gatherers_module):
         wrapped = _wrapped_in_search_module(module)
         assert wrapped
         for name, dispatcher in wrapped.items():

@@ -47,7 +47,7 @@ def _one_gather(search: Search, helpers: int) -> tuple[list[int], np.ndarray]:
     keys it requests (sorted), and its counts (requests, out-of-order backups, collision
     events)."""
     search.params = from_options(OPTIONS | {"TaskWorkers": helpers})
-    run = SearchRun(search, Limit(nodes=10**9))
+    run = SearchRun(search.resources, Limit(nodes=10**9))
     search.state.new_search(run.limit)
     batch = run.worker.prepare()[0]
     n, _ = run.worker.gather(batch)

@@ -85,7 +85,7 @@ def _gather_two_without_backup(search: Search, batch_size: int) -> tuple[int, in
     """Gather two minibatches on the current tree, the first still in flight (its leaves
     pending) while the second is gathered, as in the loop with Threads=2; both are then
     abandoned. Returns the two batches' request counts."""
-    run = SearchRun(search, Limit(infinite=True))
+    run = SearchRun(search.resources, Limit(infinite=True))
     search.state.new_search(run.limit)
     first, second = run.worker.prepare()
     n1, _ = run.worker.gather(first)
@@ -121,17 +121,17 @@ def _gather_one(search: Search, on_device: int) -> int:
     """Gather one minibatch on the current tree with ``on_device`` minibatches said to be on
     the network, then abandon it; returns its request count."""
     deadline = time.monotonic() + 10
-    while search.on_device[0] != 0 and time.monotonic() < deadline:
+    while search.resources.on_device[0] != 0 and time.monotonic() < deadline:
         time.sleep(0.001)  # the last search's abandoned minibatches come back first
-    assert search.on_device[0] == 0
-    run = SearchRun(search, Limit(infinite=True))
+    assert search.resources.on_device[0] == 0
+    run = SearchRun(search.resources, Limit(infinite=True))
     search.state.new_search(run.limit)
     batch = run.worker.prepare()[0]
-    search.on_device[0] = on_device
+    search.resources.on_device[0] = on_device
     try:
         n, _ = run.worker.gather(batch)
     finally:
-        search.on_device[0] = 0
+        search.resources.on_device[0] = 0
     run.worker.abandon(batch)
     return n
 
@@ -169,7 +169,7 @@ def test_a_policy_sort_shared_by_two_threads_equals_one_pass():
     from engine.board.moves import MAX_MOVES
     from engine.search.core import backup as cbackup
     from engine.search.core import gather as cgather
-    from engine.search.worker import CHUNK, Chunks, network_heads
+    from engine.search.evaluation import CHUNK, Chunks, network_heads
 
     rng = np.random.default_rng(3)
     n = 3 * CHUNK + 5
