@@ -35,11 +35,12 @@ def load_network(path: str | os.PathLike | onnx.ModelProto, options: str = "") -
     """Load, convert and compile an lc0 network (ONNX file, lc0 .pb.gz or an onnx.ModelProto).
 
     ``options`` uses lc0's --backend-opts syntax ("key=value,key=value"); see
-    :mod:`backend_xla.options` for the keys.
+    :mod:`backend_xla.options` for the keys. The stages of a load: :mod:`backend_xla.loading`
+    (read the file, lc0's graph, the JAX function, placed on the devices, compiled by batch size).
     """
-    from .network import XlaNetwork
+    from .loading import load
 
-    return XlaNetwork(path, options)
+    return load(path, options)
 
 
 def _import_jax() -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import OptionError
@@ -82,7 +82,7 @@ replace it, since it is not the user's."""
 # ----------------------------------------------------------------------------- device choice
 
 
-def select(options: dict[str, Any]) -> list:
+def select(options: Mapping[str, Any]) -> list:
     """The JAX devices one batch is split over, from the backend options.
 
     ``device=N`` pins to that one device (``N;M``: those, ``all``: every local device).

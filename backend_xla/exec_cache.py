@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -86,7 +87,7 @@ def _host_cpu() -> str:
     return "\n".join(dict.fromkeys(keep))
 
 
-def entry_key(network_digest: str, options: dict[str, Any], parts: tuple, devices: list) -> str:
+def entry_key(network_digest: str, options: Mapping[str, Any], parts: tuple, devices: list) -> str:
     """The key of one compiled batch size: ``parts`` names the size and its placement."""
     import jax
     import jaxlib
@@ -254,7 +255,7 @@ NETWORK_SUBDIR = "networks"
 """Folder of the converted networks (:class:`NetworkCache`), beside :data:`SUBDIR`."""
 
 
-def network_key(network_digest: str, options: dict[str, Any]) -> str:
+def network_key(network_digest: str, options: Mapping[str, Any]) -> str:
     """The key of a converted network: the file's contents, the options, this package's sources
     (the reader and converter) and the numpy version (the pickled arrays)."""
     fields = (

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import queue
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -15,35 +13,10 @@ from engine.backend import INPUT_PLANES, POLICY_SIZE, BackendAttributes, Network
 from . import runtime
 from .buckets import Buckets, ProgressCallback
 from .errors import NetworkError
-from .exec_cache import (
-    NETWORK_SUBDIR,
-    CachedConverter,
-    ExecutableCache,
-    NetworkCache,
-    entry_key,
-    file_digest,
-    network_entry,
-    network_key,
-)
-from .network_file import (
-    OUTPUT_POLICY,
-    Heads,
-    check_model,
-    conversion_options,
-    convert,
-    convert_file,
-    external_data,
-    is_model,
-    read_model,
-)
-from .options import batch_sizes, parse_options
+from .exec_cache import ExecutableCache, NetworkCache
+from .network_file import OUTPUT_POLICY, Heads
+from .options import BackendOptions
 from .packed import BOARD, pack_planes, packed_words
-
-if TYPE_CHECKING:
-    import onnx  # imported where a file is read: a warm start from the caches never needs it
-
-    from .onnx_to_jax import Converter
-
 
 CPU_MINIBATCH = 7
 """Minibatch the search gathers on a CPU: lc0's CPU backends suggest 7 (blas, eigen, onednn),
@@ -81,101 +54,48 @@ class XlaNetwork:
     ``buckets`` attribute, keeps them).
     """
 
-    def __init__(self, path: str | os.PathLike | onnx.ModelProto, options: str = "") -> None:
-        self.options = parse_options(options)
-        is_file = not is_model(path)
-        self.source = str(path) if is_file else ""
-        cache_dir = runtime.cache_path(self.options["cache_dir"])
-        self._network_digest: str | None = None
-        if cache_dir is not None and is_file:
-            try:
-                self._network_digest = file_digest(path)
-            except OSError:
-                pass  # reported by the reading below
-        self.networks = (
-            NetworkCache(Path(cache_dir) / NETWORK_SUBDIR)
-            if cache_dir is not None and self._network_digest is not None
-            else None
-        )
+    def __init__(
+        self,
+        options: BackendOptions,
+        source: str,
+        heads: Heads,
+        devices: list,
+        converter: Any,
+        params: runtime.Params,
+        compiled: Any,
+        networks: NetworkCache | None = None,
+        digest: str | None = None,
+    ) -> None:
+        """The stages' values (:mod:`backend_xla.loading`, which makes networks):
+        ``compiled`` is its :class:`backend_xla.loading.Compiled`."""
+        self.options = options
+        self.source = source
+        self.name = Path(source).name
+        self.has_wdl, self.has_mlh, self.input_format = heads
+        self.devices = devices
+        self.device = devices[0]
+        self.converter = converter
+        self.packed_input = bool(converter.packed_input)
+        """Whether the programs take lc0's packed planes (:meth:`evaluate_packed`)."""
+        self.params = params
+        self.sizes: list[int] = compiled.sizes
+        self.max_batch = self.sizes[-1]
+        self.preferred_batch: int = compiled.preferred_batch
+        self.concurrency: int = compiled.concurrency
+        """Calls of ``evaluate`` worth running at once: an unsplit batch runs on one device."""
+        self._free_devices: queue.SimpleQueue[int] = compiled.free_devices
+        self.executables: ExecutableCache | None = compiled.executables
+        """The engine's cache of whole programs (None: ``cache_dir=none``); only for files."""
+        self.programs = compiled.programs
+        self.buckets: Buckets = compiled.buckets
+        self.mode = options["background_compile"]
+        self.load_size: int = compiled.load_size
+        """The bucket compiled at load: the smallest that holds the search's minibatch."""
+        self.networks = networks
         """Converted networks (None: ``cache_dir=none``, or not a file): a warm start reads the
         parameters from there and never opens the file as ONNX."""
-        entry = net_key = read = None
-        if self.networks is not None and self._network_digest is not None:
-            net_key = network_key(self._network_digest, conversion_options(self.options))
-            entry = self.networks.load(net_key)
-        if entry is None:
-            read = self._read(path)
-        self.name = Path(self.source).name
-        self.devices = runtime.setup(self.options)
-        self.device = self.devices[0]
-        if entry is not None and entry["platform"] != self.device.platform:
-            entry = None  # converted for another platform's convolution: convert again
-            read = self._read(path)
-        if entry is not None:
-            self._use_converted(entry, path)
-        else:
-            assert read is not None
-            self._convert(*read, net_key)
-        self.packed_input = bool(self.converter.packed_input)
-        """Whether the programs take lc0's packed planes (:meth:`evaluate_packed`)."""
-        self._compile_at_load()
-
-    def _read(self, path) -> tuple[Any, Path | None, Heads]:
-        """(model, directory for external data, heads), checked; sets the source."""
-        model, self.source, base_dir = read_model(path, self.options)
-        return model, base_dir, check_model(model, self.source, self.options)
-
-    def _set_heads(self, heads: Heads) -> None:
-        self.has_wdl, self.has_mlh, self.input_format = heads
-
-    def _use_converted(self, entry: dict[str, Any], path) -> None:
-        """Take the network from the cache of converted networks (its file read only if
-        something needs more than the parameters)."""
-        self._set_heads(Heads(entry["has_wdl"], entry["has_mlh"], entry["input_format"]))
-        outputs, options, platform = entry["outputs"], self.options, self.device.platform
-        self.converter: CachedConverter | Converter = CachedConverter(
-            entry, self.source, lambda: convert_file(path, outputs, options, platform)
-        )
-
-    def _convert(self, model, base_dir: Path | None, heads: Heads, net_key: str | None) -> None:
-        """Convert ``model``, and keep it converted where it is a file without external data."""
-        self._set_heads(heads)
-        platform = self.device.platform
-        self.converter = convert(
-            model, self.source, base_dir, heads.outputs, self.options, platform
-        )
-        if self.networks is not None and net_key is not None and not external_data(model):
-            entry = network_entry(
-                self.converter, platform, self.has_wdl, self.has_mlh, self.input_format
-            )
-            self.networks.store(net_key, entry)
-
-    def _compile_at_load(self) -> None:
-        minibatch = preferred_minibatch(self.device.platform)
-        self.sizes = batch_sizes(self.options, minibatch)
-        self.max_batch = self.sizes[-1]
-        self.preferred_batch = min(self.max_batch, minibatch)
-        self.params = runtime.upload(self.converter, self.devices)
-        self.executables = runtime.executable_cache() if self._network_digest else None
-        """The engine's cache of whole programs (None: ``cache_dir=none``); only for files."""
-        self.concurrency = min(len(self.devices), CONCURRENT_CALLS)
-        """Calls of ``evaluate`` worth running at once: an unsplit batch runs on one device."""
-        self._free_devices: queue.SimpleQueue[int] = queue.SimpleQueue()
-        for i in range(self.concurrency):
-            self._free_devices.put(i)
-        self.programs = ProgramMaker(
-            self.converter,
-            self.params,
-            self.devices,
-            self.options,
-            self.concurrency,
-            self.executables,
-            self._network_digest,
-        )
-        self.mode = self.options["background_compile"]
-        self.buckets = Buckets(self.sizes, self.mode, self.programs)
-        self.load_size = self.buckets.start(self.preferred_batch)
-        """The bucket compiled at load: the smallest that holds the search's minibatch."""
+        self.digest = digest
+        """The file's sha256 where the caches are on (their keys)."""
 
     @property
     def ready_sizes(self) -> list[int]:
@@ -332,35 +252,3 @@ def describe(net: XlaNetwork) -> list[str]:
                 "(docs/backend.md); it suits GPUs"
             )
     return lines
-
-
-@dataclass(frozen=True)
-class ProgramMaker:
-    """Makes the program of one batch size: compiled, or loaded from the engine's cache."""
-
-    converter: Any
-    params: runtime.Params
-    devices: list
-    options: dict[str, Any]
-    copies: int
-    cache: ExecutableCache | None
-    """The engine's cache of programs (:func:`backend_xla.runtime.executable_cache`), or None."""
-    network_digest: str | None
-
-    def __call__(self, batch_size: int) -> runtime.Executable:
-        return runtime.compile_function(
-            self.converter,
-            batch_size,
-            self.params,
-            self.options["split_min_rows"],
-            self.options["hlo_proto_dump_dir"],
-            copies=self.copies,
-            cache=self.cache,
-            cache_key=self.cache_key(batch_size),
-        )
-
-    def cache_key(self, batch_size: int) -> str | None:
-        if self.cache is None or self.network_digest is None:
-            return None
-        parts = (batch_size, self.copies, self.options["split_min_rows"])
-        return entry_key(self.network_digest, conversion_options(self.options), parts, self.devices)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -28,7 +29,7 @@ UNKEYED_OPTIONS = ("background_compile", "cache_dir", "hlo_proto_dump_dir")
 """Backend options that do not change a compiled program (left out of its cache key)."""
 
 
-def conversion_options(options: dict[str, Any]) -> dict[str, Any]:
+def conversion_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """The options a converted network and its programs depend on (their cache keys')."""
     return {k: v for k, v in options.items() if k not in UNKEYED_OPTIONS}
 
@@ -47,7 +48,7 @@ def external_data(model) -> bool:
     return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
-def read_model(path: str | os.PathLike | onnx.ModelProto, options: dict):
+def read_model(path: str | os.PathLike | onnx.ModelProto, options: Mapping[str, Any]):
     """(model, source name, directory for external data); ``options``: the parsed backend
     options (an lc0 weight file's heads are chosen by policy_head and value_head)."""
     from .onnx_io import load_model
@@ -85,7 +86,7 @@ class Heads(NamedTuple):
         return [OUTPUT_POLICY, value] + ([OUTPUT_MLH] if self.has_mlh else [])
 
 
-def check_model(model, source: str, options: dict) -> Heads:
+def check_model(model, source: str, options: Mapping[str, Any]) -> Heads:
     """The heads of ``model``, after checking its input and outputs are lc0's."""
     from .onnx_io import INPUT_NAME
 
@@ -110,7 +111,7 @@ def check_model(model, source: str, options: dict) -> Heads:
 
 
 def convert(
-    model, source: str, base_dir, outputs: list[str], options: dict, platform: str
+    model, source: str, base_dir, outputs: list[str], options: Mapping[str, Any], platform: str
 ) -> Converter:
     """The converter of ``model`` for the backend ``options`` and a device of ``platform``."""
     from .onnx_io import parse_dtype
@@ -142,7 +143,7 @@ def convert(
     )
 
 
-def packed_input(options: dict, platform: str) -> bool:
+def packed_input(options: Mapping[str, Any], platform: str) -> bool:
     """Whether the programs take lc0's packed planes: ``auto`` on an accelerator, where a batch
     then crosses to the device in a twentieth of the bytes and the host skips expanding them
     (issue 39); on a CPU the float planes measured no slower."""
@@ -150,7 +151,7 @@ def packed_input(options: dict, platform: str) -> bool:
     return platform != "cpu" if choice == "auto" else choice == "on"
 
 
-def convert_file(path, outputs: list[str], options: dict, platform: str) -> Converter:
+def convert_file(path, outputs: list[str], options: Mapping[str, Any], platform: str) -> Converter:
     """The converter of the file at ``path`` (a network first loaded from the cache of
     converted networks, once something needs more than its parameters)."""
     model, source, base_dir = read_model(path, options)

@@ -7,8 +7,10 @@ parsing, validation, error messages and the documentation table all read that ta
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from engine.backend import OptionError, split_options
@@ -242,8 +244,13 @@ def _int(opt: Option, text: str) -> int:
     return value
 
 
-def parse_options(text: str) -> dict[str, Any]:
-    """Parse ``key=value,...`` into a dict with every option (defaults filled in)."""
+BackendOptions = Mapping[str, Any]
+"""The parsed backend options: every key, read-only (:func:`parse_options`)."""
+
+
+def parse_options(text: str) -> BackendOptions:
+    """Parse ``key=value,...`` into a read-only mapping with every option (defaults filled
+    in): parsed once at a load, handed to each stage as it is."""
     values = {o.name: o.default for o in OPTIONS}
     seen: dict[str, str] = {}
     for key, raw in split_options(text):
@@ -294,10 +301,10 @@ def parse_options(text: str) -> dict[str, Any]:
             value = raw
         values[opt.name] = value
         seen[opt.name] = item
-    return values
+    return MappingProxyType(values)
 
 
-def batch_sizes(values: dict[str, Any], minibatch: int | None = None) -> list[int]:
+def batch_sizes(values: BackendOptions, minibatch: int | None = None) -> list[int]:
     """The batch sizes to compile, ascending: explicit buckets, or lc0's max_batch/steps rule
     plus, below its smallest size, the search's ``minibatch`` and twice it, exactly: on a CPU a
     padded row costs as much as a real one, and lc0's CPU backends take a minibatch as it

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ def _enable_cache(directory: str) -> None:
     _cache_dir = path
 
 
-def setup(options: dict[str, Any]) -> list:
+def setup(options: Mapping[str, Any]) -> list:
     """Apply the process-wide options; return the JAX devices one batch is split over
     (:func:`backend_xla.devices.select`)."""
     with _setup_lock:
@@ -530,7 +531,7 @@ def _set_xla_threads(cores: set[int], skip_codegen: bool) -> None:
             pass  # a thread that ended meanwhile
 
 
-def _compile(converter, lowered, batch_size: int, options: dict[str, Any] | None = None):
+def _compile(converter, lowered, batch_size: int, options: Mapping[str, Any] | None = None):
     try:
         with _xla_threads_on_one_core():
             return lowered.compile(options)

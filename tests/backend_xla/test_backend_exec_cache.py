@@ -95,7 +95,7 @@ def test_a_changed_file_changes_the_keys(filled, first_load, net_file):
     model.metadata_props.add(key="note", value="changed")
     onnx.save(model, str(net_file))
     second, _ = _load(net_file)
-    assert second._network_digest != first._network_digest
+    assert second.digest != first.digest
     assert second.programs.cache_key(7) != first.programs.cache_key(7)
     assert second.networks.hits == 0 and second.executables.hits == 0
     assert len(list((filled / NETWORK_SUBDIR).glob("*.pkl"))) == 2
