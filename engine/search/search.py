@@ -154,7 +154,7 @@ def _follow(tree: ctree.Tree, board: chess.Board, rows: np.ndarray, from_ply: in
             hit = np.nonzero(tree.edges["move"][f : f + k] == word)[0]
             if hit.size == 0:
                 return -1
-            node = int(tree.edges["child"][f + int(hit[0])])
+            node = int(ctree.child(tree, node, int(hit[0])))
             if node < 0:
                 return -1
         replay.push(move)

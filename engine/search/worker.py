@@ -81,6 +81,7 @@ class SearchWorker:
         )
         res.pages.ahead(state.tree.nodes, int(state.tree.count[ctree.NODES]))
         res.pages.ahead(state.tree.edges, int(state.tree.count[ctree.EDGES]))
+        res.pages.ahead(state.tree.kids, int(state.tree.count[ctree.KIDS]))
         ring, written = res.cache.arrays.ring, int(res.cache.arrays.meta[ccache.WRITE])
         res.pages.ahead(ring, min(written, len(ring)))
         collisions_left = p.collision_visit_limit(min(int(state.tree.nodes["n"][0]), remaining))

@@ -14,7 +14,7 @@ from numba import njit
 from .cache import insert
 from .calls import UNCOUNTED
 from .params import STICKY
-from .tree import NONE, PENDING, PROVEN, TABLEBASE, compress_priors, expand, prior
+from .tree import NONE, PENDING, PROVEN, TABLEBASE, child, compress_priors, expand, prior
 
 PLAYOUTS, DEPTH_SUM, MAX_DEPTH, TB_HITS = 0, 1, 2, 3
 
@@ -26,9 +26,8 @@ def prove(tree, node):
     if tree.nodes.parent[node] < 0 or tree.nodes.kind[node] != NONE or tree.nodes.nedges[node] == 0:
         return False
     best_wl, best_d, best_m, all_proven, from_tb = -2.0, 0.0, 0.0, True, False
-    f = tree.nodes.first[node]
     for j in range(tree.nodes.nedges[node]):
-        c = tree.edges.child[f + j]
+        c = child(tree, node, j)
         if c < 0 or tree.nodes.kind[c] == NONE:
             all_proven = False
             continue

@@ -81,6 +81,7 @@ from .tree import (
     STALEMATE,
     THREEFOLD,
     TWOFOLD,
+    child,
     expand,
     new_node,
     new_node_shared,
@@ -238,10 +239,10 @@ def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
         fpu = -(tree.nodes.wl[node] - draw_score * tree.nodes.d[node]) - value * np.sqrt(
             tree.nodes.vpol[node]
         )
-    f = tree.nodes.first[node]
+    f, ks = tree.nodes.first[node], tree.nodes.kids[node]
     use_mu = params[USE_MLH] != 0.0 and abs(tree.nodes.wl[node]) > params[ML_THRESHOLD]
     for j in range(width):
-        c = tree.edges.child[f + j]
+        c = tree.kids[ks + j] if ks >= 0 else -1
         visited = c >= 0 and tree.nodes.n[c] > 0
         q = tree.nodes.wl[c] + draw_score * tree.nodes.d[c] if visited else fpu
         if use_mu and visited:
@@ -301,11 +302,11 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
     int64 [4, >= width]: also the children kept as a heap by score (the best and the second
     best in O(log width) a step, where a scan took O(width): at the root a step often takes
     one visit), and each child's output slot."""
-    f = tree.nodes.first[node]
+    ks = tree.nodes.kids[node]
     if visits == 1:  # most nodes below the root: the best child alone, no heap
         best, top = 0, -np.inf
         for j in range(width):
-            c = tree.edges.child[f + j]
+            c = tree.kids[ks + j] if ks >= 0 else -1
             visited = 1.0 + (tree.nodes.n[c] + tree.nodes.nif[c] if c >= 0 else 0.0)
             score = -np.inf if use_mask and mask[j] == 0 else qm[j] + pu[j] / visited
             if score > top:  # strictly: ties stay with the lower index
@@ -313,7 +314,7 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
         order[GIVEN_CHILD, 0], order[GIVEN_K, 0] = best, 1
         return 1
     for j in range(width):
-        c = tree.edges.child[f + j]
+        c = tree.kids[ks + j] if ks >= 0 else -1
         scratch[_CN, j] = tree.nodes.n[c] if c >= 0 else 0.0
         scratch[_NIF, j] = tree.nodes.nif[c] if c >= 0 else 0.0
         scratch[_SCORE, j] = qm[j] + pu[j] / (1.0 + scratch[_CN, j] + scratch[_NIF, j])
@@ -667,7 +668,7 @@ def descend(tree, params, counters, cache, batch, walk, ops, start, visits, star
         f = tree.nodes.first[node]
         for g in range(given):
             j, cnt = order[GIVEN_CHILD, g], order[GIVEN_K, g]
-            c = tree.edges.child[f + j]
+            c = child(tree, node, j)
             if c < 0:
                 if ops is not None:
                     full = batch.meta[NODE_ROOM] <= 0
@@ -735,9 +736,9 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
     qm, pu = frames.qm[level], frames.pu[level]
     started, scores = frames.started[level], frames.scores[level]
     child_scores(tree, params, I(node), node == 0, walk.draw_scores[depth & 1], I(width), qm, pu)
-    f = tree.nodes.first[node]
+    f, ks = tree.nodes.first[node], tree.nodes.kids[node]
     for j in range(width):
-        c = tree.edges.child[f + j]
+        c = tree.kids[ks + j] if ks >= 0 else -1
         started[j] = (tree.nodes.n[c] + tree.nodes.nif[c]) if c >= 0 else 0.0
         scores[j] = qm[j] + pu[j] / (1.0 + started[j])
     order = np.empty(width, np.int64)
@@ -794,7 +795,7 @@ def prefetch(tree, params, cache, batch, walk, budget):
             cache,
             batch,
             walk,
-            I(tree.edges.child[f + i]),
+            I(child(tree, node, i)),
             I(f + i),
             I(to_spend),
             I(depth + 1),
@@ -814,9 +815,8 @@ def in_flight(tree):
     if tree.nodes.nedges[0] == 0:
         return 1 if tree.nodes.status[0] & PENDING else 0
     total = 0
-    f = tree.nodes.first[0]
     for j in range(tree.nodes.nedges[0]):
-        c = tree.edges.child[f + j]
+        c = child(tree, 0, j)
         if c >= 0:
             total += tree.nodes.nif[c]
     return total

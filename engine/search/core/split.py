@@ -68,7 +68,7 @@ from .gather import (
     move_request,
     share_visits,
 )
-from .tree import LINE_BYTES, NONE, new_node, records
+from .tree import LINE_BYTES, NONE, child, new_node, records
 
 I = np.int64
 F = np.float64
@@ -239,7 +239,7 @@ def split(tree, params, batch, walk, visits, crew):
         f = tree.nodes.first[node]
         for g in range(given):
             j, cnt = order[GIVEN_CHILD, g], order[GIVEN_K, g]
-            c = tree.edges.child[f + j]
+            c = child(tree, node, j)
             if c < 0:
                 if tree.count[0] >= cap:
                     cancel(tree, I(node), I(cnt))

@@ -16,7 +16,7 @@ from engine.search.limit import Limit
 from engine.search.params import SearchParams
 
 from .calls import direct
-from .tree import NONE, prior
+from .tree import NONE, child, prior
 
 SMART_PRUNING_TOLERANCE_MS = 200
 SMART_PRUNING_TOLERANCE_NODES = 300
@@ -35,10 +35,10 @@ def _better(a_group, a1, a2, a3, b_group, b1, b2, b3):
 
 
 @njit(cache=True)
-def _rank_key(tree, f, j, draw_score):
+def _rank_key(tree, node, f, j, draw_score):
     """lc0's best-child key of edge ``j`` (first edge ``f``): group (4 a proven win, 2 unproven,
     0 a proven loss), then shorter wins, more visits, higher Q, higher prior; longer losses."""
-    c = tree.edges.child[f + j]
+    c = child(tree, node, j)
     n = tree.nodes.n[c] if c >= 0 else 0
     proven = c >= 0 and n > 0 and tree.nodes.kind[c] != NONE
     if proven and tree.nodes.t_wl[c] > 0:
@@ -61,11 +61,11 @@ def rank_edges(tree, node, draw_score, mask, use_mask, out):
     for j in range(tree.nodes.nedges[node]):
         if use_mask and mask[j] == 0:
             continue
-        g, k1, k2, k3 = _rank_key(tree, f, j, draw_score)
+        g, k1, k2, k3 = _rank_key(tree, node, f, j, draw_score)
         at = count  # insertion into the best so far: stable; root nodes have at most 218 edges
         while at > 0:
             o = out[at - 1]
-            og, o1, o2, o3 = _rank_key(tree, f, o, draw_score)
+            og, o1, o2, o3 = _rank_key(tree, node, f, o, draw_score)
             if not _better(g, k1, k2, k3, og, o1, o2, o3):
                 break
             if at < room:
@@ -83,13 +83,12 @@ def _summary(tree, draw_score, mask, use_mask, out):
     lost, a move proven won, plies to the mate the best move proves (-1: none)."""
     top = np.empty(1, np.int64)
     best = top[0] if rank_edges(tree, 0, draw_score, mask, use_mask, top) else -1
-    f = tree.nodes.first[0]
     first_n, second_n, moves, lost, won = 0, 0, 0, 0, 0
     for j in range(tree.nodes.nedges[0]):
         if use_mask and mask[j] == 0:
             continue
         moves += 1
-        c = tree.edges.child[f + j]
+        c = child(tree, 0, j)
         n = tree.nodes.n[c] if c >= 0 else 0
         if n > first_n:
             first_n, second_n = n, first_n
@@ -100,7 +99,7 @@ def _summary(tree, draw_score, mask, use_mask, out):
             won = won or tree.nodes.t_wl[c] > 0.0
     mate = -1
     if best >= 0:
-        c = tree.edges.child[f + best]
+        c = child(tree, 0, best)
         if c >= 0 and tree.nodes.kind[c] != NONE and tree.nodes.t_wl[c] > 0:
             mate = int(round(tree.nodes.t_m[c]))
     out[0], out[1], out[2], out[3] = best, first_n, second_n, moves
@@ -111,11 +110,10 @@ def _summary(tree, draw_score, mask, use_mask, out):
 def root_filter(tree, best, remaining, mask, use_mask, out):
     """Root moves worth visits: allowed by ``mask`` and able to reach the best move's visits
     in the ``remaining`` playouts (lc0's pruning in selection); the best always stays."""
-    f = tree.nodes.first[0]
-    c = tree.edges.child[f + best]
+    c = child(tree, 0, best)
     best_n = tree.nodes.n[c] if c >= 0 else 0
     for j in range(tree.nodes.nedges[0]):
-        c = tree.edges.child[f + j]
+        c = child(tree, 0, j)
         n = tree.nodes.n[c] if c >= 0 else 0
         out[j] = (j == best or remaining >= best_n - n) and (not use_mask or mask[j] != 0)
 

@@ -2,7 +2,9 @@
 
 As lc0's: a node is created when an edge first gets a visit; an evaluated node gets one edge
 per legal move (move word, prior), sorted by decreasing prior, in one contiguous block of the
-edge arrays (``first`` .. ``first + nedges``). The arrays grow by doubling (``reserve``), from
+edge arrays (``first`` .. ``first + nedges``). Its children's indices are in a block of the
+``kids`` array (``kids`` .. ``kids + nedges``, -1 where an edge has none), made when its first
+child is: most nodes are leaves and never have one, so an edge is 4 bytes, as lc0's. The arrays grow by doubling (``reserve``), from
 Python, between the compiled phases. Node 0 is the root after ``reset``; tree reuse copies the
 kept subtree into fresh arrays (``keep_subtree``), so a dropped tree is freed at once.
 
@@ -51,6 +53,7 @@ NODE = np.dtype(
         ("t_d", np.float32),
         ("t_m", np.float32),
         ("vpol", np.float32),
+        ("kids", np.int32),
         ("nedges", np.int16),
         ("touched", np.int16),
         ("status", np.int8),
@@ -58,17 +61,20 @@ NODE = np.dtype(
     ],
     align=True,
 )
-EDGE = np.dtype([("move", np.uint16), ("prior", np.uint16), ("child", np.int32)], align=True)
-"""An edge in 8 bytes, as lc0's: the 16-bit move word (engine/board/moves.py), the prior in lc0's
-16-bit form (:func:`compress_prior`) and the child's index (-1 until it is made)."""
+EDGE = np.dtype([("move", np.uint16), ("prior", np.uint16)], align=True)
+"""An edge in 4 bytes, as lc0's: the 16-bit move word (engine/board/moves.py) and the prior in
+lc0's 16-bit form (:func:`compress_prior`)."""
+KID = np.dtype(np.int32)
+"""A child's index in a node's block of ``kids`` (-1: the edge has no child yet)."""
 BYTES_PER_NODE = NODE.itemsize
 BYTES_PER_EDGE = EDGE.itemsize
+BYTES_PER_KID = KID.itemsize
 
-Tree = namedtuple("Tree", "nodes edges count")
-"""nodes: NODE records; edges: EDGE records; count int64 [2]: nodes and edges in use. (Two
-record arrays, not one array a field: numba compiles a function of three arrays several times
-faster than one of twenty.)"""
-NODES, EDGES = 0, 1
+Tree = namedtuple("Tree", "nodes edges kids count")
+"""nodes: NODE records; edges: EDGE records; kids: int32 child indices (a block a node with a
+child); count int64 [3]: nodes, edges and kids in use. (Record arrays, not one array a field:
+numba compiles a function of a few arrays several times faster than one of twenty.)"""
+NODES, EDGES, KIDS = 0, 1, 2
 
 
 _POW2 = np.array([2.0 ** (e - 31) for e in range(32)])
@@ -129,7 +135,12 @@ def records(count: int, dtype: np.dtype) -> np.ndarray:
 
 def new_tree(node_capacity: int = NODE_CAPACITY, edge_capacity: int = EDGE_CAPACITY) -> Tree:
     """An empty tree with one fresh root (node 0)."""
-    tree = Tree(records(node_capacity, NODE), records(edge_capacity, EDGE), np.zeros(2, np.int64))
+    tree = Tree(
+        records(node_capacity, NODE),
+        records(edge_capacity, EDGE),
+        records(edge_capacity, KID),
+        np.zeros(3, np.int64),
+    )
     new_node(tree, -1, -1)
     return tree
 
@@ -145,7 +156,9 @@ def emptied(tree: Tree) -> Tree:
 
 def reserve(tree: Tree, nodes: int, edges: int) -> Tree:
     """The tree with room for ``nodes`` more nodes and ``edges`` more edges (arrays doubled as
-    often as needed; the same tree when there is room)."""
+    often as needed; the same tree when there is room). The kids grow with the edges: a node's
+    block of kids is as long as its edges, and a node has one block at most, so the kids in use
+    never pass the edges in use."""
     used_n, used_e = int(tree.count[NODES]), int(tree.count[EDGES])
     cap_n, cap_e = len(tree.nodes), len(tree.edges)
     if used_n + nodes <= cap_n and used_e + edges <= cap_e:
@@ -154,7 +167,13 @@ def reserve(tree: Tree, nodes: int, edges: int) -> Tree:
         cap_n *= 2
     while used_e + edges > cap_e:
         cap_e *= 2
-    return Tree(_grown(tree.nodes, cap_n, used_n), _grown(tree.edges, cap_e, used_e), tree.count)
+    used_k = int(tree.count[KIDS])
+    return Tree(
+        _grown(tree.nodes, cap_n, used_n),
+        _grown(tree.edges, cap_e, used_e),
+        _grown(tree.kids, cap_e, used_k),
+        tree.count,
+    )
 
 
 def _grown(old: np.ndarray, cap: int, used: int) -> np.ndarray:
@@ -169,7 +188,24 @@ def _grown(old: np.ndarray, cap: int, used: int) -> np.ndarray:
 
 def memory_bytes(tree: Tree) -> int:
     """Bytes of the arrays in use (not their capacity)."""
-    return int(tree.count[NODES]) * BYTES_PER_NODE + int(tree.count[EDGES]) * BYTES_PER_EDGE
+    return (
+        int(tree.count[NODES]) * BYTES_PER_NODE
+        + int(tree.count[EDGES]) * BYTES_PER_EDGE
+        + int(tree.count[KIDS]) * BYTES_PER_KID
+    )
+
+
+@njit(cache=True)
+def kids_of(tree, node):
+    """The start of ``node``'s block of kids (-1: no child yet); child j is ``kids[start + j]``."""
+    return tree.nodes.kids[node]
+
+
+@njit(cache=True)
+def child(tree, node, j):
+    """The child of ``node``'s edge ``j`` (-1: none yet)."""
+    start = tree.nodes.kids[node]
+    return tree.kids[start + j] if start >= 0 else -1
 
 
 @njit(cache=True)
@@ -178,14 +214,37 @@ def new_node(tree, parent, pedge):
     The caller has reserved room."""
     i = tree.count[NODES]
     tree.count[NODES] = i + 1
-    return _fresh(tree, i, parent, pedge)
+    _fresh(tree, i, parent, pedge)
+    if parent >= 0:
+        start = tree.nodes.kids[parent]
+        if start < 0:
+            start = tree.count[KIDS]
+            tree.count[KIDS] = start + tree.nodes.nedges[parent]
+            _new_block(tree, parent, start)
+        tree.kids[start + pedge - tree.nodes.first[parent]] = i
+    return i
 
 
 @njit(cache=True)
 def new_node_shared(tree, parent, pedge):
     """:func:`new_node` for gatherers beside each other (engine/search/core/split.py), which
-    make nodes at once: the count taken atomically."""
-    return _fresh(tree, fetch_add(tree.count, NODES, 1), parent, pedge)
+    make nodes at once: the counts taken atomically (each makes children of its own subtree's
+    nodes only, so a node's block is made by one of them)."""
+    i = fetch_add(tree.count, NODES, 1)
+    _fresh(tree, i, parent, pedge)
+    start = tree.nodes.kids[parent]
+    if start < 0:
+        start = fetch_add(tree.count, KIDS, tree.nodes.nedges[parent])
+        _new_block(tree, parent, start)
+    tree.kids[start + pedge - tree.nodes.first[parent]] = i
+    return i
+
+
+@njit(cache=True)
+def _new_block(tree, node, start):
+    for j in range(tree.nodes.nedges[node]):
+        tree.kids[start + j] = -1
+    tree.nodes.kids[node] = start
 
 
 @njit(cache=True)
@@ -206,9 +265,7 @@ def _fresh(tree, i, parent, pedge):
     tree.nodes.t_d[i] = 0.0
     tree.nodes.t_m[i] = 0.0
     tree.nodes.vpol[i] = 0.0
-    if pedge >= 0:
-        tree.edges.child[pedge] = i
-    return i
+    tree.nodes.kids[i] = -1
 
 
 @njit(cache=True)
@@ -219,7 +276,6 @@ def expand(tree, node, moves, priors, count):
     for j in range(count):
         tree.edges.move[first + j] = moves[j]
         tree.edges.prior[first + j] = priors[j]
-        tree.edges.child[first + j] = -1
     tree.nodes.first[node] = first
     tree.nodes.nedges[node] = count
 
@@ -264,9 +320,8 @@ def _copy_subtree(src, root, dst):
             for j in range(k):
                 dst.edges.move[first + j] = src.edges.move[f + j]
                 dst.edges.prior[first + j] = src.edges.prior[f + j]
-                dst.edges.child[first + j] = -1
             for j in range(k):
-                c = src.edges.child[f + j]
+                c = child(src, old, j)
                 if c >= 0:
                     queue[tail] = c
                     tail += 1
@@ -281,20 +336,22 @@ def _subtree_size(tree, root):
         nodes += 1
         k = tree.nodes.nedges[node]
         edges += k
-        f = tree.nodes.first[node]
         for j in range(k):
-            if tree.edges.child[f + j] >= 0:
-                stack.append(tree.edges.child[f + j])
+            c = child(tree, node, j)
+            if c >= 0:
+                stack.append(c)
     return nodes, edges
 
 
 def keep_subtree(tree: Tree, root: int) -> Tree:
     """A new tree holding ``root``'s subtree (as node 0); the old arrays are dropped."""
     nodes, edges = _subtree_size(tree, root)
+    edge_capacity = max(EDGE_CAPACITY, 2 * edges)
     dst = Tree(
         records(max(NODE_CAPACITY, 2 * nodes), NODE),
-        records(max(EDGE_CAPACITY, 2 * edges), EDGE),
-        np.zeros(2, np.int64),
+        records(edge_capacity, EDGE),
+        records(edge_capacity, KID),
+        np.zeros(3, np.int64),
     )
     _copy_subtree(tree, root, dst)
     return dst

@@ -20,7 +20,7 @@ from engine.board.moves import to_chess_move
 
 from .gather import child_scores
 from .params import USE_MLH
-from .tree import KIND_NAMES, NONE, PENDING, Tree, prior
+from .tree import KIND_NAMES, NONE, PENDING, Tree, child, prior
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def _edge_stats(tree, node, out):
     """out float64 [9, k]: move, prior, child, n, nif, wl, d, m, kind of each edge."""
     f = tree.nodes.first[node]
     for j in range(tree.nodes.nedges[node]):
-        c = tree.edges.child[f + j]
+        c = child(tree, node, j)
         out[0, j] = tree.edges.move[f + j]
         out[1, j] = prior(tree.edges.prior[f + j])
         out[2, j] = c

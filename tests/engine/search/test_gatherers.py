@@ -81,7 +81,9 @@ def _check_consistent(tree: ctree.Tree) -> None:
     children = np.arange(1, count)
     parents = nodes["parent"][1:]
     assert (parents >= 0).all() and (parents < children).all()
-    assert (tree.edges["child"][nodes["pedge"][1:]] == children).all(), "a lost child link"
+    slots = nodes["kids"][parents] + nodes["pedge"][1:] - nodes["first"][parents]
+    assert (nodes["kids"][parents] >= 0).all(), "a parent without its children's block"
+    assert (tree.kids[slots] == children).all(), "a lost child link"
     below = np.zeros(count, np.int64)
     np.add.at(below, parents, nodes["n"][1:])
     inner = (nodes["nedges"] > 0) & (nodes["kind"] == ctree.NONE) & (nodes["n"] > 0)
@@ -99,7 +101,7 @@ def _by_path(tree: ctree.Tree) -> dict[tuple[int, ...], tuple[int, float, float,
                      int(nodes["kind"][node]))  # fmt: skip
         first = int(nodes["first"][node])
         for j in range(int(nodes["nedges"][node])):
-            child = int(edges["child"][first + j])
+            child = int(ctree.child(tree, node, j))
             if child >= 0:
                 stack.append((child, (*path, int(edges["move"][first + j]))))
     return out

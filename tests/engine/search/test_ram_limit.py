@@ -41,11 +41,17 @@ def test_the_search_stops_when_tree_and_cache_hold_the_limit(name):
         # Counted independently of the search's own sum: every node and edge made, every cache
         # entry and move slot written.
         nodes, edges = int(tree.count[ctree.NODES]), int(tree.count[ctree.EDGES])
-        assert ctree.memory_bytes(tree) == nodes * tree.nodes.itemsize + edges * tree.edges.itemsize
+        made = tree.nodes[:nodes]
+        kids = int(made["nedges"][made["kids"] >= 0].sum())  # a block a node with a child
+        assert kids == int(tree.count[ctree.KIDS])
+        assert ctree.memory_bytes(tree) == (
+            nodes * tree.nodes.itemsize + edges * tree.edges.itemsize + kids * tree.kids.itemsize
+        )
         assert result.nodes < 10**6, "the limit, not go nodes, ended the search"
         # At most the batches in flight when the limit was reached are backed up after it: each
-        # leaf a node, its edges and a cache entry with a slot per move.
-        per_leaf = tree.nodes.itemsize + MAX_MOVES * (tree.edges.itemsize + 4) + 32
+        # leaf a node, its edges, its parent's block of kids and a cache entry with a slot per
+        # move.
+        per_leaf = tree.nodes.itemsize + MAX_MOVES * (tree.edges.itemsize + tree.kids.itemsize + 4) + 32
         in_flight = params.threads * params.batch_size(1024, params.minibatch_size)
         assert limit_mb * 1e6 <= held <= limit_mb * 1e6 + in_flight * per_leaf, held
         assert held / result.nodes > 100  # what the search counts is the tree itself
