@@ -51,7 +51,8 @@ def test_the_search_stops_when_tree_and_cache_hold_the_limit(name):
         # At most the batches in flight when the limit was reached are backed up after it: each
         # leaf a node, its edges, its parent's block of kids and a cache entry with a slot per
         # move.
-        per_leaf = tree.nodes.itemsize + MAX_MOVES * (tree.edges.itemsize + tree.kids.itemsize + 4) + 32
+        per_move = tree.edges.itemsize + tree.kids.itemsize + 4
+        per_leaf = tree.nodes.itemsize + MAX_MOVES * per_move + 32
         in_flight = params.threads * params.batch_size(1024, params.minibatch_size)
         assert limit_mb * 1e6 <= held <= limit_mb * 1e6 + in_flight * per_leaf, held
         assert held / result.nodes > 100  # what the search counts is the tree itself
