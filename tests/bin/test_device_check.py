@@ -14,7 +14,7 @@ from conftest import REPO_ROOT
 
 DEVICE_CHECK = REPO_ROOT / "bin" / "perf" / "device-check"
 STEPS = [
-    "env", "lc0", "engine", "inprocess", "backend", "gpu-tests", "profile", "callparts", "pyspy",
+    "env", "lc0", "engine", "cores", "inprocess", "backend", "gpu-tests", "profile", "callparts", "pyspy",
     "startup",
 ]  # fmt: skip
 
