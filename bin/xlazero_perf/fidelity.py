@@ -67,19 +67,22 @@ class Summary:
 RECORDED_PACE = {
     "lc0-maia-1900-n400.jsonl.gz": 1200.0,
     "lc0-maia-1900-n400-random.jsonl.gz": 1200.0,
-    "lc0-maia-1900-n400-games.jsonl.gz": 700.0,
+    "lc0-maia-1900-n400-games.jsonl.gz": 1719.0,
 }
-"""Nodes/s lc0 searched at when it recorded each file, for :func:`compare`'s ``pace``. The two
-files of isolated positions: lc0 (blas, defaults) rerun on them on a 2-core AVX-512 EPYC
-(2026-11-28) searched at a median 1,229 and 1,260 nodes/s and reproduced them (root-visit
-totals 1.007 and 1.004 times the recorded, visit-share distance 0.009 and 0.006). The games
-file it did not reproduce (totals 1.156 times, distance 0.065: it searched faster than when it
-recorded them, reaching the node limit before smart pruning could stop it); 700 is the pace at
-which our search's median total matches the file's (1.006 over its 120 searches)."""
+"""Nodes/s lc0 searched at when it recorded each file, for :func:`compare`'s ``pace`` (a record
+with its own ``nps`` is replayed at that instead). The two files of isolated positions: lc0
+(blas, defaults) rerun on them on a 2-core AVX-512 EPYC (2026-11-28) searched at a median
+1,229 and 1,260 nodes/s and reproduced them (root-visit totals 1.007 and 1.004 times the
+recorded, visit-share distance 0.009 and 0.006). The games file is a recording of that day on
+that host whose records carry lc0's own nps (median 1,719; 1,719 here for its three searches
+that reused 400 visits and searched none). Its first recording, made on a slower or busier
+machine, lc0 itself no longer reproduced (totals 1.156 times, distance 0.065: a faster lc0
+reached the node limit before smart pruning could stop it)."""
 
 
 def pace_of(path: Path) -> float | None:
-    """The pace lc0 recorded ``path`` at (None: not known; the host's clock then)."""
+    """The pace lc0 recorded ``path`` at (None: not known; the host's clock then). A record
+    that has lc0's own ``nps`` (bin/check/lc0-root-stats since 2026-11-28) is replayed at it."""
     return RECORDED_PACE.get(Path(path).name)
 
 
@@ -132,8 +135,8 @@ def compare(
     the previous one's tree as in a real game (``go nodes`` then counts the reused visits).
     ``workers`` searches run at once, each with its own tree and cache: the network runs
     outside the GIL, so on a CPU whose convolutions use one core each, two searches keep two
-    cores busy. ``pace``: the nodes/s lc0 searched at when it recorded them; each search then
-    runs on a :class:`PlayoutClock` at that pace, so smart pruning stops where lc0's did
+    cores busy. ``pace``: the nodes/s lc0 searched at when it recorded them (a record's own
+    ``nps`` first); each search then runs on a :class:`PlayoutClock` at that pace, so smart pruning stops where lc0's did
     whatever this host's speed (None: the host's clock). Results come back in the records'
     order.
     """
@@ -153,10 +156,11 @@ def compare(
 
     def run_group(group: list[tuple[int, dict]]) -> None:
         search = Search(network, params)
-        if pace is not None:
-            search.state.clock = PlayoutClock(pace)
         try:
             for i, rec in group:
+                rec_pace = rec.get("nps") or pace
+                if rec_pace is not None:
+                    search.state.clock = PlayoutClock(float(rec_pace))
                 c = _compare_one(search, rec)
                 with lock:
                     results[i] = c
