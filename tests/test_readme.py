@@ -40,3 +40,11 @@ def test_every_bin_program_is_in_the_readmes_tools_tables():
     assert len(programs) == 28, programs
     missing = [name for name in programs if f"`{name}" not in tools]
     assert not missing, f"bin programs not in the README's Tools tables: {missing}"
+
+
+def test_readme_is_a_front_page_of_at_most_150_lines_before_the_option_tables():
+    """The README is a front page: measurements and their history live in docs/."""
+    lines = (REPO_ROOT / "README.md").read_text().splitlines()
+    assert "## UCI options" in lines, "README.md has no '## UCI options' heading"
+    before = lines.index("## UCI options")
+    assert before <= 150, f"README.md has {before} lines before '## UCI options' (at most 150)"

@@ -81,7 +81,7 @@ for line in sys.stdin:
 """
 
 
-@pytest.mark.slow  # a tool's further end-to-end run (README, "Where the suite's time goes")
+@pytest.mark.slow  # a tool's further end-to-end run (docs/performance.md, "The test suite's time")
 def test_match_sets_uci_options_as_cutechess_does(tmp_path):
     script = tmp_path / "optioned.py"
     script.write_text(OPTION_ENGINE)

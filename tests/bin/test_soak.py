@@ -30,7 +30,7 @@ def soak(*args: str, log: Path, timeout: float = 120) -> tuple[subprocess.Comple
     return run, records
 
 
-@pytest.mark.slow  # a tool's further end-to-end run (README, "Where the suite's time goes")
+@pytest.mark.slow  # a tool's further end-to-end run (docs/performance.md, "The test suite's time")
 def test_networks_short(tmp_path):
     log = tmp_path / "networks.jsonl"
     run, records = soak("networks", "--count", "8", "--mutations", FAST_MUTATIONS,
@@ -40,7 +40,7 @@ def test_networks_short(tmp_path):
     assert "failures: 0" in run.stdout
 
 
-@pytest.mark.slow  # a tool's further end-to-end run (README, "Where the suite's time goes")
+@pytest.mark.slow  # a tool's further end-to-end run (docs/performance.md, "The test suite's time")
 def test_uci_short_and_resume(tmp_path):
     log = tmp_path / "uci.jsonl"
     run, records = soak("uci", "--count", "100", "--interleavings", "10", log=log)

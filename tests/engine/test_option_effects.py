@@ -648,7 +648,7 @@ def test_threads_is_the_number_of_minibatches_in_flight():
 
 
 @effect_of("TaskWorkers")
-@pytest.mark.slow  # the gathering with helpers compiles apart: ~25 s of CPU (README)
+@pytest.mark.slow  # the gathering with helpers compiles apart: ~25 s of CPU (docs/performance.md)
 def test_task_workers_gather_on_threads_of_their_own_and_search_the_same():
     """lc0's task workers: helper threads share each minibatch's selection with the search
     thread, and the search is the same visit for visit (engine/search/core/split.py; more in

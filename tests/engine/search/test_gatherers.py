@@ -27,7 +27,7 @@ FENS = (
 )
 OPTIONS = {"SmartPruningFactor": 0.0, "MinibatchSize": 128}
 
-pytestmark = pytest.mark.slow  # the gathering with helpers compiles apart: ~25 s of CPU (README)
+pytestmark = pytest.mark.slow  # the gathering with helpers compiles apart: ~25 s of CPU (docs/performance.md)
 
 
 @pytest.fixture(scope="module")

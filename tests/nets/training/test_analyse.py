@@ -101,7 +101,7 @@ def test_calibration_bins_hold_every_position(report, tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["moves"] == 6
 
 
-@pytest.mark.slow  # a tool's further end-to-end run (README, "Where the suite's time goes")
+@pytest.mark.slow  # a tool's further end-to-end run (docs/performance.md, "The test suite's time")
 def test_workers_and_the_time_limit(report):
     two = analyse_pgn(PGN, "net", WEIGHTS, nodes=NODES, workers=2, log=lambda m: None)
     assert two.per_move == report.per_move  # the hash is cleared before each move
@@ -110,7 +110,7 @@ def test_workers_and_the_time_limit(report):
     assert "stopped at the time limit" in format_report(none)
 
 
-@pytest.mark.slow  # a tool's further end-to-end run (README, "Where the suite's time goes")
+@pytest.mark.slow  # a tool's further end-to-end run (docs/performance.md, "The test suite's time")
 def test_a_second_network_on_the_same_positions(report):
     """The untrained net against v6: its own top priors and values, each top prior scored by
     Stockfish (the same loss as the played move's when they coincide); the shipped net's columns

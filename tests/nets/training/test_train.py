@@ -24,7 +24,7 @@ def _data(directory) -> None:
         write_chunk(chunk_path(gen, k), make_chunk(FakeEngine(), gen, k))
 
 
-@pytest.mark.slow  # a tool's further end-to-end run (README, "Where the suite's time goes")
+@pytest.mark.slow  # a tool's further end-to-end run (docs/performance.md, "The test suite's time")
 def test_resumed_run_equals_an_uninterrupted_one(tmp_path):
     _data(tmp_path / "data")
     # warmup > steps: the learning rate of the first steps does not depend on the total.
