@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from ..onnx_io import device_dtype
 from . import nhwc
 from .registry import NodeContext, is_static, register
 
@@ -94,8 +95,11 @@ def mod(ctx: NodeContext, a, b):
 
 @_broadcasting_op("Pow")
 def pow_(ctx: NodeContext, a, b):
-    # The result has the base's type (ONNX Pow allows a different exponent type).
-    return ctx.xp.power(a, b.astype(a.dtype)).astype(a.dtype)
+    # The result has the base's type (ONNX Pow allows a different exponent type); as JAX holds
+    # it where either side is traced (without x64, an int64 base folded at conversion is int32
+    # there: asking JAX for int64 only warns and truncates).
+    dtype = a.dtype if is_static(a) and is_static(b) else device_dtype(a.dtype)
+    return ctx.xp.power(a, b.astype(dtype)).astype(dtype)
 
 
 def _variadic(name):
