@@ -1,5 +1,13 @@
 """XLA backend: lc0 ONNX networks converted to JAX/HLO, compiled and evaluated with XLA.
 
+A load (:func:`load_network`, :mod:`backend_xla.loading`) is one pass through named stages, each
+in its own module and each entered once: the options parsed (``options``) → where the network
+runs (``runtime.setup``: the devices, the cache folder) → the cache of converted networks
+(``exec_cache.lookup``, which stands in for stages 1-3 on a warm start) → 1-2. the file read and
+checked as lc0's graph (``network_file.read``) → 3. the JAX function (``onnx_to_jax.convert``) →
+4. its parameters placed on the devices (``devices.upload``) → 5. its executables by batch size
+(``buckets.compile_sizes``) → the network (``network.XlaNetwork``).
+
 Importing this package is cheap (JAX is imported only when a network is loaded) and registers
 the backend with the engine under the name "xla".
 
@@ -35,8 +43,7 @@ def load_network(path: str | os.PathLike | onnx.ModelProto, options: str = "") -
     """Load, convert and compile an lc0 network (ONNX file, lc0 .pb.gz or an onnx.ModelProto).
 
     ``options`` uses lc0's --backend-opts syntax ("key=value,key=value"); see
-    :mod:`backend_xla.options` for the keys. The stages of a load: :mod:`backend_xla.loading`
-    (read the file, lc0's graph, the JAX function, placed on the devices, compiled by batch size).
+    :mod:`backend_xla.options` for the keys; the stages of a load: this module's docstring.
     """
     from .loading import load
 

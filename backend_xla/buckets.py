@@ -1,14 +1,21 @@
-"""A network's batch sizes ("buckets"): which are compiled, which one a batch runs at, and the
-thread that compiles more while batches run split over the ready ones."""
+"""A network's batch sizes ("buckets"), stage 5 of a load (:mod:`backend_xla.loading`): which are
+compiled, which one a batch runs at, and the thread that compiles more while batches run split
+over the ready ones."""
 
 from __future__ import annotations
 
 import atexit
+import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from . import runtime
+from .devices import Params
+from .exec_cache import ExecutableCache, entry_key
 
 ProgressCallback = Callable[[int, int, int], None]
 """progress(batch_size_just_compiled, number_ready, number_total)."""
@@ -17,6 +24,42 @@ COMPILE_AT_LOAD, COMPILE_ON_DEMAND, COMPILE_ALL_IN_BACKGROUND = 0, 1, 2
 """Values of the ``background_compile`` option (backend_xla.options): every size at load; at load
 the size the search's minibatch needs, a larger one when a batch first outgrows every compiled
 size (in a background thread); that size at load and all the others at once in the background."""
+
+CPU_MINIBATCH = 7
+"""Minibatch the search gathers on a CPU: lc0's CPU backends suggest 7 (blas, eigen, onednn),
+and its search keeps 2 such batches in flight, as ours does. Small batches keep PUCT close to
+one-visit-at-a-time selection in small trees (docs/engine.md, "Fidelity")."""
+
+CONCURRENT_CALLS = 2
+"""Unsplit batches that may run at once, each on its own device (so at most this many copies of
+each unsplit program are compiled): the search keeps two batches in flight, as lc0's two search
+threads do. More host devices only split the larger batches."""
+
+ACCELERATOR_MINIBATCH = 256
+"""Minibatch on a GPU or another accelerator: lc0's default for its GPU backends, wide enough
+to keep the device busy."""
+
+
+def preferred_minibatch(platform: str) -> int:
+    """The minibatch size the search should gather for a device of ``platform`` (JAX's name)."""
+    return CPU_MINIBATCH if platform == "cpu" else ACCELERATOR_MINIBATCH
+
+
+def batch_sizes(values: Mapping[str, Any], minibatch: int | None = None) -> list[int]:
+    """The batch sizes to compile, ascending: explicit buckets, or lc0's max_batch/steps rule
+    plus, below its smallest size, the search's ``minibatch`` and twice it, exactly: on a CPU a
+    padded row costs as much as a real one, and lc0's CPU backends take a minibatch as it
+    comes. (Rounded up to 8, the CPU minibatch of 7 cost a padding row and the prefetched
+    position the search put in it: Maia-1100 searched 12-20 % fewer nodes a second;
+    docs/engine.md, "Minibatch size and fidelity to lc0".)"""
+    if values["batch_buckets"]:
+        return list(values["batch_buckets"])
+    max_batch, steps = values["max_batch"], values["steps"]
+    sizes = {max(1, max_batch * (i + 1) // steps) for i in range(steps)}
+    if minibatch:
+        sizes |= {b for b in (minibatch, 2 * minibatch) if b < min(sizes)}
+    return sorted(sizes)
+
 
 COMPILE_THREAD_NAME = "xlazero-compile"
 
@@ -194,3 +237,74 @@ def _close_at_exit(ref: weakref.ref) -> None:
     buckets = ref()
     if buckets is not None:
         buckets.close()
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """Stage 5's value: the batch sizes and the programs that make and keep their executables."""
+
+    sizes: list[int]
+    preferred_batch: int
+    """The search's minibatch on this platform (within the largest size)."""
+    concurrency: int
+    """Calls worth running at once: an unsplit batch runs on one device."""
+    free_devices: queue.SimpleQueue[int]
+    """The devices no call is using (one call each)."""
+    executables: ExecutableCache | None
+    """The engine's cache of whole programs (None: ``cache_dir=none``, or not a file)."""
+    programs: ProgramMaker
+    buckets: Buckets
+    load_size: int
+    """The size compiled at load: the smallest that holds the search's minibatch."""
+
+
+def compile_sizes(
+    converter, params: Params, devices: list, options: Mapping[str, Any], digest: str | None
+) -> Compiled:
+    """Stage 5 of a load (:mod:`backend_xla.loading`): the batch sizes, the size the search's
+    minibatch needs compiled (or loaded from the cache of executables) now, the others as
+    ``background_compile`` says."""
+    minibatch = preferred_minibatch(devices[0].platform)
+    sizes = batch_sizes(options, minibatch)
+    preferred = min(sizes[-1], minibatch)
+    executables = runtime.executable_cache() if digest else None
+    concurrency = min(len(devices), CONCURRENT_CALLS)
+    free: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for i in range(concurrency):
+        free.put(i)
+    programs = ProgramMaker(converter, params, devices, options, concurrency, executables, digest)
+    buckets = Buckets(sizes, options["background_compile"], programs)
+    load_size = buckets.start(preferred)
+    return Compiled(sizes, preferred, concurrency, free, executables, programs, buckets, load_size)
+
+
+@dataclass(frozen=True)
+class ProgramMaker:
+    """Makes the program of one batch size: compiled, or loaded from the engine's cache."""
+
+    converter: Any
+    params: Params
+    devices: list
+    options: Mapping[str, Any]
+    copies: int
+    cache: ExecutableCache | None
+    """The engine's cache of programs (:func:`backend_xla.runtime.executable_cache`), or None."""
+    network_digest: str | None
+
+    def __call__(self, batch_size: int) -> runtime.Executable:
+        return runtime.compile_function(
+            self.converter,
+            batch_size,
+            self.params,
+            self.options["split_min_rows"],
+            self.options["hlo_proto_dump_dir"],
+            copies=self.copies,
+            cache=self.cache,
+            cache_key=self.cache_key(batch_size),
+        )
+
+    def cache_key(self, batch_size: int) -> str | None:
+        if self.cache is None or self.network_digest is None:
+            return None
+        parts = (batch_size, self.copies, self.options["split_min_rows"])
+        return entry_key(self.network_digest, self.options, parts, self.devices)

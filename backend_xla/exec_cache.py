@@ -28,10 +28,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from .network_file import Heads
 
 FORMAT = "1"
 """Part of every key: a change of this module's entry format starts new entries."""
@@ -87,6 +90,14 @@ def _host_cpu() -> str:
     return "\n".join(dict.fromkeys(keep))
 
 
+UNKEYED_OPTIONS = ("background_compile", "cache_dir", "hlo_proto_dump_dir")
+"""Backend options that change neither a converted network nor a compiled program."""
+
+
+def _keyed(options: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return sorted((k, repr(v)) for k, v in options.items() if k not in UNKEYED_OPTIONS)
+
+
 def entry_key(network_digest: str, options: Mapping[str, Any], parts: tuple, devices: list) -> str:
     """The key of one compiled batch size: ``parts`` names the size and its placement."""
     import jax
@@ -95,7 +106,7 @@ def entry_key(network_digest: str, options: Mapping[str, Any], parts: tuple, dev
     fields = (
         FORMAT,
         network_digest,
-        sorted((k, repr(v)) for k, v in options.items()),
+        _keyed(options),
         parts,
         sources_digest(),
         jax.__version__,
@@ -261,7 +272,7 @@ def network_key(network_digest: str, options: Mapping[str, Any]) -> str:
     fields = (
         FORMAT,
         network_digest,
-        sorted((k, repr(v)) for k, v in options.items()),
+        _keyed(options),
         sources_digest(),
         np.__version__,
         sys.version,
@@ -301,22 +312,59 @@ class NetworkCache(_PickleEntries):
         return True
 
 
-def network_entry(converter, platform: str, has_wdl: bool, has_mlh: bool, input_format: int):
-    """What :class:`NetworkCache` keeps of a converted network."""
-    specs = [converter.input_specs(1), converter.input_specs(2)]
-    return {
-        "platform": platform,
-        "has_wdl": has_wdl,
-        "has_mlh": has_mlh,
-        "input_format": input_format,
-        "outputs": list(converter.output_names),
-        "input_specs": [
-            (a.name, a.shape, a.dtype.str, a.shape[:1] != b.shape[:1]) for a, b in zip(*specs)
-        ],
-        "hwio_weights": sorted(converter.hwio_weights),
-        "packed_input": bool(converter.packed_input),
-        "params": {h: converter.params_for(hwio_filters=h) for h in (False, True)},
-    }
+@dataclass(frozen=True)
+class Cached:
+    """What the cache of converted networks holds for a file (:func:`lookup`): where a warm start
+    finds it, the ``converter`` and ``heads`` that stand in for stages 1-3 of a load."""
+
+    digest: str | None = None
+    """The file's sha256 where the caches are on (their keys), else None."""
+    networks: NetworkCache | None = None
+    key: str | None = None
+    converter: CachedConverter | None = None
+    heads: Heads | None = None
+
+    def keep(self, converter, platform: str, heads: Heads) -> None:
+        """Keep a network converted by stage 3 (where the cache is on for its file)."""
+        if self.networks is None or self.key is None:
+            return
+        specs = [converter.input_specs(1), converter.input_specs(2)]
+        self.networks.store(
+            self.key,
+            {
+                "platform": platform,
+                "has_wdl": heads.has_wdl,
+                "has_mlh": heads.has_mlh,
+                "input_format": heads.input_format,
+                "outputs": list(converter.output_names),
+                "input_specs": [
+                    (a.name, a.shape, a.dtype.str, a.shape[:1] != b.shape[:1])
+                    for a, b in zip(*specs)
+                ],
+                "hwio_weights": sorted(converter.hwio_weights),
+                "packed_input": bool(converter.packed_input),
+                "params": {h: converter.params_for(hwio_filters=h) for h in (False, True)},
+            },
+        )
+
+
+def lookup(path, options: Mapping[str, Any], platform: str, cache_dir, rebuild) -> Cached:
+    """The cache's entry for the file at ``path`` (not an in-memory model) converted with
+    ``options`` for ``platform``, under ``cache_dir`` (None: off): a :class:`CachedConverter`
+    whose ``rebuild()`` converts the file once something needs more than its parameters."""
+    if cache_dir is None or not isinstance(path, (str, os.PathLike)):
+        return Cached()
+    try:
+        digest = file_digest(path)
+    except OSError:
+        return Cached()  # reported by the reading
+    networks = NetworkCache(Path(cache_dir) / NETWORK_SUBDIR)
+    key = network_key(digest, options)
+    entry = networks.load(key)
+    if entry is None or entry["platform"] != platform:
+        return Cached(digest, networks, key)  # converted for another platform's convolution
+    heads = Heads(entry["has_wdl"], entry["has_mlh"], entry["input_format"])
+    return Cached(digest, networks, key, CachedConverter(entry, str(path), rebuild), heads)
 
 
 class TensorSpec(NamedTuple):

@@ -10,32 +10,13 @@ import numpy as np
 
 from engine.backend import INPUT_PLANES, POLICY_SIZE, BackendAttributes, NetworkOutput
 
-from . import runtime
 from .buckets import Buckets, ProgressCallback
+from .devices import Params
 from .errors import NetworkError
 from .exec_cache import ExecutableCache, NetworkCache
 from .network_file import OUTPUT_POLICY, Heads
 from .options import BackendOptions
 from .packed import BOARD, pack_planes, packed_words
-
-CPU_MINIBATCH = 7
-"""Minibatch the search gathers on a CPU: lc0's CPU backends suggest 7 (blas, eigen, onednn),
-and its search keeps 2 such batches in flight, as ours does. Small batches keep PUCT close to
-one-visit-at-a-time selection in small trees (docs/engine.md, "Fidelity")."""
-
-CONCURRENT_CALLS = 2
-"""Unsplit batches that may run at once, each on its own device (so at most this many copies of
-each unsplit program are compiled): the search keeps two batches in flight, as lc0's two search
-threads do. More host devices only split the larger batches."""
-
-ACCELERATOR_MINIBATCH = 256
-"""Minibatch on a GPU or another accelerator: lc0's default for its GPU backends, wide enough
-to keep the device busy."""
-
-
-def preferred_minibatch(platform: str) -> int:
-    """The minibatch size the search should gather for a device of ``platform`` (JAX's name)."""
-    return CPU_MINIBATCH if platform == "cpu" else ACCELERATOR_MINIBATCH
 
 
 class XlaNetwork:
@@ -61,13 +42,13 @@ class XlaNetwork:
         heads: Heads,
         devices: list,
         converter: Any,
-        params: runtime.Params,
+        params: Params,
         compiled: Any,
         networks: NetworkCache | None = None,
         digest: str | None = None,
     ) -> None:
         """The stages' values (:mod:`backend_xla.loading`, which makes networks):
-        ``compiled`` is its :class:`backend_xla.loading.Compiled`."""
+        ``compiled`` is its :class:`backend_xla.buckets.Compiled`."""
         self.options = options
         self.source = source
         self.name = Path(source).name

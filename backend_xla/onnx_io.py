@@ -1,10 +1,12 @@
-"""Reading ONNX files strictly: every failure becomes a :class:`NetworkError` naming the file."""
+"""Reading ONNX files and their initializers strictly: every failure becomes a :class:`NetworkError`
+naming the file."""
 
 from __future__ import annotations
 
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -124,3 +126,19 @@ def load_model(path: str | os.PathLike) -> onnx.ModelProto:
         )
     check_external_data(model, path.parent, str(path))
     return model
+
+
+def load_initializers(
+    graph: onnx.GraphProto, base_dir: Any, source: str, float_override: Any, inline_limit: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The graph's initializers as (constants, params): those up to ``inline_limit`` bytes are
+    inlined in the HLO, larger ones become the function's parameters. Floats are converted to
+    ``float_override`` where it is set."""
+    constants: dict[str, np.ndarray] = {}
+    params: dict[str, np.ndarray] = {}
+    for init in graph.initializer:
+        value = tensor_to_numpy(init, base_dir, source)
+        if float_override is not None and is_float(value.dtype):
+            value = value.astype(float_override)
+        (params if value.nbytes > inline_limit else constants)[init.name] = value
+    return constants, params

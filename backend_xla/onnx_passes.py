@@ -1,37 +1,24 @@
-"""Load-time passes over an ONNX graph, before :class:`.onnx_to_jax.Converter` traces it: the
-initializers split into constants and parameters, which nodes the outputs need, whether every op
-is supported, and weight-only nodes folded to constants.
+"""Load-time passes over an ONNX graph, before :class:`.onnx_to_jax.Converter` traces it: which
+nodes the outputs need, whether every op is supported, weight-only nodes folded to constants, and
+the conv filters stored for a formulation (HWIO, or Winograd's transform).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import onnx
 
 from . import ops
 from .errors import UnsupportedOpError
-from .onnx_io import is_float, tensor_to_numpy
 
 ONNX_DOMAINS = ("", "ai.onnx")
 
-
-def load_initializers(
-    graph: onnx.GraphProto, base_dir: Any, source: str, float_override: Any, inline_limit: int
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """The graph's initializers as (constants, params): those up to ``inline_limit`` bytes are
-    inlined in the HLO, larger ones become the function's parameters. Floats are converted to
-    ``float_override`` where it is set."""
-    constants: dict[str, np.ndarray] = {}
-    params: dict[str, np.ndarray] = {}
-    for init in graph.initializer:
-        value = tensor_to_numpy(init, base_dir, source)
-        if float_override is not None and is_float(value.dtype):
-            value = value.astype(float_override)
-        (params if value.nbytes > inline_limit else constants)[init.name] = value
-    return constants, params
+WINOGRAD_MAX_CHANNELS = 128
+"""Widest filter (input or output channels) ``conv_method=auto`` runs as Winograd: Maia's (64 to
+112 channels) were measured (docs/performance.md, issue 32); wider ones keep XLA's convolution."""
 
 
 def needed_nodes(graph: onnx.GraphProto, output_names: Sequence[str]) -> list[onnx.NodeProto]:
@@ -131,3 +118,68 @@ def _fold(ctx: ops.NodeContext, args: list, fold_limit: int) -> tuple | None:
     ):
         return None
     return results
+
+
+class ConvFilters(NamedTuple):
+    """The conv filters stored for a formulation at load (:func:`conv_filters`)."""
+
+    hwio: set[str]
+    """2-D conv filters that are parameters and may be stored HWIO (``[KH, KW, Cin, Cout]``).
+
+    From OIHW parameters, a one-device program transposes every filter on every call (Maia: 16 of
+    the 20 transposes left in the optimized NHWC program; batch 1 ran 1.25× faster with HWIO
+    filters). Programs split over host devices measured the other way (OIHW 1.15–1.2× faster at
+    batch 32/256, Maia, same run), so ``Converter.params_for`` and ``Converter.function`` take the
+    choice per program. Only weights read by nothing but ``Conv`` nodes qualify, and only for
+    ``conv_method`` lax or auto (the formulations in backend_xla.ops.conv_methods take OIHW)."""
+    winograd: dict[str, tuple]
+    """Filters of 3×3 stride-1 'same' convs that may run as Winograd F(2×2), with their weight
+    shapes: their filter transform is made once at load (``Converter.params_for``) instead of on
+    every call (at batch 8 Maia ran 1.2× faster with it made at load, 0.4× with it in the graph:
+    docs/performance.md, issue 32). Only for ``conv_method`` winograd2, or auto up to
+    :data:`WINOGRAD_MAX_CHANNELS` channels, in the NHWC layout."""
+
+
+def conv_filters(
+    nodes: Sequence[onnx.NodeProto],
+    params: dict[str, np.ndarray],
+    outputs: Sequence[str],
+    layout: str,
+    conv_method: str,
+) -> ConvFilters:
+    """Which conv filters among ``params`` are stored HWIO, and which transformed for Winograd."""
+    from .ops.conv_methods import is_fast_3x3
+
+    readers = filter_readers(nodes)
+
+    def conv_only(name: str) -> bool:
+        w = params.get(name)
+        return (
+            w is not None and w.ndim == 4 and readers.get(name) == {"Conv"} and name not in outputs
+        )
+
+    convs = [n for n in nodes if n.op_type == "Conv" and len(n.input) > 1]
+    hwio: set[str] = set()
+    if conv_method in ("lax", "auto"):
+        hwio = {n.input[1] for n in convs if conv_only(n.input[1])}
+    winograd: dict[str, tuple] = {}
+    if layout == "NHWC" and conv_method in ("auto", "winograd2"):
+        for node in convs:
+            name = node.input[1]
+            if not conv_only(name):
+                continue
+            shape = params[name].shape
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            if (
+                attrs.get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET", b"", "")
+                and (conv_method == "winograd2" or max(shape[:2]) <= WINOGRAD_MAX_CHANNELS)
+                and is_fast_3x3(
+                    shape,
+                    attrs.get("strides"),
+                    attrs.get("pads"),
+                    attrs.get("dilations"),
+                    attrs.get("group", 1),
+                )
+            ):
+                winograd[name] = shape
+    return ConvFilters(hwio, winograd)

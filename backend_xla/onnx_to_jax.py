@@ -9,38 +9,37 @@ every batch size; smaller ones are inlined into the HLO as constants.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 
-from engine.backend import INPUT_PLANES
+from engine.backend import INPUT_PLANES, OptionError
 
 from . import ops
 from .attention import attention_matches, run_fused
 from .errors import NetworkError
-from .onnx_io import device_dtype, is_float, onnx_to_np_dtype
+from .onnx_io import device_dtype, is_float, load_initializers, onnx_to_np_dtype, parse_dtype
 from .onnx_passes import (
     ONNX_DOMAINS,
     check_ops,
-    filter_readers,
+    conv_filters,
     fold_weights,
-    load_initializers,
     needed_nodes,
 )
 from .onnx_trace import WINOGRAD_SUFFIX, micro_batched, run_node
 from .packed import check_packable, unpacking
+
+if TYPE_CHECKING:
+    from .network_file import Model
 
 DEFAULT_MAX_INLINE_CONSTANT_SIZE = 1024
 """Initializers up to this many bytes are inlined in the HLO; larger ones are parameters."""
 
 FOLD_LIMIT_BYTES = 64 << 20
 """Weight-only nodes whose outputs total more than this are computed in the graph, not at load."""
-WINOGRAD_MAX_CHANNELS = 128
-"""Widest filter (input or output channels) ``conv_method=auto`` runs as Winograd: Maia's (64 to
-112 channels) were measured (docs/performance.md, issue 32); wider ones keep XLA's convolution."""
 MICRO_BATCH_ROWS = 8
 """A Winograd program runs larger batches in chunks of at most this many rows, one after the
 other (``lax.map``): at 8 rows a 64-filter conv's Winograd temporaries (~0.5 MB each) stay in
@@ -158,6 +157,8 @@ class Converter:
             inline_limit=max_inline_constant_size,
             fold_limit=FOLD_LIMIT_BYTES,
         )
+        filters = conv_filters(self.nodes, self.params, self.output_names, layout, conv_method)
+        self.hwio_weights, self.winograd_weights = filters
         self.attention = attention
         self.attention_patterns = attention_matches(attention, self.nodes, self.output_names)
         self.packed_input = packed_input
@@ -165,73 +166,10 @@ class Converter:
         word first, and values [N, 112]) and expands them on the device."""
         if packed_input:
             check_packable(self.graph_input_specs(1), source)
-        self.hwio_weights = self._conv_weights_to_hwio()
-        self.winograd_weights = self._conv_weights_for_winograd()
         self._prepared: dict[bool, dict[str, np.ndarray]] = {}
         used = {i for n in self.nodes for i in n.input} | set(self.output_names)
         self.params = {k: v for k, v in self.params.items() if k in used}
         self.inputs = [i for i in self.inputs if i.name in used]
-
-    def _conv_weights_to_hwio(self) -> set[str]:
-        """2-D conv filters that are parameters and may be stored HWIO (``[KH, KW, Cin, Cout]``).
-
-        From OIHW parameters, a one-device program transposes every filter on every call (Maia:
-        16 of the 20 transposes left in the optimized NHWC program; batch 1 ran 1.25× faster with
-        HWIO filters). Programs split over host devices measured the other way (OIHW 1.15–1.2×
-        faster at batch 32/256, Maia, same run), so :meth:`params_for` and :meth:`function` take
-        the choice per program. Only weights read by nothing but ``Conv`` nodes qualify, and only
-        for ``conv_method`` lax or auto (the formulations in backend_xla.ops.conv_methods take
-        OIHW).
-        """
-        if self.conv_method not in ("lax", "auto"):
-            return set()
-        readers = filter_readers(self.nodes)
-        names = {n.input[1] for n in self.nodes if n.op_type == "Conv" and len(n.input) > 1}
-        return {
-            name
-            for name in names
-            if name in self.params
-            and self.params[name].ndim == 4
-            and readers.get(name) == {"Conv"}
-            and name not in self.output_names
-        }
-
-    def _conv_weights_for_winograd(self) -> dict[str, tuple]:
-        """Filters of 3×3 stride-1 'same' convs that may run as Winograd F(2×2), with their
-        weight shapes: their filter transform is made once at load (:meth:`params_for`) instead
-        of on every call (at batch 8 Maia ran 1.2× faster with it made at load, 0.4× with it in
-        the graph: docs/performance.md, issue 32). Only for ``conv_method`` winograd2, or auto
-        up to :data:`WINOGRAD_MAX_CHANNELS` channels, in the NHWC layout.
-        """
-        from .ops.conv_methods import is_fast_3x3
-
-        if self.layout != "NHWC" or self.conv_method not in ("auto", "winograd2"):
-            return {}
-        readers = filter_readers(self.nodes)
-        out = {}
-        for node in self.nodes:
-            if node.op_type != "Conv" or len(node.input) < 2:
-                continue
-            name = node.input[1]
-            w = self.params.get(name)
-            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-            if (
-                w is not None
-                and w.ndim == 4
-                and readers.get(name) == {"Conv"}
-                and name not in self.output_names
-                and attrs.get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET", b"", "")
-                and (self.conv_method == "winograd2" or max(w.shape[:2]) <= WINOGRAD_MAX_CHANNELS)
-                and is_fast_3x3(
-                    w.shape,
-                    attrs.get("strides"),
-                    attrs.get("pads"),
-                    attrs.get("dilations"),
-                    attrs.get("group", 1),
-                )
-            ):
-                out[name] = w.shape
-        return out
 
     def winograd_batch(self, batch_size: int) -> bool:
         """Whether a program for ``batch_size`` rows (per device) runs the convs of
@@ -348,3 +286,36 @@ class Converter:
             return tuple(outs)
 
         return fn
+
+
+def convert(model: Model, options: Mapping[str, Any], platform: str) -> Converter:
+    """Stage 3 of a load (:mod:`backend_xla.loading`): the converter of ``model`` for the backend
+    ``options`` and a device of ``platform``."""
+    data_type = options["data_type"]
+    conv_method = options["conv_method"]
+    if conv_method == "auto" and platform != "cpu":
+        # auto's Winograd in 8-row chunks suits a CPU core's cache (docs/performance.md
+        # §6); an accelerator's own convolution takes the whole batch at once.
+        conv_method = "lax"
+    if options["attention"] == "cudnn" and platform == "cpu":
+        raise OptionError(
+            "attention=cudnn: expected a GPU (cuDNN's fused attention), got the CPU; "
+            "allowed here: graph, xla"
+        )
+    packed = options["packed_input"]
+    # auto: packed planes on an accelerator, where a batch then crosses to the device in a
+    # twentieth of the bytes and the host skips expanding them (issue 39); on a CPU the float
+    # planes measured no slower.
+    return Converter(
+        model.proto,
+        model.name,
+        outputs=model.heads.outputs,
+        base_dir=model.base_dir,
+        float_override=parse_dtype(data_type) if data_type else None,
+        io_dtype=parse_dtype(options["io_datatype"]),
+        max_inline_constant_size=options["max_inline_constant_size"],
+        layout=options["layout"],
+        conv_method=conv_method,
+        attention=options["attention"],
+        packed_input=platform != "cpu" if packed == "auto" else packed == "on",
+    )

@@ -251,9 +251,14 @@ BackendOptions = Mapping[str, Any]
 def parse_options(text: str) -> BackendOptions:
     """Parse ``key=value,...`` into a read-only mapping with every option (defaults filled
     in): parsed once at a load, handed to each stage as it is."""
+    return parse_pairs(split_options(text))
+
+
+def parse_pairs(pairs: list[tuple[str, str]]) -> BackendOptions:
+    """:func:`parse_options` of the text's (key, value) pairs (engine.backend.split_options)."""
     values = {o.name: o.default for o in OPTIONS}
     seen: dict[str, str] = {}
-    for key, raw in split_options(text):
+    for key, raw in pairs:
         item = f"{key}={raw}"
         opt = _BY_NAME.get(key)
         if opt is not None and opt.name in seen:
@@ -302,22 +307,6 @@ def parse_options(text: str) -> BackendOptions:
         values[opt.name] = value
         seen[opt.name] = item
     return MappingProxyType(values)
-
-
-def batch_sizes(values: BackendOptions, minibatch: int | None = None) -> list[int]:
-    """The batch sizes to compile, ascending: explicit buckets, or lc0's max_batch/steps rule
-    plus, below its smallest size, the search's ``minibatch`` and twice it, exactly: on a CPU a
-    padded row costs as much as a real one, and lc0's CPU backends take a minibatch as it
-    comes. (Rounded up to 8, the CPU minibatch of 7 cost a padding row and the prefetched
-    position the search put in it: Maia-1100 searched 12-20 % fewer nodes a second;
-    docs/engine.md, "Minibatch size and fidelity to lc0".)"""
-    if values["batch_buckets"]:
-        return list(values["batch_buckets"])
-    max_batch, steps = values["max_batch"], values["steps"]
-    sizes = {max(1, max_batch * (i + 1) // steps) for i in range(steps)}
-    if minibatch:
-        sizes |= {b for b in (minibatch, 2 * minibatch) if b < min(sizes)}
-    return sorted(sizes)
 
 
 def options_table_markdown() -> str:

@@ -1,5 +1,5 @@
-"""JAX runtime glue: plugin registration, compilation cache, parameter upload, compilation (on one
-device, or split over several as :mod:`backend_xla.devices` decides)."""
+"""JAX runtime glue: plugin registration, compilation cache, the devices a network runs on, and
+compilation (on one device, or split over several as :mod:`backend_xla.devices` decides)."""
 
 from __future__ import annotations
 
@@ -128,64 +128,67 @@ def _enable_cache(directory: str) -> None:
     _cache_dir = path
 
 
-def setup(options: Mapping[str, Any]) -> list:
-    """Apply the process-wide options; return the JAX devices one batch is split over
-    (:func:`backend_xla.devices.select`)."""
+def setup(options: Mapping[str, Any]) -> tuple[list, str | None]:
+    """Where a network runs, before its load reads a file: the process-wide options applied (a
+    plugin, JAX's cache), the JAX devices one batch is split over (:func:`select`) and the cache
+    folder (None: ``cache_dir=none``)."""
     with _setup_lock:
         if options["plugin_path"]:
             _register_plugin(options["plugin_path"])
         _enable_cache(options["cache_dir"])
-        return device_split.select(options)
+        return select(options), cache_path(options["cache_dir"])
 
 
-class Params:
-    """The large initializers, uploaded once: ``split``, replicated over the split devices (one
-    copy each, ONNX filter layout) and ``single``, for programs that run on the first device
-    (conv filters HWIO, see ``Converter._conv_weights_to_hwio``; the other parameters are the
-    first device's copy of ``split``, not uploaded twice). ``on_device(i)`` is the same for
-    device i: unsplit batches run on any free device, several at once."""
+def select(options: Mapping[str, Any]) -> list:
+    """The JAX devices one batch is split over, from the backend options.
 
-    def __init__(self, converter, devices: list) -> None:
-        import jax
+    ``device=N`` pins to that one device (``N;M``: those, ``all``: every local device).
+    Otherwise ``host_devices`` (``auto``: every local device of the default platform, i.e. one
+    per core on CPU when :mod:`backend_xla` was imported before jax) devices share each batch;
+    one device means no split. Plugins must be registered before this starts JAX's devices.
+    """
+    import jax
 
-        self.devices = devices
-        self.split: dict[str, Any] | None = None
-        self._per_device: list[dict[str, Any] | None]
-        self._hwio = converter.params_for(hwio_filters=True)
-        self._hwio_names = converter.hwio_weights
-        if len(devices) == 1:
-            self.single = {k: jax.device_put(v, devices[0]) for k, v in self._hwio.items()}
-            self._per_device = [self.single]
-            return
-        replicated = device_split.replicated(devices)
-        self.split = {
-            k: jax.device_put(v, replicated)
-            for k, v in converter.params_for(hwio_filters=False).items()
-        }
-        self._per_device = [None] * len(devices)
-        self.single = self.on_device(0)
-
-    def on_device(self, i: int) -> dict[str, Any]:
-        """The parameters of an unsplit program on device ``i`` (uploaded on first use)."""
-        params = self._per_device[i]
-        if params is None:
-            import jax
-
-            assert self.split is not None  # one device: _per_device holds ``single``
-            device = self.devices[i]
-            params = {
-                k: jax.device_put(self._hwio[k], device)
-                if k in self._hwio_names
-                else next(s.data for s in v.addressable_shards if s.device == device)
-                for k, v in self.split.items()
-            }
-            self._per_device[i] = params
-        return params
-
-
-def upload(converter, devices) -> Params:
-    """Put the large initializers on the device(s) once; every batch size shares them."""
-    return Params(converter, list(devices) if isinstance(devices, (list, tuple)) else [devices])
+    try:
+        devices = jax.local_devices()
+    except Exception as exc:  # e.g. JAX_PLATFORMS=cuda without a GPU build: a bare assertion
+        wanted = os.environ.get("JAX_PLATFORMS", "")
+        raise OptionError(
+            f"JAX could not start its devices{f' (JAX_PLATFORMS={wanted})' if wanted else ''}: "
+            f"{type(exc).__name__}: {str(exc) or 'no reason given'}. For NVIDIA GPUs install JAX's "
+            "GPU build (pip install -e '.[cuda]', README section GPUs); for the CPU, unset "
+            "JAX_PLATFORMS or set it to cpu"
+        ) from exc
+    index, split = options["device"], options["host_devices"]
+    if index is not None:
+        if split != "auto":
+            raise OptionError(
+                f"backend option device: names the devices itself, so "
+                f"host_devices must be auto, got host_devices={split}"
+            )
+        if index == "all":
+            return list(devices)
+        indices = index if isinstance(index, list) else [index]
+        for i in indices:
+            if i >= len(devices):
+                raise OptionError(
+                    f"backend option device: expected indices below "
+                    f"{len(devices)} ({devices}), got {i}"
+                )
+        return [devices[i] for i in indices]
+    count = len(devices) if split == "auto" else split
+    if count > len(devices):
+        hint = (
+            "; XLA's CPU client has one device per core only when backend_xla (or "
+            "backend_xla.devices.configure_host_devices) runs before the first "
+            "import of jax, or when XLA_FLAGS has --xla_force_host_platform_device_count"
+        )
+        raise OptionError(
+            f"backend option host_devices: expected at most {len(devices)} "
+            f"(the local devices: {devices}), got {count}"
+            f"{hint if devices[0].platform == 'cpu' else ''}"
+        )
+    return devices[:count]
 
 
 def lower(
@@ -210,7 +213,7 @@ def lower(
         ) from exc
 
 
-def _lower_split(converter, rows: int, params: Params):
+def _lower_split(converter, rows: int, params: device_split.Params):
     """``fn`` under ``shard_map``: each device converts/runs the graph on its ``rows / n`` rows.
 
     The graph is converted for the per-device batch (its Shape/Reshape constants see that), the
@@ -326,7 +329,7 @@ def executable_cache():
 def compile_function(
     converter,
     batch_size: int,
-    params: Params,
+    params: device_split.Params,
     min_rows_per_device: int = SPLIT_MIN_ROWS,
     hlo_dump_dir: str | None = None,
     copies: int = 1,

@@ -4,7 +4,7 @@
   :class:`~backend_xla.ops.nhwc.Nhwc` (an NCHW input, e.g. the network's input planes, is
   transposed once here); otherwise, and for 1-D/3-D convs, input and output are ONNX's NCHW.
 * Filters: ONNX's OIHW, or ``[KH, KW, Cin, Cout]`` when the converter stored this filter HWIO at
-  load (``ctx.hwio_filter``; see ``Converter._conv_weights_to_hwio``: from OIHW parameters XLA
+  load (``ctx.hwio_filter``; see ``onnx_passes.ConvFilters``: from OIHW parameters XLA
   transposes every filter on every call of a one-device program).
 * Formulation: ``lax.conv_general_dilated``; Winograd F(2×2) on a filter transformed at load
   (``ctx.winograd_filter``: ``conv_method`` auto at small batches, or winograd2); or for another

@@ -11,7 +11,7 @@ from xla_testutil import need_shared, read_jsonl
 
 import backend_xla
 from backend_xla.attention import find_attention
-from backend_xla.network_file import read_model
+from backend_xla.network_file import read
 from backend_xla.options import parse_options
 from engine.backend import OptionError
 
@@ -41,7 +41,7 @@ def test_every_attention_softmax_is_found():
     """Each Softmax over the last of four axes is one attention: the matcher finds them all and
     nothing else (the WDL head's Softmax, over axis 1, is not one)."""
     name = "bt-e64h4-multihead-pedense-gating-mish-smolgen-wdl-mlh.onnx"
-    model, _, _ = read_model(need_shared("zoo", name), parse_options(""))
+    model = read(need_shared("zoo", name), parse_options("")).proto
     nodes = list(model.graph.node)
     found = find_attention(nodes, [o.name for o in model.graph.output])
     softmaxes = [

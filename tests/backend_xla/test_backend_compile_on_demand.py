@@ -17,7 +17,7 @@ import pytest
 
 import backend_xla
 from backend_xla.buckets import COMPILE_THREAD_NAME
-from backend_xla.network import CPU_MINIBATCH
+from backend_xla.buckets import CPU_MINIBATCH
 from conftest import REPO_ROOT
 from engine.encoding import encode_batch
 from engine.search import Limit, Search, from_options

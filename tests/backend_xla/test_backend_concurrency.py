@@ -26,7 +26,7 @@ def _planes(n: int, seed: int) -> np.ndarray:
 
 
 def check_each_device_runs_its_own_copy(net) -> None:
-    from backend_xla.network import CONCURRENT_CALLS
+    from backend_xla.buckets import CONCURRENT_CALLS
 
     size = net.sizes[0]  # the one size compiled (conftest.SMALL_BUCKETS)
     executable = net.buckets.compiled[size]

@@ -9,7 +9,8 @@ from onnx import helper, numpy_helper
 
 import backend_xla
 from backend_xla import NetworkError, OptionError, UnsupportedOpError
-from backend_xla.options import batch_sizes, parse_options
+from backend_xla.buckets import batch_sizes
+from backend_xla.options import parse_options
 from xla_testutil import TEST_OPTIONS, need_shared
 
 

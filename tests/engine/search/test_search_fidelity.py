@@ -79,8 +79,8 @@ def _check(
 
 
 def test_default_minibatch_is_the_backends_cpu_suggestion(maia1900):
-    from backend_xla.network import CPU_MINIBATCH
-    from backend_xla.options import batch_sizes, parse_options
+    from backend_xla.buckets import CPU_MINIBATCH, batch_sizes
+    from backend_xla.options import parse_options
 
     assert maia1900.device.platform == "cpu"
     assert maia1900.preferred_batch == CPU_MINIBATCH
