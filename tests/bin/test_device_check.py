@@ -13,10 +13,7 @@ import pytest
 from conftest import REPO_ROOT
 
 DEVICE_CHECK = REPO_ROOT / "bin" / "perf" / "device-check"
-STEPS = [
-    "env", "lc0", "engine", "cores", "inprocess", "backend", "gpu-tests", "profile", "callparts", "pyspy",
-    "startup",
-]  # fmt: skip
+STEPS = ["env", "lc0", "engine", "cores", "backend", "gpu-tests", "callparts", "startup"]
 
 
 @pytest.mark.skipif(
