@@ -15,8 +15,7 @@ from conftest import REPO_ROOT
 SOAK = REPO_ROOT / "bin" / "check" / "soak"
 sys.path.insert(0, str(REPO_ROOT / "bin"))
 
-from xlazero_perf.soak_games import CUTECHESS, STOCKFISH, classify  # noqa: E402
-from xlazero_perf.soak_uci import Tracker, is_quit  # noqa: E402
+from xlazero_perf.soak import CUTECHESS, STOCKFISH, Tracker, classify, is_quit  # noqa: E402
 
 FAST_MUTATIONS = ("truncate,empty,garbage,gzip_bomb,wrong_suffix,truncate_inner,external_dotdot,"
                   "external_abs,external_etc,external_symlink")  # fmt: skip
