@@ -87,6 +87,7 @@ def run_network(
     finally:
         if queued is not None:
             queued.set()  # a failed batch does not hold up the next
+    check_values(out, n)
     policy = network_heads(out.policy)
 
     def sort(start: int, end: int) -> None:
@@ -95,6 +96,18 @@ def run_network(
 
     _shared(Chunks(n, sort), share)
     return out
+
+
+def check_values(out: NetworkOutput, n: int) -> None:
+    """Refuse a batch whose value is not a number: a search on NaN would play its first legal move
+    without a word (a network with broken weights, found by ``bin/check/soak networks``)."""
+    finite = np.isfinite(out.q[:n])
+    if not finite.all():
+        raise ValueError(
+            f"the network's value is not a number (NaN or infinite) for {n - int(finite.sum())} "
+            f"of {n} positions: its weights are broken, or its data type overflows (try the "
+            "backend option data_type=f32)"
+        )
 
 
 def _shared(chunks: Chunks, share: Callable[[Chunks | None], None] | None) -> None:

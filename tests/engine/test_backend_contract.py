@@ -136,3 +136,32 @@ def test_the_random_backend_equals_its_numpy_definition_and_depends_on_the_plane
     alone = RandomNetwork().evaluate(planes[3:4])
     np.testing.assert_array_equal(alone.policy[0], out.policy[3])
     assert len({float(v) for v in out.q}) == len(boards)
+
+
+class NaNValues(RandomNetwork):
+    """A network with broken weights: its value is NaN for every position."""
+
+    def evaluate(self, planes):
+        out = super().evaluate(planes)
+        out.q[:] = np.nan
+        return out
+
+    def evaluate_packed(self, masks, values):
+        out = super().evaluate_packed(masks, values)
+        out.q[:] = np.nan
+        return out
+
+
+def test_a_network_whose_value_is_nan_fails_the_search_with_a_clear_error():
+    """Before, the search ran on NaN and answered its first legal move without a word."""
+    from engine.search import Limit, Search, from_options
+
+    search = Search(NaNValues(), from_options({}))
+    search.set_position(chess.Board())
+    said: list[str] = []
+    try:
+        result = search.run(Limit(nodes=200), on_verbose=said.extend)
+    finally:
+        search.close()
+    assert result.bestmove in chess.Board().legal_moves
+    assert any("ValueError: the network's value is not a number" in line for line in said), said
