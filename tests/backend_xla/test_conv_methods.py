@@ -101,7 +101,7 @@ FALLBACK = CASES[8:]  # strides / dilations / groups: matmul methods must fall b
 def _plain_matrix() -> list:
     """Every case by every method; CI runs a cover of the matrix (every method on the tower
     conv, every case with one method, in turn), --run-slow all of it: these are the benchmark's
-    formulations (bin/perf/convbench), and each program takes 0.2-3 s to compile."""
+    formulations (docs/performance.md), and each program takes 0.2-3 s to compile."""
     return [
         pytest.param(case, method, id=f"{_case_id(case)}-{method}",
                      marks=[pytest.mark.slow]
