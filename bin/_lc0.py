@@ -1,5 +1,5 @@
 """An lc0 (or any UCI engine) subprocess driven over UCI, for the scripts in bin/ that compare
-with lc0 side by side (bin/perf/bench, bin/check/lc0-evalcheck). Standard library only."""
+with lc0 side by side (bin/perf/bench). Standard library only."""
 
 from __future__ import annotations
 

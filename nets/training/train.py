@@ -10,7 +10,7 @@ With several local devices (``bin/dev/train-net`` makes one XLA CPU device per c
 does) each batch is split across them and the parameters are replicated: the same jitted step,
 partitioned by XLA, which all-reduces the gradient of the whole batch's mean loss. XLA's CPU
 convolutions run on one thread, so on 2 cores this trains about 1.4x faster than one device
-(``bin/perf/trainbench``; docs/training.md).
+(docs/training.md).
 
 A run directory holds ``config.json``, ``checkpoint.npz`` (params, Adam moments, step, loss
 history; replaced atomically every ``checkpoint_every`` steps) and ``losses.png``. Starting a run
