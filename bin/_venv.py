@@ -12,7 +12,7 @@ numpy, chess) live in ``<repo>/.venv``, made by the README's install command. So
   without installation.
 
 The scripts in bin/perf/, bin/check/ and bin/dev/ import the ``_venv.py`` of their own folder,
-which loads this file and puts bin/ on ``sys.path`` too (for ``_lc0`` and ``xlazero_perf``).
+which loads this file and puts bin/ on ``sys.path`` too (for ``xlazero_perf``).
 
 This module imports only the standard library: scripts that set ``XLA_FLAGS`` before jax starts
 keep doing so after the re-exec.

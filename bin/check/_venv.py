@@ -1,6 +1,6 @@
 """``import _venv`` for the scripts in this subfolder of bin/ (a script's own folder is first on
 sys.path): loads bin/_venv.py (re-execute under the project's .venv, repo root on sys.path) and
-puts bin/ on sys.path too, for ``_lc0`` and ``xlazero_perf``. The same file in each subfolder."""
+puts bin/ on sys.path too, for ``xlazero_perf``. The same file in each subfolder."""
 
 from __future__ import annotations
 

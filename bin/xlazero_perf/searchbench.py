@@ -156,8 +156,7 @@ class Delayed:
 
 class Searches:
     """xlazero's measured searches, each with a fresh Search (its ucinewgame) to ``nodes``,
-    into ``runs``; optionally profiled (``profile``: each position's first), timed by parts
-    (``parts``) and traced (``trace``)."""
+    into ``runs``; optionally timed by parts (``parts``) and traced (``trace``)."""
 
     def __init__(
         self,
@@ -165,12 +164,11 @@ class Searches:
         params: SearchParams,
         nodes: int,
         positions: int,
-        profile: bool = False,
         parts: Breakdown | None = None,
         trace: TraceWriter | None = None,
     ) -> None:
         self.network, self.params, self.nodes = network, params, nodes
-        self.profile, self.parts, self.trace = profile, parts, trace
+        self.parts, self.trace = parts, trace
         self.runs = Runs(positions)
         gc.freeze()  # as the engine after loading its network (engine/controller.py)
 
@@ -180,13 +178,6 @@ class Searches:
         search.set_position(chess.Board(fen))
         if self.trace is not None:
             search.timeline = Timeline()
-        profile = self.profile and r == 0
-        if profile:
-            import cProfile
-            import pstats
-
-            prof = cProfile.Profile()
-            prof.enable()
         t = time.monotonic()
         cpu, process_cpu = time.thread_time(), time.process_time()
         result = search.run(Limit(nodes=self.nodes))
@@ -194,9 +185,6 @@ class Searches:
         # The search runs in this thread and the network in a worker thread, so this thread's
         # CPU time is the search's own cost (robust to other load on the machine).
         cpu, process_cpu = time.thread_time() - cpu, time.process_time() - process_cpu
-        if profile:
-            prof.disable()
-            pstats.Stats(prof).sort_stats("tottime").print_stats(18)
         if self.parts is not None:
             self.parts.nodes += result.nodes
         if self.trace is not None and search.timeline is not None:

@@ -16,7 +16,7 @@ still in place when the node is popped.
 Selection and what it calls run without numba's reference counting (``_nrt=False``; numba
 compiles a callee with its caller's flags): with it, every call of a compiled function counted
 each array argument in and out and every row view once more, 17 % of the search thread's time
-in atomic increments (``bin/perf/searchprofile``). The caller holds every array for the whole
+in atomic increments (measured with ``perf``, docs/engine.md). The caller holds every array for the whole
 phase, so no count is needed; numba refuses to compile an allocation there, so nothing can
 leak (the buffers live in :class:`Batch`; tests/engine/search/test_compiled_boundary.py checks
 that a search's allocations are all freed).
