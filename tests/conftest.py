@@ -186,16 +186,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from engine.search.warmup import compile_the_rest, warm_up
 
         warm_up()
-        compile_the_rest()  # what the warm-up's helper process compiles for an engine
+        compile_the_rest()  # as an engine's warm-up
         RandomNetwork()  # the random backend's compiled functions: most search tests run it
         return
     import tempfile
 
     done = Path(tempfile.mkdtemp(prefix="xlazero-warmup-")) / "done"
     os.environ[WARM_UP_DONE] = str(done)  # the test processes inherit it
-    # No warm-up helper process: the test processes keep both cores busy, so a second compiling
-    # process would only add the functions both compile (engine/search/warmup.py).
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), XLAZERO_WARM_UP_HELPER="0")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     subprocess.Popen([sys.executable, "-c", WARM_UP_CODE, str(done)], env=env, cwd=REPO_ROOT)
 
 

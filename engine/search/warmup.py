@@ -2,18 +2,16 @@
 first ``go``: a small search on an instant network that takes every path once (selection,
 leaves, prefetch, expansion, backup, root filter, tree reuse, searchmoves, the reports).
 
-A fresh install compiles them (tens of seconds on a small CPU), in two processes: a helper
-compiles the functions the search needs last (expansion and backup, the stoppers' summary, tree
-reuse, the reports' views) while this process compiles the minibatch's gathering, the longest
-chain; each then finds the other's work in numba's cache (engine/compiled_cache.py). Later
-starts load everything from the cache.
+A fresh install compiles them (tens of seconds on a small CPU), all in this process. (A helper
+process compiling the functions a search calls last, in parallel, saved 5 of 22 s once, but cost
+a quarter of the search's speed ever after: what this process then found in numba's cache, the
+helper's work, its own functions called instead of inlining, 183-199k nodes/s against 241-255k
+searching alone, bin/perf/bench --backend=random --minibatch-size=256.) Later starts load
+everything from the cache.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 
 import chess
@@ -49,13 +47,10 @@ class _Instant:
         )
 
 
-HELPER_CODE = "from engine.search.warmup import compile_the_rest; compile_the_rest()"
-HELPER_GRACE_S = 10.0
-
-
 def compile_the_rest() -> None:
-    """Compile, with the argument types the search passes, the functions a search calls last
-    (run by the warm-up's helper process; a no-op where numba's cache has them)."""
+    """Compile, with the argument types the search passes, the functions the warm-up's search
+    does not reach (smart pruning's root filter) and those it calls last (a no-op where they are
+    compiled or in numba's cache)."""
     from engine.board.position import FIELDS
     from engine.encoding.rows import expand_batch
     from engine.search.core import backup, gather, params, steps, stoppers, tree, view
@@ -97,23 +92,6 @@ def compile_the_rest() -> None:
     gather.encode_requests(batch.req, batch.window, 1, 0, batch.masks, batch.values, 0, 0)
 
 
-def _start_helper() -> subprocess.Popen | None:
-    """The helper process compiling :func:`compile_the_rest`, when numba's cache lacks it."""
-    if os.environ.get("XLAZERO_WARM_UP_HELPER") == "0":
-        return None
-    env = dict(os.environ, XLAZERO_WARM_UP_HELPER="0")
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-c", HELPER_CODE],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    except OSError:
-        return None  # this process compiles everything itself
-
-
 ENTRY = "minibatch.gather"
 SHARED_ENTRY = "minibatch.gather_shared"
 """The compiled entry points whose index in numba's cache says the warm-up's functions are
@@ -145,16 +123,8 @@ def warm_up() -> None:
     with _lock:
         if _done.is_set():
             return
-        helper = None if cache_is_warm() else _start_helper()
-        try:
-            _warm_up_search()
-        finally:
-            if helper is not None:
-                try:  # it is usually done by now; what it has not finished, this process did
-                    helper.wait(timeout=HELPER_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    helper.kill()
-                    helper.wait()
+        _warm_up_search()
+        compile_the_rest()
         _done.set()
 
 

@@ -49,7 +49,7 @@ CHILD_CHECK = textwrap.dedent(
 
 def test_a_cache_load_skips_numbas_registries_and_a_compile_installs_them():
     warmup.warm_up()  # fills numba's cache if this test runs first (a fresh clone), as do
-    warmup.compile_the_rest()  # an engine's warm-up and its helper process
+    warmup.compile_the_rest()  # as an engine's warm-up does
     RandomNetwork()
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     out = subprocess.run(
@@ -63,7 +63,7 @@ def test_a_cache_load_skips_numbas_registries_and_a_compile_installs_them():
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
     # The whole search ran from the cache without numba's registries or scipy.linalg, and so
-    # did a search at the defaults (the warm-up and its helper had compiled all it calls: a
+    # did a search at the defaults (the warm-up had compiled all it calls: a
     # compile would have installed the registries); the first real compile (arrays and
     # strings: both need registries the loads skipped) works.
     expected = ["after loads False False", "after a search False", "compiled 7.0 True"]

@@ -79,7 +79,7 @@ def test_every_direct_entry_point_keeps_exactly_one_signature(monkeypatch, make_
         assert wrapped
         for name, dispatcher in wrapped.items():
             monkeypatch.setattr(module, name, dispatcher)  # numba types every call
-    compile_the_rest()  # the warm-up's helper compiles the types the search passes
+    compile_the_rest()  # the warm-up compiles the types the search passes
     _searches(network, **options)
     # A network taking packed planes never has them expanded: expand_planes may be unused.
     packed = network.attributes().packed_input
