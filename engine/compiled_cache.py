@@ -47,9 +47,14 @@ def source_files(root: Path = _ENGINE) -> list[Path]:
     return files
 
 
+GENERATION = b"2: compiled in one process"
+"""Part of every version: caches written by the warm-up of two processes (before generation 2)
+hold a search a quarter slower (engine/search/warmup.py), so they are not used again."""
+
+
 def sources_hash(root: Path = _ENGINE) -> str:
     """The version of the compiled sources under ``root`` (an engine/ folder)."""
-    digest = hashlib.sha1()
+    digest = hashlib.sha1(GENERATION)
     for file in source_files(root):
         digest.update(file.relative_to(root).as_posix().encode())
         digest.update(file.read_bytes())
