@@ -286,7 +286,7 @@ SAME_PROCESS = {
     "tests/nets/training/test_train.py::test_resumed_run_": "f8",  # one training-step compile,
     "tests/nets/training/test_train.py::test_a_new_run_": "f8",  # one set of loss kernels
     "tests/nets/training/test_model_export.py": "f8",  # (its module fixtures too) for filters=8
-    # bin/xlazero_perf's perft is not in the warm-up (a benchmark's function): one process
+    # the test's own perft is not in the warm-up (nothing else runs it): one process
     # compiles it (about 2 s with numba's own helpers) for all the perft tests.
     "tests/engine/board/test_board_movegen.py": "perft",
     "tests/backend_xla/test_backend_exec_cache.py": "exec-cache",  # one first load (a fixture)

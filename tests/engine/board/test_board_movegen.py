@@ -7,7 +7,7 @@ import random
 import chess
 import numpy as np
 import pytest
-from xlazero_perf.perft import perft
+from numba import njit
 
 from engine.board import (
     MAX_MOVES,
@@ -20,8 +20,40 @@ from engine.board import (
     move_from_chess,
     to_chess_move,
 )
-from engine.board.position import CASTLING, EP, HASH, PLY, RULE50, TURN
+from engine.board.position import CASTLING, EP, FIELDS, HASH, PLY, RULE50, TURN
 from nets.training.reference import move_index
+
+
+@njit(cache=True, nogil=True)
+def perft(pos, depth):
+    """Leaves of the legal-move tree of ``pos`` at ``depth`` plies (iterative, copy-make; the
+    last ply's moves are counted, not played). Here since issue 58 dropped bin/perf/perft."""
+    if depth <= 0:
+        return 1
+    rows = np.empty((depth + 1, FIELDS), np.uint64)
+    moves = np.empty((depth, MAX_MOVES), np.int32)
+    indices = np.empty((depth, MAX_MOVES), np.int32)
+    count = np.zeros(depth, np.int64)
+    cursor = np.zeros(depth, np.int64)
+    rows[0] = pos
+    count[0] = legal_moves(rows[0], np.int64(0), moves[0], indices[0])
+    if depth == 1:
+        return count[0]
+    total = 0
+    ply = 0
+    while ply >= 0:
+        if cursor[ply] == count[ply]:
+            ply -= 1
+            continue
+        make_move(rows[ply], np.int64(moves[ply, cursor[ply]]), rows[ply + 1])
+        cursor[ply] += 1
+        if ply + 2 == depth:
+            total += legal_moves(rows[ply + 1], np.int64(0), moves[ply + 1], indices[ply + 1])
+        else:
+            ply += 1
+            count[ply] = legal_moves(rows[ply], np.int64(0), moves[ply], indices[ply])
+            cursor[ply] = 0
+    return total
 
 
 def random_games(seed: int, games: int, plies: int, chess960: bool) -> list[chess.Board]:
