@@ -54,16 +54,8 @@ class BtConfig:
     mlh_hidden: int = 128
 
     def __post_init__(self):
-        for name in (
-            "embedding",
-            "layers",
-            "heads",
-            "dff",
-            "value_embedding",
-            "value_hidden",
-            "mlh_embedding",
-            "mlh_hidden",
-        ):
+        sizes = "embedding layers heads dff value_embedding value_hidden mlh_embedding mlh_hidden"
+        for name in sizes.split():
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.embedding % self.heads:
@@ -84,20 +76,9 @@ class BtConfig:
 
 
 PRESETS: dict[str, BtConfig] = {
-    # lc0's BT4-1024x15x32h (lczero-training config): smolgen 32 channels, 256 hidden, 256 gen.
-    "bt4": BtConfig(
-        embedding=1024,
-        layers=15,
-        heads=32,
-        dff=1536,
-        smolgen_hidden_channels=32,
-        smolgen_hidden=256,
-        smolgen_gen=256,
-        value_embedding=32,
-        value_hidden=128,
-        mlh_embedding=8,
-        mlh_hidden=128,
-    ),
+    # lc0's BT4-1024x15x32h (lczero-training config); its smolgen (32 channels, 256 hidden, 256
+    # gen), value and moves-left sizes are BtConfig's defaults.
+    "bt4": BtConfig(embedding=1024, layers=15, heads=32, dff=1536),
     # The zoo's bt-e64h4-pemap-mish-smolgen-swish-ffnrelu2-wdl-mlh sizes.
     "zoo-e64": BtConfig(
         embedding=64,
