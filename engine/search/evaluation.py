@@ -99,14 +99,20 @@ def run_network(
 
 
 def check_values(out: NetworkOutput, n: int) -> None:
-    """Refuse a batch whose value is not a number: a search on NaN would play its first legal move
-    without a word (a network with broken weights, found by ``bin/check/soak networks``)."""
+    """Refuse a batch whose value, or its first position's policy, is not a number: a search on
+    NaN plays nonsense without a word (a network with broken weights, found by ``bin/check/soak
+    networks``). One policy row: broken weights spoil every row, and all of them would cost a
+    GPU's batch a few percent."""
     finite = np.isfinite(out.q[:n])
-    if not finite.all():
+    bad = n - int(finite.sum())
+    what = "value"
+    if not bad and n and not np.isfinite(out.policy[0]).all():
+        bad, what = 1, "policy"
+    if bad:
         raise ValueError(
-            f"the network's value is not a number (NaN or infinite) for {n - int(finite.sum())} "
-            f"of {n} positions: its weights are broken, or its data type overflows (try the "
-            "backend option data_type=f32)"
+            f"the network's {what} is not a number (NaN or infinite) for {bad} of {n} "
+            "positions: its weights are broken, or its data type overflows (try the backend "
+            "option data_type=f32)"
         )
 
 

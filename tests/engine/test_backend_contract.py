@@ -165,3 +165,32 @@ def test_a_network_whose_value_is_nan_fails_the_search_with_a_clear_error():
         search.close()
     assert result.bestmove in chess.Board().legal_moves
     assert any("ValueError: the network's value is not a number" in line for line in said), said
+
+
+class NaNPolicy(RandomNetwork):
+    """A network whose policy head's weights are broken: its value is a number, its policy not."""
+
+    def evaluate(self, planes):
+        out = super().evaluate(planes)
+        out.policy[:] = np.nan
+        return out
+
+    def evaluate_packed(self, masks, values):
+        out = super().evaluate_packed(masks, values)
+        out.policy[:] = np.nan
+        return out
+
+
+def test_a_network_whose_policy_is_nan_fails_the_search_with_a_clear_error():
+    """Before, the search spread its visits by NaN priors and answered a nonsense move."""
+    from engine.search import Limit, Search, from_options
+
+    search = Search(NaNPolicy(), from_options({}))
+    search.set_position(chess.Board())
+    said: list[str] = []
+    try:
+        result = search.run(Limit(nodes=200), on_verbose=said.extend)
+    finally:
+        search.close()
+    assert result.bestmove in chess.Board().legal_moves
+    assert any("ValueError: the network's policy is not a number" in line for line in said), said
