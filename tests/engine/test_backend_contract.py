@@ -138,25 +138,30 @@ def test_the_random_backend_equals_its_numpy_definition_and_depends_on_the_plane
     assert len({float(v) for v in out.q}) == len(boards)
 
 
-class NaNValues(RandomNetwork):
-    """A network with broken weights: its value is NaN for every position."""
+class BrokenHead(RandomNetwork):
+    """A network with broken weights: one head (``q`` or ``policy``) is NaN for every position."""
+
+    def __init__(self, head: str) -> None:
+        super().__init__()
+        self.head = head
 
     def evaluate(self, planes):
-        out = super().evaluate(planes)
-        out.q[:] = np.nan
-        return out
+        return self._broken(super().evaluate(planes))
 
     def evaluate_packed(self, masks, values):
-        out = super().evaluate_packed(masks, values)
-        out.q[:] = np.nan
+        return self._broken(super().evaluate_packed(masks, values))
+
+    def _broken(self, out):
+        getattr(out, self.head)[:] = np.nan
         return out
 
 
-def test_a_network_whose_value_is_nan_fails_the_search_with_a_clear_error():
-    """Before, the search ran on NaN and answered its first legal move without a word."""
+@pytest.mark.parametrize("head, name", [("q", "value"), ("policy", "policy")])
+def test_a_network_whose_value_or_policy_is_nan_fails_the_search_with_a_clear_error(head, name):
+    """Before, the search ran on NaN and answered a move without a word."""
     from engine.search import Limit, Search, from_options
 
-    search = Search(NaNValues(), from_options({}))
+    search = Search(BrokenHead(head), from_options({}))
     search.set_position(chess.Board())
     said: list[str] = []
     try:
@@ -164,33 +169,4 @@ def test_a_network_whose_value_is_nan_fails_the_search_with_a_clear_error():
     finally:
         search.close()
     assert result.bestmove in chess.Board().legal_moves
-    assert any("ValueError: the network's value is not a number" in line for line in said), said
-
-
-class NaNPolicy(RandomNetwork):
-    """A network whose policy head's weights are broken: its value is a number, its policy not."""
-
-    def evaluate(self, planes):
-        out = super().evaluate(planes)
-        out.policy[:] = np.nan
-        return out
-
-    def evaluate_packed(self, masks, values):
-        out = super().evaluate_packed(masks, values)
-        out.policy[:] = np.nan
-        return out
-
-
-def test_a_network_whose_policy_is_nan_fails_the_search_with_a_clear_error():
-    """Before, the search spread its visits by NaN priors and answered a nonsense move."""
-    from engine.search import Limit, Search, from_options
-
-    search = Search(NaNPolicy(), from_options({}))
-    search.set_position(chess.Board())
-    said: list[str] = []
-    try:
-        result = search.run(Limit(nodes=200), on_verbose=said.extend)
-    finally:
-        search.close()
-    assert result.bestmove in chess.Board().legal_moves
-    assert any("ValueError: the network's policy is not a number" in line for line in said), said
+    assert any(f"ValueError: the network's {name} is not a number" in line for line in said), said
