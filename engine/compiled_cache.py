@@ -49,7 +49,7 @@ def source_files(root: Path = _ENGINE) -> list[Path]:
 
 GENERATION = b"2: compiled in one process"
 """Part of every version: caches written by the warm-up of two processes (before generation 2)
-hold a search a quarter slower (engine/search/warmup.py), so they are not used again."""
+hold a search 0.6 times as fast (engine/search/warmup.py), so they are not used again."""
 
 
 def sources_hash(root: Path = _ENGINE) -> str:

@@ -3,10 +3,10 @@ first ``go``: a small search on an instant network that takes every path once (s
 leaves, prefetch, expansion, backup, root filter, tree reuse, searchmoves, the reports).
 
 A fresh install compiles them (tens of seconds on a small CPU), all in this process. (A helper
-process compiling the functions a search calls last, in parallel, saved 5 of 22 s once, but cost
-a quarter of the search's speed ever after: what this process then found in numba's cache, the
-helper's work, its own functions called instead of inlining, 183-199k nodes/s against 241-255k
-searching alone, bin/perf/bench --backend=random --minibatch-size=256.) Later starts load
+process compiling the functions a search calls last, in parallel, saved 5 of 22 s once, but left
+the search 0.6 times as fast ever after: what this process then found in numba's cache, the
+helper's work, its own functions called instead of inlining; searching alone, medians of 5
+alternated runs, 158k nodes/s against 265k, bin/perf/bench --backend=random --minibatch-size=256.) Later starts load
 everything from the cache.
 """
 
