@@ -24,7 +24,6 @@ import numpy as np
 import onnx
 
 from .errors import NetworkError
-from .options import ATTENTION_CHOICES
 
 
 @dataclass(frozen=True)
@@ -80,15 +79,6 @@ def find_attention(nodes: Sequence[onnx.NodeProto], outputs: Sequence[str]) -> d
             logits.input[0], logits.input[1], node.input[1], scaled.input[1], bias
         )
     return found
-
-
-def attention_matches(
-    attention: str, nodes: Sequence[onnx.NodeProto], outputs: Sequence[str]
-) -> dict[str, Attention]:
-    """The patterns to run fused for the ``attention`` option (none for ``graph``)."""
-    if attention not in ATTENTION_CHOICES:
-        raise ValueError(f"attention: expected one of {ATTENTION_CHOICES}, got {attention!r}")
-    return find_attention(nodes, outputs) if attention != "graph" else {}
 
 
 def _attr(node: onnx.NodeProto, name: str, default: Any) -> Any:

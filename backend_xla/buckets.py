@@ -1,4 +1,4 @@
-"""A network's batch sizes ("buckets"), stage 5 of a load (:mod:`backend_xla.loading`): which are
+"""A network's batch sizes ("buckets"), stage 5 of a load (:func:`backend_xla.load_network`): which are
 compiled, which one a batch runs at, and the thread that compiles more while batches run split
 over the ready ones."""
 
@@ -261,7 +261,7 @@ class Compiled:
 def compile_sizes(
     converter, params: Params, devices: list, options: Mapping[str, Any], digest: str | None
 ) -> Compiled:
-    """Stage 5 of a load (:mod:`backend_xla.loading`): the batch sizes, the size the search's
+    """Stage 5 of a load (:func:`backend_xla.load_network`): the batch sizes, the size the search's
     minibatch needs compiled (or loaded from the cache of executables) now, the others as
     ``background_compile`` says."""
     minibatch = preferred_minibatch(devices[0].platform)

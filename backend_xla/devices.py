@@ -1,5 +1,5 @@
 """How a network's batch is split over its devices, and its parameters placed on them (stage 4 of
-a load, :mod:`backend_xla.loading`).
+a load, :func:`backend_xla.load_network`).
 
 Why split: XLA's CPU runtime executes one program largely on one thread (convolutions and
 element-wise loops are single-threaded; only large dots use the intra-op pool). Exposing each

@@ -47,7 +47,7 @@ class XlaNetwork:
         networks: NetworkCache | None = None,
         digest: str | None = None,
     ) -> None:
-        """The stages' values (:mod:`backend_xla.loading`, which makes networks):
+        """The stages' values (:func:`backend_xla.load_network`, which makes networks):
         ``compiled`` is its :class:`backend_xla.buckets.Compiled`."""
         self.options = options
         self.source = source

@@ -1,4 +1,4 @@
-"""A network's file, stages 1 and 2 of a load (:mod:`backend_xla.loading`): read (ONNX or an lc0
+"""A network's file, stages 1 and 2 of a load (:func:`backend_xla.load_network`): read (ONNX or an lc0
 weight file), and checked for lc0's input and outputs."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import onnx
 from engine.backend import INPUT_PLANES, OptionError
 
 from . import ops
-from .attention import attention_matches, run_fused
+from .attention import find_attention, run_fused
 from .errors import NetworkError
 from .onnx_io import device_dtype, is_float, load_initializers, onnx_to_np_dtype, parse_dtype
 from .onnx_passes import (
@@ -30,7 +30,8 @@ from .onnx_passes import (
     needed_nodes,
 )
 from .onnx_trace import WINOGRAD_SUFFIX, micro_batched, run_node
-from .packed import check_packable, unpacking
+from .options import ATTENTION_CHOICES
+from .packed import BOARD, unpacking
 
 if TYPE_CHECKING:
     from .network_file import Model
@@ -122,6 +123,8 @@ class Converter:
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
+        if attention not in ATTENTION_CHOICES:
+            raise ValueError(f"attention: expected one of {ATTENTION_CHOICES}, got {attention!r}")
         self.layout = layout
         self.conv_method = conv_method
         self.model = model
@@ -160,12 +163,16 @@ class Converter:
         filters = conv_filters(self.nodes, self.params, self.output_names, layout, conv_method)
         self.hwio_weights, self.winograd_weights = filters
         self.attention = attention
-        self.attention_patterns = attention_matches(attention, self.nodes, self.output_names)
+        self.attention_patterns = (
+            find_attention(self.nodes, self.output_names) if attention != "graph" else {}
+        )
+        """The attentions to run fused (:mod:`backend_xla.attention`), by their last node's
+        output."""
         self.packed_input = packed_input
         """Whether :meth:`function` takes lc0's packed planes (masks as uint32 [N, 112, 2], low
         word first, and values [N, 112]) and expands them on the device."""
         if packed_input:
-            check_packable(self.graph_input_specs(1), source)
+            self._check_packable()
         self._prepared: dict[bool, dict[str, np.ndarray]] = {}
         used = {i for n in self.nodes for i in n.input} | set(self.output_names)
         self.params = {k: v for k, v in self.params.items() if k in used}
@@ -208,6 +215,16 @@ class Converter:
             TensorSpec("masks", (batch_size, INPUT_PLANES, 2), np.dtype(np.uint32)),
             TensorSpec("values", (batch_size, INPUT_PLANES), self._io(np.dtype(np.float32))),
         ]
+
+    def _check_packable(self) -> None:
+        """Raises unless the graph has the one input that packed planes expand to."""
+        specs = self.graph_input_specs(1)
+        planes = (1, INPUT_PLANES, BOARD, BOARD)
+        if len(specs) != 1 or tuple(specs[0].shape) != planes:
+            raise NetworkError(
+                f"{self.source}: packed_input: expected one input of [N, {INPUT_PLANES}, "
+                f"{BOARD}, {BOARD}] planes, got {[(s.name, list(s.shape)) for s in specs]}"
+            )
 
     def graph_input_specs(self, batch_size: int) -> list[TensorSpec]:
         """Shapes/dtypes of the graph inputs with a dynamic leading dim set to ``batch_size``."""
@@ -289,7 +306,7 @@ class Converter:
 
 
 def convert(model: Model, options: Mapping[str, Any], platform: str) -> Converter:
-    """Stage 3 of a load (:mod:`backend_xla.loading`): the converter of ``model`` for the backend
+    """Stage 3 of a load (:func:`backend_xla.load_network`): the converter of ``model`` for the backend
     ``options`` and a device of ``platform``."""
     data_type = options["data_type"]
     conv_method = options["conv_method"]

@@ -10,10 +10,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
-from engine.backend import OptionError, split_options
+from engine.backend import OptionError, read_options
 
 ATTENTION_CHOICES = ("graph", "xla", "cudnn")
 """``graph``: the ONNX nodes as written; ``xla``/``cudnn``: each attention as one
@@ -23,6 +22,8 @@ SPLIT_MIN_ROWS = 8
 """Default ``split_min_rows``: rows per device below which a batch is not split (docs/backend.md)."""
 
 DATA_TYPES = ("f32", "f16", "bf16")
+BACKEND = "xla"
+"""The backend's name, in messages (the engine registers it under it)."""
 LIST_SEPARATOR = ";"
 """Separates the items of a list value (``batch_buckets=1;8;32``): ',' already separates options."""
 
@@ -37,6 +38,26 @@ class Option:
     min: int | None = None
     max: int | None = None
     aliases: tuple[str, ...] = ()
+
+    def read(self, raw: str) -> Any:
+        """The value of ``raw`` for this option; raises OptionError naming the key, what is
+        allowed and ``raw``."""
+        if self.type == "int":
+            return _int(self, raw)
+        if self.type == "count":
+            return raw if raw == "auto" else _int(self, raw)
+        if self.type == "devices":
+            return _devices(self, raw)
+        if self.type == "int_list":
+            parts = [p for p in raw.split(LIST_SEPARATOR) if p.strip()]
+            if not parts:
+                raise OptionError(
+                    f"backend option {self.name}: expected {_allowed(self)}, got {raw!r}"
+                )
+            return sorted({_int(self, p.strip()) for p in parts})
+        if self.type == "choice" and raw not in self.choices:
+            raise OptionError(f"backend option {self.name}: expected {_allowed(self)}, got {raw!r}")
+        return raw
 
 
 def default_cache_dir() -> str:
@@ -212,8 +233,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
 )
 
-_BY_NAME = {o.name: o for o in OPTIONS} | {a: o for o in OPTIONS for a in o.aliases}
-
 
 def _allowed(opt: Option) -> str:
     if opt.choices:
@@ -244,69 +263,29 @@ def _int(opt: Option, text: str) -> int:
     return value
 
 
+def _devices(opt: Option, raw: str) -> int | str | list[int]:
+    parts = [p.strip() for p in raw.split(LIST_SEPARATOR) if p.strip()]
+    if raw == "all":
+        return "all"
+    if len(parts) == 1:
+        return _int(opt, parts[0])
+    if not parts:
+        raise OptionError(f"backend option device: expected {_allowed(opt)}, got {raw!r}")
+    indices = [_int(opt, p) for p in parts]
+    if len(set(indices)) != len(indices):
+        raise OptionError(f"backend option device: expected distinct indices, got {raw!r}")
+    return indices
+
+
 BackendOptions = Mapping[str, Any]
 """The parsed backend options: every key, read-only (:func:`parse_options`)."""
 
 
 def parse_options(text: str) -> BackendOptions:
     """Parse ``key=value,...`` into a read-only mapping with every option (defaults filled
-    in): parsed once at a load, handed to each stage as it is."""
-    return parse_pairs(split_options(text))
-
-
-def parse_pairs(pairs: list[tuple[str, str]]) -> BackendOptions:
-    """:func:`parse_options` of the text's (key, value) pairs (engine.backend.split_options)."""
-    values = {o.name: o.default for o in OPTIONS}
-    seen: dict[str, str] = {}
-    for key, raw in pairs:
-        item = f"{key}={raw}"
-        opt = _BY_NAME.get(key)
-        if opt is not None and opt.name in seen:
-            raise OptionError(
-                f"backend option {opt.name} given twice ({seen[opt.name]!r} and "
-                f"{item!r}): expected each key once"
-            )
-        if opt is None:
-            raise OptionError(
-                f"unknown backend option {key!r}: expected one of {', '.join(o.name for o in OPTIONS)}"
-            )
-        if opt.type == "int":
-            value: Any = _int(opt, raw)
-        elif opt.type == "count":
-            value = raw if raw == "auto" else _int(opt, raw)
-        elif opt.type == "devices":
-            parts = [p.strip() for p in raw.split(LIST_SEPARATOR) if p.strip()]
-            if raw == "all":
-                value = "all"
-            elif len(parts) == 1:
-                value = _int(opt, parts[0])
-            elif parts:
-                indices = [_int(opt, p) for p in parts]
-                if len(set(indices)) != len(indices):
-                    raise OptionError(
-                        f"backend option device: expected distinct indices, got {raw!r}"
-                    )
-                value = indices
-            else:
-                raise OptionError(f"backend option device: expected {_allowed(opt)}, got {raw!r}")
-        elif opt.type == "int_list":
-            parts = [p for p in raw.split(LIST_SEPARATOR) if p.strip()]
-            if not parts:
-                raise OptionError(
-                    f"backend option {opt.name}: expected {_allowed(opt)}, got {raw!r}"
-                )
-            value = sorted({_int(opt, p.strip()) for p in parts})
-        elif opt.type == "choice":
-            if raw not in opt.choices:
-                raise OptionError(
-                    f"backend option {opt.name}: expected {_allowed(opt)}, got {raw!r}"
-                )
-            value = raw
-        else:
-            value = raw
-        values[opt.name] = value
-        seen[opt.name] = item
-    return MappingProxyType(values)
+    in): parsed once at a load (:func:`backend_xla.load_network` reads the text against
+    :data:`OPTIONS` itself), handed to each stage as it is."""
+    return read_options(text, OPTIONS, BACKEND)
 
 
 def options_table_markdown() -> str:

@@ -34,16 +34,6 @@ def unpacking(fn: Callable) -> Callable:
     return run
 
 
-def check_packable(specs: list[Any], source: str) -> None:
-    """Raises unless the graph has one input of [N, 112, 8, 8] planes (``specs``: the graph's
-    input specs at batch 1)."""
-    if len(specs) != 1 or tuple(specs[0].shape) != (1, INPUT_PLANES, BOARD, BOARD):
-        raise NetworkError(
-            f"{source}: packed_input: expected one input of [N, {INPUT_PLANES}, {BOARD}, {BOARD}] planes, "
-            f"got {[(s.name, list(s.shape)) for s in specs]}"
-        )
-
-
 def packed_words(masks: Any, values: Any, source: str) -> tuple[np.ndarray, np.ndarray]:
     """A program's inputs from masks uint64 [N, 112] and values [N, 112]: the masks as uint32
     pairs, low word first, and the values as float32; raises on other shapes or types."""

@@ -15,6 +15,11 @@ from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
+from engine.backend.options import (
+    BackendOption,
+    OptionError,
+    read_options,
+)
 from engine.backend.policy_table import POLICY_MOVES, POLICY_SIZE
 
 INPUT_PLANES = 112
@@ -155,6 +160,7 @@ __all__ = [
     "POLICY_MOVES",
     "POLICY_SIZE",
     "BackendAttributes",
+    "BackendOption",
     "BackendError",
     "Network",
     "NetworkLoader",
@@ -164,37 +170,13 @@ __all__ = [
     "checked_attributes",
     "load_network",
     "prepare_backend",
+    "read_options",
     "register_backend",
-    "split_options",
 ]
 
 NetworkLoader = Callable[[str, str], Network]
 """loader(weights_path, backend_options) -> Network; ``backend_options`` is lc0's
-``--backend-opts`` string, which the backend reads with :func:`split_options`."""
-
-OPTION_SEPARATOR = ","
-"""Separates the ``key=value`` items of an option string (lc0's --backend-opts syntax)."""
-
-
-class OptionError(ValueError):
-    """An option (engine or backend) that is unknown or has a bad value; the message names it."""
-
-
-def split_options(text: str, what: str = "backend option") -> list[tuple[str, str]]:
-    """lc0's option-string syntax: ``"key=value,key=value"`` -> [(key, value), ...] in order,
-    stripped, empty items skipped. The one parser of option strings: a backend checks the keys
-    and values against its own table. Raises OptionError for an item without ``=``."""
-    pairs = []
-    for item in (text or "").split(OPTION_SEPARATOR):
-        item = item.strip()
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise OptionError(f"{what} {item!r}: expected {key.strip() or 'KEY'}=VALUE")
-        pairs.append((key.strip(), value.strip()))
-    return pairs
-
+``--backend-opts`` string, which the backend reads against its table with :func:`read_options`."""
 
 _BACKENDS: dict[str, NetworkLoader] = {}
 _PREPARERS: dict[str, Callable[[], None]] = {}

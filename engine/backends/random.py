@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -36,8 +38,8 @@ from engine.backend import (
     BackendAttributes,
     NetworkOutput,
     OptionError,
+    read_options,
     register_backend,
-    split_options,
 )
 
 ACCELERATOR_MINIBATCH = 256
@@ -58,10 +60,42 @@ _HASH_WORDS = np.random.default_rng(_SEED).integers(0, 2**63, 2 * INPUT_PLANES, 
 _SEED_WORD = 0x9E3779B97F4A7C15
 """Odd multiplier spreading the ``seed`` option over the hash's 64 bits (seed 0: hash 0 start)."""
 
-OPTIONS: dict[str, str] = {
-    "delay": "milliseconds each batch takes (the thread sleeps, as waiting for a device)",
-    "seed": "an integer mixed into every position's hash (another seed, another network)",
-}
+
+@dataclass(frozen=True)
+class Option:
+    """One of this backend's options: a number >= 0."""
+
+    name: str
+    default: float | int
+    help: str
+    kind: type[float] | type[int]
+    aliases: tuple[str, ...] = ()
+
+    def read(self, raw: str) -> float | int:
+        allowed = "a number of milliseconds >= 0" if self.kind is float else "an integer >= 0"
+        try:
+            value = self.kind(raw)
+        except ValueError:
+            value = -1
+        if value < 0 or not math.isfinite(value):
+            raise OptionError(f"backend option {self.name}: expected {allowed}, got {raw!r}")
+        return value
+
+
+OPTIONS = (
+    Option(
+        "delay",
+        0.0,
+        "milliseconds each batch takes (the thread sleeps, as waiting for a device)",
+        float,
+    ),
+    Option(
+        "seed",
+        0,
+        "an integer mixed into every position's hash (another seed, another network)",
+        int,
+    ),
+)
 """The backend options this backend takes (lc0's random backend's), with their help."""
 
 
@@ -230,40 +264,11 @@ class RandomNetwork:
         return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
 
 
-def _expected(key: str) -> str:
-    return "a number of milliseconds >= 0" if key == "delay" else "an integer >= 0"
-
-
-def parse_options(text: str) -> dict[str, float | int]:
-    """``delay=MS,seed=N`` -> {"delay": float, "seed": int}, defaults filled in. Raises
-    OptionError for an unknown key (naming it and the allowed keys), a key given twice, or a
-    bad value (naming the key and the value)."""
-    values: dict[str, float | int] = {"delay": 0.0, "seed": 0}
-    seen: dict[str, str] = {}
-    for key, raw in split_options(text):
-        item = f"{key}={raw}"
-        if key not in OPTIONS:
-            raise OptionError(
-                f"unknown backend option {key!r} for backend random: expected one of "
-                f"{', '.join(OPTIONS)}"
-            )
-        if key in seen:
-            raise OptionError(
-                f"backend option {key} given twice ({seen[key]!r} and {item!r}): "
-                "expected each key once"
-            )
-        seen[key] = item
-        value: float | int
-        try:
-            value = float(raw) if key == "delay" else int(raw)
-        except ValueError:
-            raise OptionError(
-                f"backend option {key}: expected {_expected(key)}, got {raw!r}"
-            ) from None
-        if value < 0 or not math.isfinite(value):
-            raise OptionError(f"backend option {key}: expected {_expected(key)}, got {raw!r}")
-        values[key] = value
-    return values
+def parse_options(text: str) -> Mapping[str, float | int]:
+    """``delay=MS,seed=N`` -> {"delay": float, "seed": int}, defaults filled in, read-only.
+    Raises OptionError for an unknown key (naming it and the allowed keys), a key given twice,
+    or a bad value (naming the key and the value)."""
+    return read_options(text, OPTIONS, "random")
 
 
 def load(path: str, options: str) -> RandomNetwork:
