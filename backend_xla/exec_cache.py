@@ -90,7 +90,7 @@ def _host_cpu() -> str:
     return "\n".join(dict.fromkeys(keep))
 
 
-UNKEYED_OPTIONS = ("background_compile", "cache_dir", "hlo_proto_dump_dir")
+UNKEYED_OPTIONS = ("background_compile", "cache_dir", "hlo_proto_dump_dir", "policy_gather")
 """Backend options that change neither a converted network nor a compiled program."""
 
 

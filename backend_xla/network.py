@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import queue
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,10 @@ class XlaNetwork:
         self.converter = converter
         self.packed_input = bool(converter.packed_input)
         """Whether the programs take lc0's packed planes (:meth:`evaluate_packed`)."""
+        gather = options["policy_gather"]
+        self.policy_gather = gather == "on" or (gather == "auto" and self.device.platform != "cpu")
+        """Whether the search is told to pass the legal moves' policy indices (``legal``): any
+        call may, this says whether the engine's calls do (BackendAttributes.policy_gather)."""
         self.params = params
         self.sizes: list[int] = compiled.sizes
         self.max_batch = self.sizes[-1]
@@ -111,6 +116,7 @@ class XlaNetwork:
             padded_size=self.padded_size,
             concurrency=self.concurrency,
             packed_input=self.packed_input,
+            policy_gather=self.policy_gather,
             prepare=self.prepare,
         )
 
@@ -123,8 +129,10 @@ class XlaNetwork:
         the padding with positions for the NN cache, which then cost nothing extra)."""
         return max(n, self.buckets.pick(n))
 
-    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
-        """planes float32 [N, 112, 8, 8] -> NetworkOutput with N rows."""
+    def evaluate(self, planes: np.ndarray, legal: np.ndarray | None = None) -> NetworkOutput:
+        """planes float32 [N, 112, 8, 8] -> NetworkOutput with N rows. ``legal``: int [N, K], the
+        policy indices whose logits to return (each position's legal moves; an index outside
+        0..1857 reads the nearest end), gathered on the device: policy [N, K]."""
         planes = np.asarray(planes)
         if planes.ndim != 4 or planes.shape[1:] != (INPUT_PLANES, BOARD, BOARD) or not len(planes):
             raise NetworkError(
@@ -132,34 +140,42 @@ class XlaNetwork:
                 f"{BOARD}, {BOARD}], got shape {list(planes.shape)}"
             )
         if self.packed_input:
-            return self.evaluate_packed(*pack_planes(planes))
-        return self._evaluate([planes.astype(np.float32, copy=False)])
+            return self.evaluate_packed(*pack_planes(planes), legal=legal)
+        return self._evaluate([planes.astype(np.float32, copy=False)], legal)
 
-    def evaluate_packed(self, masks: np.ndarray, values: np.ndarray) -> NetworkOutput:
+    def evaluate_packed(
+        self, masks: np.ndarray, values: np.ndarray, legal: np.ndarray | None = None
+    ) -> NetworkOutput:
         """lc0's packed planes -> NetworkOutput with N rows: masks uint64 [N, 112] (bit s: square
-        s), values float32 [N, 112]. Only a network loaded with ``packed_input`` takes them:
-        the device expands them, so a batch crosses to it in a twentieth of the bytes."""
+        s), values float32 [N, 112]; ``legal`` as for :meth:`evaluate`. Only a network loaded
+        with ``packed_input`` takes them: the device expands them, so a batch crosses to it in a
+        twentieth of the bytes."""
         if not self.packed_input:
             raise NetworkError(
                 f"{self.source}: evaluate_packed: expected a network loaded with packed_input "
                 f"on, got packed_input=off (call evaluate with the planes)"
             )
-        return self._evaluate(list(packed_words(masks, values, self.source)))
+        return self._evaluate(list(packed_words(masks, values, self.source)), legal)
 
-    def _evaluate(self, inputs: list[np.ndarray]) -> NetworkOutput:
+    def _evaluate(self, inputs: list[np.ndarray], legal: np.ndarray | None) -> NetworkOutput:
         total = len(inputs[0])
+        if legal is not None:
+            legal = policy_indices(legal, total, self.source)
         self.buckets.prepare(total)
         parts = []
         start = 0
         while start < total:
             size = self.buckets.pick(total - start)
             chunk = [x[start : start + size] for x in inputs]
-            parts.append(self._run(size, chunk))
+            rows = None if legal is None else legal[start : start + size]
+            parts.append(self._run(size, chunk, rows))
             start += len(chunk[0])
         outs = parts[0] if len(parts) == 1 else [np.concatenate(col) for col in zip(*parts)]
-        return self._heads(outs)
+        return self._heads(outs, gathered=legal is not None)
 
-    def _run(self, size: int, chunk: list[np.ndarray]) -> list[np.ndarray]:
+    def _run(
+        self, size: int, chunk: list[np.ndarray], legal: np.ndarray | None
+    ) -> list[np.ndarray]:
         n = len(chunk[0])
         executable = self.buckets.executable(size)
         rows = executable.rows  # >= size: a split batch is rounded up to a multiple of devices
@@ -173,6 +189,12 @@ class XlaNetwork:
         copy = self._free_devices.get() if executable.copies > 1 else None
         try:
             results = executable(*inputs, copy=copy or 0)
+            if legal is not None:
+                if n < rows:
+                    legal = np.concatenate(
+                        [legal, np.zeros((rows - n, legal.shape[1]), legal.dtype)]
+                    )
+                results = [gather_policy()(results[0], legal), *results[1:]]
             if self.device.platform != "cpu":
                 # Every head's copy back starts at once: one wait instead of one per head
                 # (Maia-1900 on an H100, batch 256: 2.4 against 2.9 ms a call).
@@ -184,9 +206,9 @@ class XlaNetwork:
             if copy is not None:
                 self._free_devices.put(copy)
 
-    def _heads(self, outs: list[np.ndarray]) -> NetworkOutput:
+    def _heads(self, outs: list[np.ndarray], gathered: bool) -> NetworkOutput:
         policy = outs[0].reshape(len(outs[0]), -1)
-        if policy.shape[1] != POLICY_SIZE:
+        if policy.shape[1] != POLICY_SIZE and not gathered:
             raise NetworkError(
                 f"{self.source}: {OUTPUT_POLICY}: expected {POLICY_SIZE} logits, "
                 f"got {policy.shape[1]}"
@@ -200,6 +222,32 @@ class XlaNetwork:
         return NetworkOutput(
             policy=policy, q=q.astype(np.float32), d=d.astype(np.float32), m=m.astype(np.float32)
         )
+
+
+def policy_indices(legal: Any, n: int, source: str) -> np.ndarray:
+    """``legal`` as the gather takes it, int32 [n, K] (the engine's own: no copy), or a
+    NetworkError."""
+    legal = np.asarray(legal)
+    if legal.ndim != 2 or len(legal) != n or not legal.shape[1] or legal.dtype.kind not in "iu":
+        raise NetworkError(
+            f"{source}: evaluate: expected legal policy indices, integers [{n}, K>=1], got "
+            f"{legal.dtype} {list(legal.shape)}"
+        )
+    return legal.astype(np.int32, copy=False)
+
+
+@functools.cache
+def gather_policy():
+    """``gather(policy, legal)``: the logits of ``legal``'s indices in each row, on the device
+    that holds the policy (jitted once; XLA compiles it for each shape)."""
+    import jax
+    import jax.numpy as jnp
+
+    def gather(policy, legal):
+        flat = policy.reshape(policy.shape[0], -1)
+        return jnp.take_along_axis(flat, legal, axis=1, mode="clip")
+
+    return jax.jit(gather)
 
 
 def describe(net: XlaNetwork) -> list[str]:

@@ -130,6 +130,15 @@ OPTIONS: tuple[Option, ...] = (
         choices=("auto", "on", "off"),
     ),
     Option(
+        "policy_gather",
+        "choice",
+        "auto",
+        "whether the device gathers the legal moves' logits for the search (which then copies "
+        "back about 256 of the 1858 logits a position): auto on an accelerator, where the "
+        "policy's copy back is the larger part of a small net's call",
+        choices=("auto", "on", "off"),
+    ),
+    Option(
         "data_type",
         "choice",
         None,

@@ -30,7 +30,8 @@ INPUT_PLANES = 112
 class NetworkOutput:
     """Heads of a network for a batch of N positions.
 
-    policy: float32 [N, 1858] raw logits (before softmax).
+    policy: float32 [N, 1858] raw logits (before softmax); for a call given ``legal`` (a
+      network whose attributes say ``policy_gather``), [N, K]: the logits of ``legal``'s indices.
     q: float32 [N], W - L from the side to move's view (or the value of a value-only net).
     d: float32 [N], draw probability (0 for a network without a WDL head).
     m: float32 [N], moves left in plies (0 for a network without a moves-left head).
@@ -67,6 +68,11 @@ class BackendAttributes:
       squares and a value a plane, 1.3 KB a position against 28 KB of floats). Otherwise the
       evaluation thread expands them into float planes for ``evaluate``, off the search's
       thread.
+    policy_gather: whether ``evaluate`` and ``evaluate_packed`` take ``legal``, int32 [N, K]:
+      the policy indices of each position's legal moves (entries past a position's move count
+      are ignored and may hold anything), and answer with those logits alone, policy [N, K]:
+      on an accelerator the device gathers them, and a call copies back K of 1858 logits a
+      position. Otherwise the search reads the legal moves' logits from the whole policy.
     prepare: ``prepare(rows)`` makes ready what a batch of ``rows`` needs (a compiled size, in
       the background): the controller calls it at isready and go with the search's minibatch,
       so that a MinibatchSize above the backend's own does not first run split while its
@@ -80,6 +86,7 @@ class BackendAttributes:
     padded_size: Callable[[int], int] | None
     concurrency: int
     packed_input: bool
+    policy_gather: bool
     prepare: Callable[[int], None] | None
 
     def __post_init__(self) -> None:
@@ -116,6 +123,7 @@ class Network(Protocol):
     #   def evaluate_packed(self, masks: np.ndarray, values: np.ndarray) -> NetworkOutput
     # masks uint64 [N, 112] (bit 8 * rank + file: the squares of each plane), values float32
     # [N, 112] (the value on them): the same as evaluate() of the expanded planes.
+    # A network whose attributes say policy_gather takes ``legal=`` in both (BackendAttributes).
 
 
 NETWORK_MEMBERS = ("input_format", "has_wdl", "has_mlh", "attributes", "evaluate")

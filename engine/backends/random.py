@@ -212,6 +212,7 @@ class RandomNetwork:
             concurrency=self.concurrency,
             # A subclass that wraps evaluate() (tests' networks) is given float planes.
             packed_input=type(self).evaluate is RandomNetwork.evaluate,
+            policy_gather=False,
             prepare=None,
         )
 

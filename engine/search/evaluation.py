@@ -6,13 +6,14 @@ prior. The encoding and the sort go in :class:`Chunks` that the waiting search t
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
 
 import numpy as np
 
-from engine.backend import Network, NetworkOutput
+from engine.backend import BackendAttributes, Network, NetworkOutput
 from engine.encoding.rows import expand_batch
 from engine.search.core import backup as cbackup
 from engine.search.core import gather as cgather
@@ -43,7 +44,7 @@ def network_heads(values: np.ndarray) -> np.ndarray:
 
 def run_network(
     network: Network,
-    packed: bool,
+    attributes: BackendAttributes,
     batch: cgather.Batch,
     info: np.ndarray,
     n: int,
@@ -58,13 +59,16 @@ def run_network(
     search's: their packed planes encoded from the histories the gather kept (``info``: the
     gather's Walk.info, for the input format), as they are for a network that takes them, else
     expanded into the batch's float planes; the network call on ``device`` (the device's queue,
-    an executor; None: here); then each position's moves sorted by prior into the batch (lc0's
-    softmax at PolicyTemperature ``temperature``). ``timeline``: the network call's start and
+    an executor; None: here), given the legal moves' policy indices where the network gathers
+    their logits itself (``attributes``); then each position's moves sorted by prior into the
+    batch (lc0's softmax at PolicyTemperature ``temperature``). ``timeline``: the network call's start and
     end. ``order``: (set when the previous batch's call is queued, or None; to set once this
     one's is): the planes of several batches are prepared at once, their calls queue in the
     order the batches went. ``share``: told of the batch's encoding, then of its sort, as
     :class:`Chunks` the search thread may take rows of while it waits, and of None after each."""
     after, queued = order if order is not None else (None, None)
+    packed = attributes.packed_input
+    legal = batch.indices[:n] if attributes.policy_gather else None
     try:
         fmt, fill = int(info[cgather.FORMAT]), int(info[cgather.FILL])
 
@@ -76,11 +80,11 @@ def run_network(
 
         _shared(Chunks(n, encode), share)
         if device is None:
-            out = _call_network(network, packed, batch, n, timeline, seq)
+            out = _call_network(network, packed, batch, n, legal, timeline, seq)
         else:
             if after is not None:
                 after.wait(ORDER_WAIT_S)
-            call = device.submit(_call_network, network, packed, batch, n, timeline, seq)
+            call = device.submit(_call_network, network, packed, batch, n, legal, timeline, seq)
             if queued is not None:
                 queued.set()
             out = call.result()
@@ -89,13 +93,23 @@ def run_network(
             queued.set()  # a failed batch does not hold up the next
     check_values(out, n)
     policy = network_heads(out.policy)
+    # A gathered policy holds each position's legal moves' logits in the order of its moves.
+    indices = batch.indices if legal is None else identity_indices(batch.indices.shape)
 
     def sort(start: int, end: int) -> None:
-        sort_policies(batch.req, batch.moves, batch.indices, policy, start, end,
+        sort_policies(batch.req, batch.moves, indices, policy, start, end,
                       float(temperature), batch.sorted_moves, batch.priors)  # fmt: skip
 
     _shared(Chunks(n, sort), share)
     return out
+
+
+@functools.cache
+def identity_indices(shape: tuple[int, int]) -> np.ndarray:
+    """Policy indices [rows, moves] whose every row is 0, 1, ...: a gathered policy's, shared by
+    every batch of that shape. Writable, as the batch's own indices, so that the compiled sort
+    (called without numba's dispatch) sees the type it was compiled for; nothing writes it."""
+    return np.ascontiguousarray(np.broadcast_to(np.arange(shape[1], dtype=np.int32), shape))
 
 
 def check_values(out: NetworkOutput, n: int) -> None:
@@ -171,14 +185,15 @@ class Chunks:
 
 
 def _call_network(
-    network: Network, packed: bool, batch: cgather.Batch, n: int, timeline: Timeline | None,
-    seq: int,
+    network: Network, packed: bool, batch: cgather.Batch, n: int, legal: np.ndarray | None,
+    timeline: Timeline | None, seq: int,
 ) -> NetworkOutput:  # fmt: skip
     start = Timeline.now() if timeline is not None else 0.0
+    gather = {} if legal is None else {"legal": legal}  # only a network that declares it takes it
     if packed:
-        out = network.evaluate_packed(batch.masks[:n], batch.values[:n])  # type: ignore[attr-defined]  # declared by packed_input
+        out = network.evaluate_packed(batch.masks[:n], batch.values[:n], **gather)  # type: ignore[attr-defined]  # declared by packed_input
     else:
-        out = network.evaluate(batch.planes[:n])
+        out = network.evaluate(batch.planes[:n], **gather)
     if timeline is not None:
         timeline.add(seq, "device", start, Timeline.now())
     return out

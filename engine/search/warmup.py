@@ -35,7 +35,17 @@ class _Instant:
     has_mlh = True
 
     def attributes(self) -> BackendAttributes:
-        return BackendAttributes("warm-up", (), 64, 7, lambda n: -(-n // 7) * 7, 1, False, None)
+        return BackendAttributes(
+            name="warm-up",
+            description=(),
+            max_batch=64,
+            preferred_batch=7,
+            padded_size=lambda n: -(-n // 7) * 7,
+            concurrency=1,
+            packed_input=False,
+            policy_gather=False,
+            prepare=None,
+        )
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
         n = len(planes)

@@ -121,7 +121,7 @@ class SearchWorker:
         """The batch's first ``n`` positions handed to an evaluation thread; the future wakes
         the run's loop when done."""
         res = self.res
-        packed, timeline = res.attributes.packed_input, res.timeline
+        timeline = res.timeline
         with res.device_lock:
             res.on_device[0] += 1
         temperature = self.params.policy_softmax_temp
@@ -136,7 +136,7 @@ class SearchWorker:
                 res.wake.set()
 
         future = res.executor.submit(
-            run_network, res.network, packed, batch, self._walk_consts[0], n, temperature,
+            run_network, res.network, res.attributes, batch, self._walk_consts[0], n, temperature,
             res.device, timeline, seq, (after, queued), share,
         )  # fmt: skip
         future.add_done_callback(lambda _: _answered(res))
@@ -236,8 +236,8 @@ class SearchWorker:
         n = int(batch.meta[cgather.REQUESTS])
         if n:
             try:
-                packed, temperature = res.attributes.packed_input, self.params.policy_softmax_temp
-                out = run_network(res.network, packed, batch, walk.info, n, temperature)
+                temperature = self.params.policy_softmax_temp
+                out = run_network(res.network, res.attributes, batch, walk.info, n, temperature)
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable
                 raise

@@ -209,6 +209,10 @@ diffs = {{}}
 for n in (1, 17):
     a, b = split.evaluate(planes[:n]), one.evaluate(planes[:n])
     diffs[n] = max(float(np.abs(getattr(a, f) - getattr(b, f)).max()) for f in "policy q d m".split())
+# The legal moves' logits gathered from a split batch's policy (backend option policy_gather).
+legal = np.random.default_rng(0).integers(0, 1858, (17, 64)).astype(np.int32)
+gather_diff = float(np.abs(split.evaluate(planes, legal=legal).policy
+                           - np.take_along_axis(split.evaluate(planes).policy, legal, axis=1)).max())
 # device=1;0 and device=all split over the devices they name, with the same outputs.
 named = {{}}
 for spec in ("1;0", "all"):
@@ -235,7 +239,8 @@ layout["default"] = {{str(s): [e.rows, e.devices] for s, e in default.buckets.co
 a, b = default.evaluate(planes[:16]), one.evaluate(planes[:16])
 wino_diff = max(float(np.abs(getattr(a, f) - getattr(b, f)).max()) for f in "policy q d m".split())
 winograd = [[o != () for o in compiled_with], compiled_with[-1] == (runtime.SPLIT_WINOGRAD_OPTIONS,), wino_diff]
-print(json.dumps([jax.local_device_count(), layout, diffs, lc0_err, errors, named, winograd]))
+print(json.dumps([jax.local_device_count(), layout, diffs, lc0_err, errors, named, winograd,
+                  gather_diff]))
 """
 
 
@@ -255,7 +260,7 @@ def test_batch_split_equals_one_device_and_lc0():
     ref = need_shared("zoo", SPLIT_NET + "-ref.jsonl.gz")
     code = SPLIT_CHILD.format(tests=str(REPO_ROOT / "tests" / "backend_xla"), ref=str(ref),
                               net=str(net))
-    count, layout, diffs, lc0_err, errors, named, winograd = _child(
+    count, layout, diffs, lc0_err, errors, named, winograd, gather_diff = _child(
         code, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
     assert count == 2
     # split_min_rows=8: under 8 rows per device one device; 17 rows: split, padded to 18.
@@ -266,6 +271,7 @@ def test_batch_split_equals_one_device_and_lc0():
     for n, diff in diffs.items():
         assert diff <= 1e-5, (n, diff)
     assert lc0_err <= 1e-4
+    assert gather_diff == 0.0
     assert "host_devices must be auto" in errors[0]
     assert "at most 2" in errors[1] and "XLA_FLAGS" in errors[1]
     assert "indices below 2" in errors[2] and "got 2" in errors[2]

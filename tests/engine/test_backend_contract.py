@@ -82,10 +82,10 @@ def test_packed_input_without_its_method_fails_at_load(registered):
 def test_inconsistent_batch_sizes_are_refused():
     with pytest.raises(ValueError, match=r"preferred_batch \(9\) <= max_batch \(8\)"):
         BackendAttributes(name="x", description=(), max_batch=8, preferred_batch=9,
-                          padded_size=None, concurrency=1, packed_input=False, prepare=None)
+                          padded_size=None, concurrency=1, packed_input=False, policy_gather=False, prepare=None)
     with pytest.raises(ValueError, match="concurrency >= 1"):
         BackendAttributes(name="x", description=(), max_batch=8, preferred_batch=8,
-                          padded_size=None, concurrency=0, packed_input=False, prepare=None)
+                          padded_size=None, concurrency=0, packed_input=False, policy_gather=False, prepare=None)
 
 
 def test_the_record_is_frozen_and_the_random_backend_fills_every_field():
@@ -95,7 +95,8 @@ def test_the_record_is_frozen_and_the_random_backend_fills_every_field():
     attributes = net.attributes()
     assert attributes == BackendAttributes(name="random", description=(), max_batch=1024,
                                            preferred_batch=7, padded_size=net.padded_size,
-                                           concurrency=1, packed_input=True, prepare=None)
+                                           concurrency=1, packed_input=True,
+                                           policy_gather=False, prepare=None)
     assert attributes.padded_size is not None and attributes.padded_size(5) == 7
     with pytest.raises(AttributeError):
         attributes.max_batch = 1  # type: ignore[misc]  # frozen: the point of the test

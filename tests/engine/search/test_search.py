@@ -42,6 +42,7 @@ class ConstNetwork:
             padded_size=None,
             concurrency=1,
             packed_input=False,
+            policy_gather=False,
             prepare=None,
         )
 
@@ -641,7 +642,8 @@ class PaddedNetwork(ConstNetwork):
 
     def attributes(self) -> BackendAttributes:
         return BackendAttributes(
-            "padded", (), self.max_batch, self.max_batch, lambda n: -(-n // 16) * 16, 1, False, None
+            "padded", (), self.max_batch, self.max_batch, lambda n: -(-n // 16) * 16, 1, False,
+            False, None,
         )
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:

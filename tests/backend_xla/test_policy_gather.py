@@ -1,0 +1,104 @@
+"""The legal moves' logits gathered on the device (backend option ``policy_gather``, auto on an
+accelerator): the same logits as the whole policy holds, through every path a batch takes (a
+batch split over two devices: test_backend_speed_paths.py's child), and the same search."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+from conftest import lc0_planes_batch
+from test_backend_maia import MAIA_LOGIT_TOL
+from xla_testutil import need_shared
+
+import backend_xla
+from backend_xla.errors import NetworkError
+from backend_xla.packed import pack_planes
+from engine.search import Limit, Search, SearchParams
+
+OPTIONS = "batch_buckets=16,cache_dir=none,background_compile=0"
+"""One batch size: a batch of 40 runs in three calls, the last padded."""
+
+
+def legal_indices(records: list[dict], width: int = 256) -> np.ndarray:
+    """int32 [N, width]: each record's legal moves' policy indices as lc0 lists them, the rest
+    of a row past them left at values a search's batch may hold (other rows' indices)."""
+    rng = np.random.default_rng(1)
+    out = rng.integers(0, 1858, (len(records), width)).astype(np.int32)
+    for i, r in enumerate(records):
+        out[i, : len(r["policy_indices"])] = r["policy_indices"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def maia():
+    return backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), OPTIONS)
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["float", "packed"])
+def test_gathered_logits_are_the_policys_own(maia, maia1100_ref, packed):
+    refs = [r for r in maia1100_ref if r["policy_indices"]][:40]
+    planes = lc0_planes_batch(refs)
+    legal = legal_indices(refs)
+    net = maia
+    if packed:
+        net = backend_xla.load_network(
+            need_shared("maia", "maia-1100.onnx"), OPTIONS + ",packed_input=on"
+        )
+        whole = net.evaluate_packed(*pack_planes(planes))
+        gathered = net.evaluate_packed(*pack_planes(planes), legal=legal)
+    else:
+        whole = net.evaluate(planes)
+        gathered = net.evaluate(planes, legal=legal)
+    assert gathered.policy.shape == (40, 256) and gathered.policy.dtype == np.float32
+    np.testing.assert_array_equal(gathered.policy, np.take_along_axis(whole.policy, legal, axis=1))
+    np.testing.assert_array_equal(gathered.q, whole.q)
+    errs = [
+        np.abs(gathered.policy[i, : len(r["p_raw"])] - r["p_raw"]).max() for i, r in enumerate(refs)
+    ]
+    assert max(errs) < MAIA_LOGIT_TOL
+
+
+def test_bad_indices_are_refused_naming_the_file(maia):
+    planes = np.zeros((3, 112, 8, 8), np.float32)
+    with pytest.raises(
+        NetworkError,
+        match=r"maia-1100.onnx: evaluate: expected legal policy indices, integers \[3, K>=1\], got float64 \[3, 4\]",
+    ):
+        maia.evaluate(planes, legal=np.zeros((3, 4)))
+    with pytest.raises(NetworkError, match=r"got int32 \[2, 4\]"):
+        maia.evaluate(planes, legal=np.zeros((2, 4), np.int32))
+
+
+def test_the_option_tells_the_search_and_the_search_is_the_same(maia):
+    """With ``policy_gather=on`` the search passes its legal moves and sorts the gathered
+    logits: every root visit as with the whole policy (the same logits, bit for bit)."""
+    on = backend_xla.load_network(
+        need_shared("maia", "maia-1100.onnx"), OPTIONS + ",policy_gather=on"
+    )
+    assert (
+        on.attributes().policy_gather and not maia.attributes().policy_gather
+    )  # auto: off on a CPU
+    params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16)
+    fen = "r1bq1rk1/ppp1bppp/2n2n2/3pp3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 w - - 0 7"
+    visits, calls = [], []
+    for net in (on, maia):
+        seen = []
+        evaluate = net.evaluate
+
+        def spy(planes, legal=None, evaluate=evaluate, seen=seen):
+            seen.append(legal is not None)
+            return evaluate(planes, legal=legal)
+
+        net.evaluate = spy
+        try:
+            search = Search(net, params)
+            search.set_position(chess.Board(fen))
+            search.run(Limit(nodes=300))
+            visits.append(list(search.root.cn))
+            search.close()
+        finally:
+            del net.evaluate
+        calls.append(seen)
+    assert all(calls[0]) and not any(calls[1])
+    assert sum(visits[0]) == 299 and visits[0] == visits[1]
