@@ -225,15 +225,15 @@ class XlaNetwork:
 
 
 def policy_indices(legal: Any, n: int, source: str) -> np.ndarray:
-    """``legal`` as the gather takes it, int32 [n, K] (the engine's own: no copy), or a
-    NetworkError."""
+    """``legal`` as the gather takes it, int16 [n, K] (half the bytes to the device; the
+    indices clipped to the policy), or a NetworkError."""
     legal = np.asarray(legal)
     if legal.ndim != 2 or len(legal) != n or not legal.shape[1] or legal.dtype.kind not in "iu":
         raise NetworkError(
             f"{source}: evaluate: expected legal policy indices, integers [{n}, K>=1], got "
             f"{legal.dtype} {list(legal.shape)}"
         )
-    return legal.astype(np.int32, copy=False)
+    return np.clip(legal, 0, POLICY_SIZE - 1).astype(np.int16)
 
 
 @functools.cache

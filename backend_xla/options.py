@@ -134,7 +134,7 @@ OPTIONS: tuple[Option, ...] = (
         "choice",
         "auto",
         "whether the device gathers the legal moves' logits for the search (which then copies "
-        "back about 256 of the 1858 logits a position): auto on an accelerator, where the "
+        "back 32-256 of the 1858 logits a position): auto on an accelerator, where the "
         "policy's copy back is the larger part of a small net's call",
         choices=("auto", "on", "off"),
     ),

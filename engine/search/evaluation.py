@@ -14,6 +14,7 @@ from concurrent.futures import Executor
 import numpy as np
 
 from engine.backend import BackendAttributes, Network, NetworkOutput
+from engine.board.moves import MAX_MOVES
 from engine.encoding.rows import expand_batch
 from engine.search.core import backup as cbackup
 from engine.search.core import gather as cgather
@@ -68,7 +69,9 @@ def run_network(
     :class:`Chunks` the search thread may take rows of while it waits, and of None after each."""
     after, queued = order if order is not None else (None, None)
     packed = attributes.packed_input
-    legal = batch.indices[:n] if attributes.policy_gather else None
+    legal = None
+    if attributes.policy_gather:
+        legal = batch.indices[:n, : gather_width(int(batch.req["count"][:n].max(initial=0)))]
     try:
         fmt, fill = int(info[cgather.FORMAT]), int(info[cgather.FILL])
 
@@ -102,6 +105,17 @@ def run_network(
 
     _shared(Chunks(n, sort), share)
     return out
+
+
+GATHER_WIDTHS = (32, 64, 128, MAX_MOVES)
+"""The widths of the legal moves' indices a batch passes to a network that gathers their logits
+(``policy_gather``): the smallest that holds the batch's most moves, so that few sizes of the
+device's gather are compiled and a call copies back 32-64 logits a position in most batches."""
+
+
+def gather_width(moves: int) -> int:
+    """The width of :data:`GATHER_WIDTHS` that holds ``moves`` legal moves."""
+    return next(w for w in GATHER_WIDTHS if w >= moves)
 
 
 @functools.cache

@@ -15,6 +15,7 @@ import backend_xla
 from backend_xla.errors import NetworkError
 from backend_xla.packed import pack_planes
 from engine.search import Limit, Search, SearchParams
+from engine.search.evaluation import GATHER_WIDTHS
 
 OPTIONS = "batch_buckets=16,cache_dir=none,background_compile=0"
 """One batch size: a batch of 40 runs in three calls, the last padded."""
@@ -40,6 +41,7 @@ def test_gathered_logits_are_the_policys_own(maia, maia1100_ref, packed):
     refs = [r for r in maia1100_ref if r["policy_indices"]][:40]
     planes = lc0_planes_batch(refs)
     legal = legal_indices(refs)
+    legal[0, -1], legal[1, -1] = -5, 4000  # past a row's moves anything may lie: read clipped
     net = maia
     if packed:
         net = backend_xla.load_network(
@@ -51,7 +53,10 @@ def test_gathered_logits_are_the_policys_own(maia, maia1100_ref, packed):
         whole = net.evaluate(planes)
         gathered = net.evaluate(planes, legal=legal)
     assert gathered.policy.shape == (40, 256) and gathered.policy.dtype == np.float32
-    np.testing.assert_array_equal(gathered.policy, np.take_along_axis(whole.policy, legal, axis=1))
+    clipped = np.clip(legal, 0, 1857)
+    np.testing.assert_array_equal(gathered.policy, np.take_along_axis(whole.policy, clipped, axis=1))
+    narrow = net.evaluate(planes[:5], legal=legal[:5, :64])
+    np.testing.assert_array_equal(narrow.policy, gathered.policy[:5, :64])
     np.testing.assert_array_equal(gathered.q, whole.q)
     errs = [
         np.abs(gathered.policy[i, : len(r["p_raw"])] - r["p_raw"]).max() for i, r in enumerate(refs)
@@ -71,8 +76,9 @@ def test_bad_indices_are_refused_naming_the_file(maia):
 
 
 def test_the_option_tells_the_search_and_the_search_is_the_same(maia):
-    """With ``policy_gather=on`` the search passes its legal moves and sorts the gathered
-    logits: every root visit as with the whole policy (the same logits, bit for bit)."""
+    """With ``policy_gather=on`` the search passes its legal moves, as wide as its batch's most
+    moves need, and sorts the gathered logits: every root visit as with the whole policy (the
+    same logits, bit for bit)."""
     on = backend_xla.load_network(
         need_shared("maia", "maia-1100.onnx"), OPTIONS + ",policy_gather=on"
     )
@@ -87,7 +93,7 @@ def test_the_option_tells_the_search_and_the_search_is_the_same(maia):
         evaluate = net.evaluate
 
         def spy(planes, legal=None, evaluate=evaluate, seen=seen):
-            seen.append(legal is not None)
+            seen.append(None if legal is None else legal.shape[1])
             return evaluate(planes, legal=legal)
 
         net.evaluate = spy
@@ -100,5 +106,6 @@ def test_the_option_tells_the_search_and_the_search_is_the_same(maia):
         finally:
             del net.evaluate
         calls.append(seen)
-    assert all(calls[0]) and not any(calls[1])
+    assert set(calls[0]) <= set(GATHER_WIDTHS) - {256}  # a middlegame: 33-64 moves a batch
+    assert set(calls[1]) == {None}
     assert sum(visits[0]) == 299 and visits[0] == visits[1]
