@@ -9,7 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from engine.backend import INPUT_PLANES, POLICY_SIZE, BackendAttributes, NetworkOutput
+from engine.backend import (
+    GATHER_WIDTHS,
+    INPUT_PLANES,
+    POLICY_SIZE,
+    BackendAttributes,
+    NetworkOutput,
+)
 
 from .buckets import Buckets, ProgressCallback
 from .devices import Params
@@ -82,6 +88,8 @@ class XlaNetwork:
         parameters from there and never opens the file as ONNX."""
         self.digest = digest
         """The file's sha256 where the caches are on (their keys)."""
+        if self.policy_gather:
+            self._prepare_gathers(self.load_size)
 
     @property
     def ready_sizes(self) -> list[int]:
@@ -119,6 +127,18 @@ class XlaNetwork:
             policy_gather=self.policy_gather,
             prepare=self.prepare,
         )
+
+    def _prepare_gathers(self, size: int) -> None:
+        """Compile (or read from JAX's cache) the gather at each width the search passes for the
+        batch size compiled at load, so that the first search does not (issue 41's rule: full
+        speed from the first move)."""
+        executable = self.buckets.executable(size)
+        zeros = [np.zeros(shape, dtype) for shape, dtype in executable.inputs]
+        policy = executable(*zeros)[0]
+        for width in GATHER_WIDTHS:
+            gather_policy()(
+                policy, np.zeros((executable.rows, width), np.int16)
+            ).block_until_ready()
 
     def describe(self) -> list[str]:
         """What runs where, for the engine's start-up ``info string`` (:func:`describe`)."""

@@ -25,6 +25,12 @@ from engine.backend.policy_table import POLICY_MOVES, POLICY_SIZE
 INPUT_PLANES = 112
 """Number of 8x8 input planes of every lc0 input format."""
 
+GATHER_WIDTHS = (32, 64, 128, 256)
+"""The widths of the legal moves' policy indices a search passes to a network that gathers their
+logits (``BackendAttributes.policy_gather``): the smallest that holds the batch's most moves (a
+position has at most 218), so that a call moves 32-64 a position in most batches and a backend
+has four shapes to prepare."""
+
 
 @dataclass(frozen=True)
 class NetworkOutput:
@@ -164,6 +170,7 @@ def checked_attributes(network: object, backend: str) -> BackendAttributes:
 
 
 __all__ = [
+    "GATHER_WIDTHS",
     "INPUT_PLANES",
     "POLICY_MOVES",
     "POLICY_SIZE",

@@ -13,8 +13,7 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from engine.backend import BackendAttributes, Network, NetworkOutput
-from engine.board.moves import MAX_MOVES
+from engine.backend import GATHER_WIDTHS, BackendAttributes, Network, NetworkOutput
 from engine.encoding.rows import expand_batch
 from engine.search.core import backup as cbackup
 from engine.search.core import gather as cgather
@@ -107,14 +106,8 @@ def run_network(
     return out
 
 
-GATHER_WIDTHS = (32, 64, 128, MAX_MOVES)
-"""The widths of the legal moves' indices a batch passes to a network that gathers their logits
-(``policy_gather``): the smallest that holds the batch's most moves, so that few sizes of the
-device's gather are compiled and a call copies back 32-64 logits a position in most batches."""
-
-
 def gather_width(moves: int) -> int:
-    """The width of :data:`GATHER_WIDTHS` that holds ``moves`` legal moves."""
+    """The width of :data:`engine.backend.GATHER_WIDTHS` that holds ``moves`` legal moves."""
     return next(w for w in GATHER_WIDTHS if w >= moves)
 
 

@@ -13,9 +13,10 @@ from xla_testutil import need_shared
 
 import backend_xla
 from backend_xla.errors import NetworkError
+from backend_xla.network import gather_policy
 from backend_xla.packed import pack_planes
+from engine.backend import GATHER_WIDTHS
 from engine.search import Limit, Search, SearchParams
-from engine.search.evaluation import GATHER_WIDTHS
 
 OPTIONS = "batch_buckets=16,cache_dir=none,background_compile=0"
 """One batch size: a batch of 40 runs in three calls, the last padded."""
@@ -87,6 +88,8 @@ def test_the_option_tells_the_search_and_the_search_is_the_same(maia):
     )  # auto: off on a CPU
     params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16)
     fen = "r1bq1rk1/ppp1bppp/2n2n2/3pp3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 w - - 0 7"
+    compiled = gather_policy()._cache_size()  # the load prepared every width the search passes
+    assert compiled == len(GATHER_WIDTHS)
     visits, calls = [], []
     for net in (on, maia):
         seen = []
@@ -109,3 +112,4 @@ def test_the_option_tells_the_search_and_the_search_is_the_same(maia):
     assert set(calls[0]) <= set(GATHER_WIDTHS) - {256}  # a middlegame: 33-64 moves a batch
     assert set(calls[1]) == {None}
     assert sum(visits[0]) == 299 and visits[0] == visits[1]
+    assert gather_policy()._cache_size() == compiled  # nothing compiled during the searches
