@@ -239,6 +239,18 @@ def _close_at_exit(ref: weakref.ref) -> None:
         buckets.close()
 
 
+def device_calls(option: int | str, devices: list) -> int:
+    """Network calls that run at once (backend option ``device_calls``): auto, on an accelerator
+    :data:`CONCURRENT_CALLS` even on one device (one call's host work, its dispatch and copies,
+    then overlaps the other's kernels: on an H100 a BT4 call was 13.9 ms of kernels in 17.5 ms,
+    docs/gpu.md §7); on a CPU one call a device, since a call keeps its core busy."""
+    if option != "auto":
+        return int(option)
+    if devices[0].platform == "cpu":
+        return min(len(devices), CONCURRENT_CALLS)
+    return CONCURRENT_CALLS
+
+
 @dataclass(frozen=True)
 class Compiled:
     """Stage 5's value: the batch sizes and the programs that make and keep their executables."""
@@ -247,7 +259,7 @@ class Compiled:
     preferred_batch: int
     """The search's minibatch on this platform (within the largest size)."""
     concurrency: int
-    """Calls worth running at once: an unsplit batch runs on one device."""
+    """Calls worth running at once (:func:`device_calls`): an unsplit batch runs on one device."""
     free_devices: queue.SimpleQueue[int]
     """The devices no call is using (one call each)."""
     executables: ExecutableCache | None
@@ -268,11 +280,12 @@ def compile_sizes(
     sizes = batch_sizes(options, minibatch)
     preferred = min(sizes[-1], minibatch)
     executables = runtime.executable_cache() if digest else None
-    concurrency = min(len(devices), CONCURRENT_CALLS)
+    concurrency = device_calls(options["device_calls"], devices)
+    copies = min(len(devices), concurrency)  # an unsplit program on each device a call may use
     free: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for i in range(concurrency):
+    for i in range(copies):
         free.put(i)
-    programs = ProgramMaker(converter, params, devices, options, concurrency, executables, digest)
+    programs = ProgramMaker(converter, params, devices, options, copies, executables, digest)
     buckets = Buckets(sizes, options["background_compile"], programs)
     load_size = buckets.start(preferred)
     return Compiled(sizes, preferred, concurrency, free, executables, programs, buckets, load_size)

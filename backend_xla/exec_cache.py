@@ -90,7 +90,13 @@ def _host_cpu() -> str:
     return "\n".join(dict.fromkeys(keep))
 
 
-UNKEYED_OPTIONS = ("background_compile", "cache_dir", "hlo_proto_dump_dir", "policy_gather")
+UNKEYED_OPTIONS = (
+    "background_compile",
+    "cache_dir",
+    "device_calls",  # the programs' copies are in the key's parts
+    "hlo_proto_dump_dir",
+    "policy_gather",
+)
 """Backend options that change neither a converted network nor a compiled program."""
 
 

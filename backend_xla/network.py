@@ -280,7 +280,7 @@ def describe(net: XlaNetwork) -> list[str]:
         f"batches of {rows}+ rows split over them, smaller ones whole on one device "
         f"({net.concurrency} at once)"
         if len(net.devices) > 1
-        else "one device"
+        else "one device" + (f" ({net.concurrency} calls at once)" if net.concurrency > 1 else "")
     )
     dtype = net.options["data_type"] or "the network's own (f32 unless the file says otherwise)"
     lines = [

@@ -86,6 +86,16 @@ OPTIONS: tuple[Option, ...] = (
         min=1,
     ),
     Option(
+        "device_calls",
+        "count",
+        "auto",
+        "network calls that may run at once on one device (auto: 2 on an accelerator, where "
+        "one call's dispatch and copies overlap the other's kernels, as the search keeps two "
+        "batches in flight; on a CPU one a device, each batch on its own core)",
+        min=1,
+        max=4,
+    ),
+    Option(
         "split_min_rows",
         "int",
         SPLIT_MIN_ROWS,
@@ -247,6 +257,8 @@ def _allowed(opt: Option) -> str:
     if opt.choices:
         return "one of " + ", ".join(opt.choices)
     if opt.type == "count":
+        if opt.max is not None:
+            return f"auto or an integer in [{opt.min}, {opt.max}]"
         return f"auto or an integer >= {opt.min}"
     if opt.type == "devices":
         return "an index >= 0, ';'-separated indices or all"
