@@ -199,7 +199,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 USES_THE_SEARCH = ("tests/engine/", "tests/bin/test_", "tests/nets/test_shipped_nets.py",
                    "tests/nets/training/test_match", "tests/backend_xla/lc0/test_lc0_engine_plays",
-                   "tests/backend_xla/test_packed_input.py::test_search_visits_")
+                   "tests/backend_xla/test_packed_input.py::test_search_visits_",
+                   "tests/backend_xla/test_policy_gather.py::test_the_option_tells_the_search",
+                   "tests/backend_xla/test_device_calls.py::test_two_calls_on_one_device_search")
 """Tests that run the compiled search (in process or through an engine process)."""
 
 
@@ -268,6 +270,7 @@ SLOW_FIRST = {
     "tests/backend_xla/test_backend_speed_paths.py::test_import_configures_one_device_per_core": 2,
     "tests/nets/test_shipped_nets.py::test_startup_info_names_the_network_and_flags_an_untrained_one": 2,
     "tests/engine/test_uci_network_switch.py": 3,
+    "tests/backend_xla/test_gpu.py::test_the_accelerators_way_of_calling_checked_on_the_cpu": 3,
 }
 """The longest tests (measured with --durations), run first: the test processes take tests
 in collection order, so a long test collected last keeps one process busy after the other has

@@ -59,6 +59,41 @@ def check_split_over_devices(records: list[dict], options: str = GPU_OPTIONS) ->
     np.testing.assert_allclose(split.q, one.q, atol=1e-5, rtol=0)
 
 
+def check_gather_and_calls_at_once(records: list[dict], options: str = GPU_OPTIONS) -> None:
+    """The search's way of calling on an accelerator (auto: the legal moves' logits gathered on
+    the device, two calls at once): the gathered logits are the whole policy's, and calls from
+    two threads at once answer as one at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    net = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), f"{options},data_type=bf16")
+    attributes = net.attributes()
+    assert attributes.policy_gather and attributes.concurrency == 2
+    planes = lc0_planes_batch(records[:128])
+    legal = np.zeros((len(planes), 64), np.int32)
+    for i, r in enumerate(records[:128]):
+        legal[i, : len(r["policy_indices"])] = r["policy_indices"][:64]
+    whole = net.evaluate(planes)
+    gathered = net.evaluate(planes, legal=legal)
+    np.testing.assert_array_equal(gathered.policy, np.take_along_axis(whole.policy, legal, axis=1))
+    halves = [(planes[:64], legal[:64]), (planes[64:], legal[64:])]
+    with ThreadPoolExecutor(2) as pool:
+        outs = list(pool.map(lambda half: net.evaluate(half[0], legal=half[1]), halves * 4))
+    for out, (p, g) in zip(outs, halves * 4):
+        alone = net.evaluate(p, legal=g)
+        np.testing.assert_array_equal(out.policy, alone.policy)
+        np.testing.assert_array_equal(out.q, alone.q)
+
+
+def test_the_accelerators_way_of_calling_checked_on_the_cpu(maia1100_ref):
+    """:func:`check_gather_and_calls_at_once` itself, here with the options auto gives a GPU."""
+    check_gather_and_calls_at_once(maia1100_ref, f"{GPU_OPTIONS},policy_gather=on,device_calls=2,device=0")
+
+
+@pytest.mark.gpu
+def test_gathered_policy_and_two_calls_at_once_on_gpu(maia1100_ref):
+    check_gather_and_calls_at_once(maia1100_ref)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("data_type", ["f16", "bf16"])
 def test_low_precision_on_gpu_matches_lc0_f32(data_type, maia1100_ref):
