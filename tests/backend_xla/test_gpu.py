@@ -59,13 +59,17 @@ def check_split_over_devices(records: list[dict], options: str = GPU_OPTIONS) ->
     np.testing.assert_allclose(split.q, one.q, atol=1e-5, rtol=0)
 
 
-def check_gather_and_calls_at_once(records: list[dict], options: str = GPU_OPTIONS) -> None:
+def check_gather_and_calls_at_once(
+    records: list[dict], options: str = GPU_OPTIONS, data_type: str = "bf16"
+) -> None:
     """The search's way of calling on an accelerator (auto: the legal moves' logits gathered on
     the device, two calls at once): the gathered logits are the whole policy's, and calls from
     two threads at once answer as one at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    net = backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), f"{options},data_type=bf16")
+    net = backend_xla.load_network(
+        need_shared("maia", "maia-1100.onnx"), f"{options},data_type={data_type}"
+    )
     attributes = net.attributes()
     assert attributes.policy_gather and attributes.concurrency == 2
     planes = lc0_planes_batch(records[:128])
@@ -85,8 +89,12 @@ def check_gather_and_calls_at_once(records: list[dict], options: str = GPU_OPTIO
 
 
 def test_the_accelerators_way_of_calling_checked_on_the_cpu(maia1100_ref):
-    """:func:`check_gather_and_calls_at_once` itself, here with the options auto gives a GPU."""
-    check_gather_and_calls_at_once(maia1100_ref, f"{GPU_OPTIONS},policy_gather=on,device_calls=2,device=0")
+    """:func:`check_gather_and_calls_at_once` itself, here with the options auto gives a GPU
+    (one batch size, f32: a CPU computes bf16 slowly)."""
+    options = "batch_buckets=64,cache_dir=none,background_compile=0,device=0"
+    check_gather_and_calls_at_once(
+        maia1100_ref, f"{options},policy_gather=on,device_calls=2", data_type="f32"
+    )
 
 
 @pytest.mark.gpu
