@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import chess
 import pytest
-from xla_testutil import need_shared
+from xla_testutil import need_shared, root_visits
 
 import backend_xla
 from backend_xla.buckets import CONCURRENT_CALLS, device_calls
 from backend_xla.errors import OptionError
-from engine.search import Limit, Search, SearchParams
+from engine.search import SearchParams
 
 OPTIONS = "batch_buckets=16,cache_dir=none,background_compile=0,device=0"
 """One CPU device, one batch size."""
@@ -36,14 +35,7 @@ def test_two_calls_on_one_device_search_as_one():
     assert nets[0].buckets.executable(16).copies == 1
     assert "one device (2 calls at once)" in nets[0].describe()[0]
     params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16, threads=2)
-    fen = "r1bq1rk1/ppp1bppp/2n2n2/3pp3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 w - - 0 7"
-    visits = []
-    for net in nets:
-        search = Search(net, params)
-        search.set_position(chess.Board(fen))
-        search.run(Limit(nodes=400))
-        visits.append(list(search.root.cn))
-        search.close()
+    visits = [root_visits(net, params, 400) for net in nets]
     assert sum(visits[0]) == 399 and visits[0] == visits[1]
 
 

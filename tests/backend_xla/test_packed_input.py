@@ -4,17 +4,16 @@ the errors of what cannot be packed."""
 
 from __future__ import annotations
 
-import chess
 import numpy as np
 import pytest
 from conftest import lc0_planes_batch
 from test_backend_maia import MAIA_LOGIT_TOL, MAIA_VALUE_TOL
-from xla_testutil import legal_logit_error, need_shared
+from xla_testutil import legal_logit_error, need_shared, root_visits
 
 import backend_xla
 from backend_xla.errors import NetworkError
 from backend_xla.packed import pack_planes
-from engine.search import Limit, Search, SearchParams
+from engine.search import SearchParams
 
 FLOAT = "batch_buckets=16,cache_dir=none,background_compile=0"
 """One batch size, the search's minibatch below (a batch of 64 refs is evaluated in four)."""
@@ -47,14 +46,7 @@ def test_search_visits_equal_with_packed_and_float_planes(packed_maia, plain_mai
     network as its float planes do: every root visit the same."""
     assert not plain_maia.attributes().packed_input
     params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16)
-    fen = "r1bq1rk1/ppp1bppp/2n2n2/3pp3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 w - - 0 7"
-    visits = []
-    for net in (packed_maia, plain_maia):
-        search = Search(net, params)
-        search.set_position(chess.Board(fen))
-        search.run(Limit(nodes=300))
-        visits.append(list(search.root.cn))
-        search.close()
+    visits = [root_visits(net, params, 300) for net in (packed_maia, plain_maia)]
     assert sum(visits[0]) == 299 and visits[0] == visits[1]
 
 

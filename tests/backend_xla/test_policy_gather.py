@@ -4,19 +4,18 @@ batch split over two devices: test_backend_speed_paths.py's child), and the same
 
 from __future__ import annotations
 
-import chess
 import numpy as np
 import pytest
 from conftest import lc0_planes_batch
 from test_backend_maia import MAIA_LOGIT_TOL
-from xla_testutil import need_shared
+from xla_testutil import need_shared, root_visits
 
 import backend_xla
 from backend_xla.errors import NetworkError
 from backend_xla.network import gather_policy
 from backend_xla.packed import pack_planes
 from engine.backend import GATHER_WIDTHS
-from engine.search import Limit, Search, SearchParams
+from engine.search import SearchParams
 
 OPTIONS = "batch_buckets=16,cache_dir=none,background_compile=0"
 """One batch size: a batch of 40 runs in three calls, the last padded."""
@@ -90,7 +89,6 @@ def test_the_option_tells_the_search_and_the_search_is_the_same(maia):
     off = backend_xla.load_network(path, options)
     assert on.attributes().policy_gather and not off.attributes().policy_gather  # auto: off on a CPU
     params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16)
-    fen = "r1bq1rk1/ppp1bppp/2n2n2/3pp3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 w - - 0 7"
     visits, calls = [], []
     for net in (on, off):
         seen = []
@@ -102,11 +100,7 @@ def test_the_option_tells_the_search_and_the_search_is_the_same(maia):
 
         net.evaluate = spy
         try:
-            search = Search(net, params)
-            search.set_position(chess.Board(fen))
-            search.run(Limit(nodes=300))
-            visits.append(list(search.root.cn))
-            search.close()
+            visits.append(root_visits(net, params, 300))
         finally:
             del net.evaluate
         calls.append(seen)

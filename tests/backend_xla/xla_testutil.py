@@ -17,3 +17,23 @@ def legal_logit_error(policy: np.ndarray, records: list[dict]) -> float:
     errs = [np.abs(policy[i, r["policy_indices"]] - np.asarray(r["p_raw"])).max()
             for i, r in enumerate(records) if r["policy_indices"]]
     return float(max(errs))
+
+
+MIDDLEGAME = "r1bq1rk1/ppp1bppp/2n2n2/3pp3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 w - - 0 7"
+"""An Italian game's middlegame, 33-64 legal moves a batch: the searches' position."""
+
+
+def root_visits(net, params, nodes: int, fen: str = MIDDLEGAME) -> list[int]:
+    """The root's visits by move after a search of ``nodes`` from ``fen`` (a fresh Search)."""
+    import chess
+
+    from engine.search import Limit, Search
+
+    search = Search(net, params)
+    try:
+        search.set_position(chess.Board(fen))
+        search.run(Limit(nodes=nodes))
+        return list(search.root.cn)
+    finally:
+        search.close()
+
