@@ -133,8 +133,7 @@ class XlaNetwork:
         batch size compiled at load, so that the first search does not (issue 41's rule: full
         speed from the first move)."""
         executable = self.buckets.executable(size)
-        zeros = [np.zeros(shape, dtype) for shape, dtype in executable.inputs]
-        policy = executable(*zeros)[0]
+        policy = executable(*executable.zero_inputs())[0]
         for width in GATHER_WIDTHS:
             gather_policy()(
                 policy, np.zeros((executable.rows, width), np.int16)

@@ -279,11 +279,14 @@ class Executable:
             inputs = tuple(jax.device_put(x, self.input_sharding) for x in inputs)
         return self.programs[copy](self.params[copy], *inputs)
 
+    def zero_inputs(self) -> list[np.ndarray]:
+        """An all-zero batch of the program's inputs."""
+        return [np.zeros(shape, dtype) for shape, dtype in self.inputs]
+
     def zero_run(self, copy: int = 0) -> list[np.ndarray]:
         """The outputs of copy ``copy`` for an all-zero batch (a program's first run; the check of
         a cached program against the one it was stored from)."""
-        zeros = [np.zeros(shape, dtype) for shape, dtype in self.inputs]
-        return [np.asarray(r) for r in self(*zeros, copy=copy)]
+        return [np.asarray(r) for r in self(*self.zero_inputs(), copy=copy)]
 
 
 def dump_hlo(lowered, directory: str, source: str, batch_size: int) -> Path:
