@@ -608,11 +608,11 @@ def test_time_manager_slowmover_scales_the_budget():
 @effect_of("Ponder")
 def test_ponder_is_advertised_and_pondering_works_either_way():
     """UCI: the GUI sets Ponder to say pondering is allowed; an engine may use it in its time
-    management. lc0 ignores it ("Here to please chess GUIs"), and so does xlazero: with Ponder
-    true or false, go ponder searches until ponderhit and then plays within the clock."""
+    management. Its default is lc0's, false; with Ponder true or false, go ponder searches
+    until ponderhit and then plays within the clock (lc0 refuses go ponder with Ponder off)."""
     session = Session(BackendOptions=NETWORK_PACE)
     try:
-        assert "option name Ponder type check default true" in session.send("uci")
+        assert "option name Ponder type check default false" in session.send("uci")
         for value in (True, False):
             session.set("Ponder", value)
             session.uci.handle("position startpos moves e2e4")

@@ -336,7 +336,9 @@ def test_lc0_command_line_habits(tmp_path):
     values = opts.parse_command_line(["-w", "net.pb.gz", "-b", "random", "-o=max_batch=64", "-t", "2"])
     assert values == {"WeightsFile": "net.pb.gz", "Backend": "random",
                       "BackendOptions": "max_batch=64", "Threads": 2}
-    with pytest.raises(opts.OptionError, match="short flags -w, -b, -o, -t"):
+    assert opts.parse_command_line(["-v", "-l", "x.log", "-s", "/tb"]) == {
+        "VerboseMoveStats": True, "LogFile": "x.log", "SyzygyPath": "/tb"}
+    with pytest.raises(opts.OptionError, match="short flags -w, -b, -o, -t, -l, -s, -v"):
         opts.parse_command_line(["-x", "1"])
     proc = subprocess.run(ENGINE_CMD + ["--logfile=<stderr>"], cwd=REPO, capture_output=True,
                           text=True, input="uci\nisready\nquit\n", timeout=60)
