@@ -41,6 +41,9 @@ class Option:
     choices: tuple[str, ...] = ()
     param: str = ""
     """The search parameter (engine.search.SearchParams field) this option sets, if any."""
+    inert: str = ""
+    """For an lc0 internal with no counterpart here: why it changes nothing (it is accepted with
+    lc0's name, type, default and range, so that lc0's configurations load)."""
 
     def parse(self, text: str) -> Any:
         """Convert a UCI/command-line value to the option's type; raise OptionError if it does not fit."""
@@ -97,7 +100,7 @@ def _format_float(value: float) -> str:
     return text if float(text) == value else repr(float(value))
 
 
-def _o(name, kind, default, flag, help, min=None, max=None, choices=(), param=""):
+def _o(name, kind, default, flag, help, min=None, max=None, choices=(), param="", inert=""):
     return Option(
         name=name,
         kind=kind,
@@ -108,8 +111,14 @@ def _o(name, kind, default, flag, help, min=None, max=None, choices=(), param=""
         max=max,
         choices=tuple(choices),
         param=param,
+        inert=inert,
     )
 
+
+_TASK_SPLIT = (
+    "lc0's thresholds for handing work to task workers; TaskWorkers here searches the same "
+    "tree visit for visit however the work is shared"
+)
 
 OPTIONS: tuple[Option, ...] = (
     # --- network -------------------------------------------------------------------------------
@@ -697,6 +706,85 @@ OPTIONS: tuple[Option, ...] = (
         63,
         param="task_workers",
     ),
+    # --- lc0 internals with no counterpart here: accepted, they change nothing -----------------
+    _o(
+        "MaxConcurrentSearchers",
+        SPIN,
+        1,
+        "max-concurrent-searchers",
+        "lc0: at most this many search threads gather minibatches at once (0: no limit).",
+        0,
+        128,
+        inert="one search thread gathers every minibatch here, as lc0's at its default 1",
+    ),
+    _o(
+        "MinimumProcessingWork",
+        SPIN,
+        20,
+        "minimum-processing-work",
+        "lc0: visits gathered before task workers help process them.",
+        2,
+        100000,
+        inert=_TASK_SPLIT,
+    ),
+    _o(
+        "MinimumPickingWork",
+        SPIN,
+        1,
+        "minimum-picking-work",
+        "lc0: branches with more visits than this may go to task workers.",
+        1,
+        100000,
+        inert=_TASK_SPLIT,
+    ),
+    _o(
+        "MinimumRemainingPickingWork",
+        SPIN,
+        20,
+        "minimum-remaining-picking-work",
+        "lc0: a branch goes to task workers only if this much work is left after it.",
+        0,
+        100000,
+        inert=_TASK_SPLIT,
+    ),
+    _o(
+        "MinimumPerTaskProcessing",
+        SPIN,
+        8,
+        "minimum-per-task-processing",
+        "lc0: processing is not split into chunks smaller than this.",
+        1,
+        100000,
+        inert=_TASK_SPLIT,
+    ),
+    _o(
+        "SearchSpinBackoff",
+        CHECK,
+        False,
+        "search-spin-backoff",
+        "lc0: back off in the spin lock by which search threads take turns.",
+        inert="one search thread here: no lock to spin on",
+    ),
+    _o(
+        "GarbageCollectionDelay",
+        FLOAT,
+        10.0,
+        "garbage-collection-delay",
+        "lc0: percentage of the move's time before freeing the discarded tree starts.",
+        0.0,
+        100.0,
+        inert="tree reuse copies the kept subtree into fresh arrays: nothing is left to free",
+    ),
+    _o(
+        "SolidTreeThreshold",
+        SPIN,
+        100,
+        "solid-tree-threshold",
+        "lc0: nodes with this many visits get their children in one array, for cache locality.",
+        1,
+        2000000000,
+        inert="every node's children are one block of the tree's arrays already",
+    ),
     _o("UCI_Chess960", CHECK, False, "chess960", "Chess960 castling (king takes rook) in moves."),
     _o(
         "LogFile",
@@ -795,21 +883,16 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
         "absent (`--config=FILE` reads flags)",
         NOT_YET,
     ),
-    Lc0Difference(
-        (
-            "SolidTreeThreshold",
-            "GarbageCollectionDelay",
-            "SearchSpinBackoff",
-            "MaxConcurrentSearchers",
-            "MinimumProcessingWork",
-            "MinimumPickingWork",
-            "MinimumRemainingPickingWork",
-            "MinimumPerTaskProcessing",
-        ),
-        "absent: lc0 internals",
-        NOT_YET,
-    ),
 )
+
+
+def lc0_inert_markdown() -> str:
+    """The lc0 internals accepted here, one line each with why it changes nothing."""
+    reasons: dict[str, list[str]] = {}
+    for o in OPTIONS:
+        if o.inert:
+            reasons.setdefault(o.inert, []).append(f"`{o.name}`")
+    return "\n".join(f"- {', '.join(names)}: {why}." for why, names in reasons.items())
 
 
 def lc0_differences_markdown() -> str:
@@ -924,7 +1007,9 @@ def markdown_table() -> str:
         else:
             rng = ""
         kind = "number" if o.kind == FLOAT else o.kind
-        help_ = o.help.replace("|", "\\|")
+        help_ = (o.help + (f" Changes nothing here: {o.inert}." if o.inert else "")).replace(
+            "|", "\\|"
+        )
         lines.append(f"| `{o.name}` | `--{o.flag}` | {kind} | `{default}` | {rng} | {help_} |")
     return "\n".join(lines)
 

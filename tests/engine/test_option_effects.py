@@ -711,6 +711,39 @@ def test_syzygy_tables_choose_the_root_moves():
     assert by_dtz <= shortest and fast <= set(dtz) and fast - shortest, (by_dtz, fast, shortest)
 
 
+INERT = [o for o in opts.OPTIONS if o.inert]
+"""lc0's internals with no counterpart here (each option's ``inert`` says why)."""
+
+
+def _far_from_default(option: opts.Option):
+    if option.kind == opts.CHECK:
+        return not option.default
+    return option.max if option.default != option.max else option.min
+
+
+@effect_of(*(o.name for o in INERT))
+def test_lc0_internals_are_accepted_and_leave_the_search_identical():
+    """lc0's configurations load: each internal takes lc0's values by setoption and by lc0's
+    flag, and a search with every one of them at the far end of its range visits the root's
+    moves exactly as one at the defaults."""
+    assert len(INERT) == 8, [o.name for o in INERT]
+    far = {o.name: _far_from_default(o) for o in INERT}
+    for o in INERT:
+        text = str(far[o.name]).lower()
+        assert opts.parse_command_line([f"--{o.flag}={text}"]) == {o.name: far[o.name]}, o.name
+    base = search("go nodes 120")
+    session = Session(**far)
+    try:
+        assert {name: session.uci.values[name] for name in far} == far
+        reply = session.go("go nodes 120")
+    finally:
+        session.close()
+    assert len(base.visits) > 10 and sum(base.visits.values()) >= 119, base.visits
+    assert reply.visits == base.visits, (
+        f"expected the defaults' root visits {base.visits}, got {reply.visits} with {far}"
+    )
+
+
 @pytest.mark.parametrize("name", [o.name for o in opts.OPTIONS])
 def test_every_option_has_an_effect_test(name):
     assert EFFECTS.get(name), f"expected a test of option {name}'s effect in {__name__}"
