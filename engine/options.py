@@ -77,20 +77,20 @@ class Option:
             )
         return text
 
-    def uci_line(self) -> str:
-        """The ``option name … type …`` line of the ``uci`` answer."""
+    def uci_line(self, value: Any = None) -> str:
+        """The ``option name … type …`` line of the ``uci`` answer, advertising ``value`` (the
+        command line's, as lc0) as the default, or else the option's own default."""
+        default = self.default if value is None else value
         if self.kind == CHECK:
-            return (
-                f"option name {self.name} type check default {'true' if self.default else 'false'}"
-            )
+            return f"option name {self.name} type check default {'true' if default else 'false'}"
         if self.kind == SPIN:
             assert self.min is not None and self.max is not None  # every spin option has bounds
-            return f"option name {self.name} type spin default {self.default} min {int(self.min)} max {int(self.max)}"
+            return f"option name {self.name} type spin default {int(default)} min {int(self.min)} max {int(self.max)}"
         if self.kind == COMBO:
             vars_ = " ".join(f"var {c}" for c in self.choices)
-            return f"option name {self.name} type combo default {self.default} {vars_}"
-        default = self.default if self.kind == STRING else _format_float(self.default)
-        return f"option name {self.name} type string default {default}"
+            return f"option name {self.name} type combo default {default} {vars_}"
+        text = default if self.kind == STRING else _format_float(default)
+        return f"option name {self.name} type string default {text}"
 
 
 def _format_float(value: float) -> str:

@@ -36,6 +36,9 @@ class UciEngine:
         self._out_lock = threading.Lock()
         self._line_time = time.monotonic()  # arrival of the line being handled (see handle)
         self._log: TextIO | _StderrLog | None = None
+        self.started_with = dict(values or {})
+        """The values the command line (and its config file) set: the ``uci`` reply advertises
+        them as the defaults, as lc0's does, so a GUI that sends the defaults back keeps them."""
         self.controller = Controller(self, values)
         self._open_log()
 
@@ -112,7 +115,7 @@ class UciEngine:
         self.send(f"id name xlazero {engine.__version__}")
         self.send("id author The xlazero authors")
         for option in opts.OPTIONS:
-            self.send(option.uci_line())
+            self.send(option.uci_line(self.started_with.get(option.name)))
         self.send("uciok")
 
     def cmd_debug(self, args: list[str]) -> None:
@@ -139,6 +142,8 @@ class UciEngine:
         except opts.OptionError as exc:
             self.error(str(exc))
             return
+        if option.name in self.values and self.values[option.name] == value:
+            return  # its value already (a GUI sending the advertised defaults back): no reload
         try:
             self.controller.set_option(option.name, value)
         except ValueError as exc:  # a TimeManager spec that does not parse
@@ -213,6 +218,12 @@ def expand_config(argv: list[str]) -> list[str]:
     return flags + out
 
 
+def command_line_values(argv: list[str]) -> dict[str, Any]:
+    """The option values that ``xlazero ARGS`` sets: its flags, after a ``--config`` file's;
+    OptionError names a bad one."""
+    return opts.parse_command_line(expand_config(argv))
+
+
 def register_backends() -> None:
     """Import the backends, which register themselves by name: the protocol (engine.backend)
     knows no implementation, so the program's entry point brings them in. Importing
@@ -263,8 +274,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
     warm_up_only = WARM_UP_FLAG in argv
     argv = [a for a in argv if a != WARM_UP_FLAG]
     try:
-        argv = expand_config(argv)
-        values = opts.parse_command_line(argv)
+        values = command_line_values(argv)
     except opts.OptionError as exc:
         print(f"xlazero: error: {exc}", file=sys.stderr)
         return 2

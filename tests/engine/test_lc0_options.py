@@ -210,3 +210,75 @@ def test_the_readme_quotes_the_differences_table():
     readme = (REPO_ROOT / "README.md").read_text()
     assert "## For lc0 users" in readme
     assert opts.lc0_differences_markdown() in readme
+
+
+# ------------------------------------------------------------------ the uci reply and the command line
+STARTED_WITH = [
+    "--weights=/nets/maia 1900.pb.gz",  # a string with a space
+    "--backend=random",
+    "--move-overhead=150",
+    "--cpuct=1.7453219",  # more digits than %g keeps
+    "--show-wdl",
+    "--fpu-strategy=absolute",
+    "-t",
+    "3",
+    "--time-manager=legacy(slowmover=1.2, steepness=6)",
+]
+
+
+def test_the_uci_reply_shows_the_command_line_and_sending_it_back_changes_nothing(tmp_path):
+    """Issue 66 item 5, as lc0: the ``uci`` reply advertises the values the command line and
+    its config file set as the options' defaults, and a GUI that sends every advertised
+    default back (``setoption name N value D``) changes no setting and keeps the network."""
+    from engine.uci import UciEngine, command_line_values
+
+    config = tmp_path / "lc0.config"
+    config.write_text("--minibatch-size=16\nnncache=5000\n")
+    out = io.StringIO()
+    uci = UciEngine(out, command_line_values([f"--config={config}", *STARTED_WITH]))
+    uci.handle("uci")
+    reply = parse_uci_reply(out.getvalue().splitlines())
+    advertised = {name: d.default for name, d in reply.items()}
+    expected = {"WeightsFile": "/nets/maia 1900.pb.gz", "Backend": "random",
+                "MoveOverheadMs": "150", "CPuct": "1.7453219", "UCI_ShowWDL": "true",
+                "FpuStrategy": "absolute", "Threads": "3", "MinibatchSize": "16",
+                "NNCacheSize": "5000", "TimeManager": "legacy(slowmover=1.2, steepness=6)"}
+    got = {name: advertised[name] for name in expected}
+    assert got == expected, f"expected the command line's values advertised, got {got}"
+    untouched = {o.name for o in opts.OPTIONS} - set(expected)
+    changed = {n: advertised[n] for n in untouched if advertised[n] != reply_default(n)}
+    assert not changed, f"expected the table's defaults for the other options, got {changed}"
+
+    uci.handle("isready")  # the random backend loads without a file
+    network, before = uci.controller.network, dict(uci.values)
+    assert network is not None
+    out.truncate(0)
+    out.seek(0)
+    for name, option in reply.items():
+        uci.handle(f"setoption name {name} value {option.default}")
+    assert not out.getvalue(), f"expected no answer to the echoed options, got {out.getvalue()!r}"
+    changed = {n: (before[n], v) for n, v in uci.values.items() if before[n] != v}
+    assert not changed, f"expected no setting changed (before, after), got {changed}"
+    assert uci.controller.network is network, "expected the network kept, got it dropped"
+    uci.handle("quit")
+
+
+def reply_default(name: str) -> str:
+    """The table's default of an option as its ``uci`` line writes it."""
+    declared = parse_uci_reply([opts.find(name).uci_line()])
+    return declared[name].default or ""
+
+
+def test_the_engine_process_advertises_its_flags():
+    """The same through the program's own entry point (the issue's example)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO_ROOT
+
+    proc = subprocess.run([sys.executable, "-m", "engine.uci", "--backend=random",
+                           "--weights=maia-1900.pb.gz", "--move-overhead=150"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, input="uci\nquit\n", timeout=60)
+    lines = proc.stdout.splitlines()
+    assert "option name WeightsFile type string default maia-1900.pb.gz" in lines, lines
+    assert "option name MoveOverheadMs type spin default 150 min 0 max 100000000" in lines, lines
