@@ -974,7 +974,7 @@ def parse_command_line(argv: Iterable[str]) -> dict[str, Any]:
                 values[negated.name] = False
                 continue
         if option is None:
-            raise OptionError(f"unknown flag --{name}: see `python -m engine.options --markdown`")
+            raise OptionError(_unknown_flag(name))
         if not eq:
             if option.kind == CHECK and (i >= len(args) or args[i].startswith("-")):
                 values[option.name] = True
@@ -985,6 +985,17 @@ def parse_command_line(argv: Iterable[str]) -> dict[str, Any]:
             i += 1
         values[option.name] = option.parse(text)
     return values
+
+
+def _unknown_flag(name: str) -> str:
+    """The error for ``--name``: the nearest flag, every flag, and where they are described
+    (the program's own ``--help``, which works from any directory)."""
+    import difflib  # here: only an error needs it
+
+    near = difflib.get_close_matches(name, list(BY_FLAG), n=1)
+    guess = f" (did you mean --{near[0]}?)" if near else ""
+    known = ", ".join(f"--{flag}" for flag in BY_FLAG)
+    return f"unknown flag --{name}{guess}: expected one of {known} (--help describes them)"
 
 
 def markdown_table() -> str:

@@ -281,6 +281,22 @@ def test_unknown_flag_exits_2():
     assert "--no-such-flag" in proc.stderr
 
 
+def test_a_bad_flag_names_the_nearest_and_a_hint_that_works_from_any_directory(tmp_path):
+    """Issue 66: the hint was `python -m engine.options --markdown`, which fails outside the
+    repository; now the error lists the flags and points at the program's own --help."""
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    program = [sys.executable, "-m", "engine.uci"]
+    proc = subprocess.run([*program, "--cpuctt=1"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and "unknown flag --cpuctt (did you mean --cpuct?)" in proc.stderr
+    assert "--move-overhead" in proc.stderr and "--help describes them" in proc.stderr
+    proc = subprocess.run([*program, "--help"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and "| `CPuct` | `--cpuct` |" in proc.stdout, proc.stderr
+
+
 def test_warm_up_flag_makes_ready_and_exits_without_reading_stdin():
     """``--warm-up`` (run once after an install) answers as isready does and exits: it reads no
     command, so the stdin left open here must not hold it."""
