@@ -2,8 +2,9 @@
 
 The table :data:`OPTIONS` drives the ``uci`` option list, ``setoption``, the command line
 (``--lc0-style-name=value``) and the README table (``python -m engine.options --markdown``).
-Names, flags and defaults follow lc0's (src/search/classic/params.cc, src/engine.cc) where lc0 has
-the option; differences are noted in the help text.
+Names, flags, types, defaults and ranges follow lc0's (src/search/classic/params.cc,
+src/engine.cc) where lc0 has the option; :data:`LC0_DIFFERENCES` lists each exception with its
+reason (tests/engine/test_lc0_options.py checks lc0's recorded replies against both).
 """
 
 from __future__ import annotations
