@@ -16,7 +16,7 @@ import dataclasses
 import gc
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import chess
@@ -50,6 +50,54 @@ class Listener(Reporter, Protocol):
         reply expected to it, if any (the search's; shown only where legal after ``best``)."""
 
 
+class GoSignals:
+    """What the UCI thread tells a running ``go``, and the limit in force: the go's, then the
+    ponderhit's (the one place it lives). The UCI thread writes (:meth:`stop`,
+    :meth:`ponderhit`), the search thread reads (:meth:`next_limit`), under one lock; each
+    write also halts the running search (``halt``) under that lock, so that a stop is never
+    lost between a ponder run's end and the ponderhit's run."""
+
+    def __init__(self, limit: Limit, halt: Callable[[], None]) -> None:
+        self.limit = limit
+        self._halt = halt
+        self._stopped = False
+        self._lock = threading.Lock()
+        self._changed = threading.Event()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            self._halt()
+            self._changed.set()
+
+    def ponderhit(self, make_limit: Callable[[Limit], Limit]) -> None:
+        """A ponder search becomes a normal one: the limit ``make_limit`` makes of the ponder
+        limit; the ponder run is halted and the search thread starts a run of it (lc0's
+        ``PonderHit`` re-issues ``Go``). Nothing after a stop, or when not pondering."""
+        with self._lock:
+            if self._stopped or not self.limit.ponder:
+                return
+            self.limit = make_limit(self.limit)
+            self._halt()
+            self._changed.set()
+
+    def next_limit(self, ran: Limit, rearm: Callable[[], None]) -> Limit | None:
+        """After a run of ``ran``: the limit of the next run (a ponderhit's; ``rearm`` has made
+        the search ready for it), or None: answer now. With ``ran`` infinite or pondering, waits
+        for the stop or the ponderhit (UCI: no bestmove before either)."""
+        while True:
+            with self._lock:
+                if self._stopped:
+                    return None
+                if self.limit is not ran:
+                    rearm()
+                    return self.limit
+                if not ran.until_stop:
+                    return None
+                self._changed.clear()
+            self._changed.wait()
+
+
 class Controller:
     """One engine session's state; every method is called from the UCI thread."""
 
@@ -67,10 +115,9 @@ class Controller:
         self.board = chess.Board()
         self.timemgr = TimeManager(int(self.values["MoveOverheadMs"]))
         self._thread: threading.Thread | None = None
-        self._infinite_stop = threading.Event()
         self._bestmove_sent = threading.Event()
-        self._limit: Limit | None = None
-        """The running (or last) go's limit, its budget included; ponderhit replaces it."""
+        self._go: GoSignals | None = None
+        """The running (or last) go's signals and limit in force."""
 
     # ------------------------------------------------------------------------------ commands
     def set_option(self, name: str, value: Any) -> None:
@@ -94,10 +141,9 @@ class Controller:
             if ok:
                 self._prepare_network(from_options(self.values))
             warm_up_search(self.listener, int(self.values["TaskWorkers"]) > 0)
-            if ok and self.search is None:
+            if ok:
                 # The search's tree, game and workers now, not in the first go's time.
-                assert self.network is not None
-                self.search = Search(self.network, from_options(self.values), self.cache)
+                self._search_for(from_options(self.values))
 
     def new_game(self) -> None:
         self.stop_and_join()
@@ -116,7 +162,6 @@ class Controller:
         if self.searching:
             self.listener.error("go: a search is already running; stopping it first")
             self.stop_and_join()
-        self._infinite_stop.clear()
         self._bestmove_sent.clear()
         self.timemgr.move_overhead_ms = int(self.values["MoveOverheadMs"])
         try:
@@ -125,41 +170,40 @@ class Controller:
             self.listener.error(str(exc))
         board = self.board.copy()
         ok = self.ensure_network()
+        search = None
         if ok:
             params = from_options(self.values)
-            if self.search is None:
-                assert self.network is not None  # ensure_network() loaded it
-                self.search = Search(self.network, params, self.cache)
             self.ensure_tablebase()
-            self.search.params = params
-            self.search.tablebase = self.tablebase
+            search = self._search_for(params)
             self._prepare_network(params)
             self.cache.resize(params.nn_cache_size)
-        if ok and self.search is not None:
             # Here, not on the search thread: a stop that arrives from now on ends this search.
-            self.search.set_position(board)
-        limit = self._limit = self._with_budget(limit)
-        clock_budget = limit.budget_ms if limit.movetime is None else None
+            search.set_position(board)
+        halt = search.stop if search is not None else _nothing
+        self._go = signals = GoSignals(self._with_budget(limit), halt)
         self._thread = threading.Thread(
             target=self._search_and_answer,
             name="search",
             daemon=True,
-            args=(board, limit, clock_budget if ok else None, ok),
+            args=(board, signals, search),
         )
         self._thread.start()
 
     def stop(self) -> None:
-        self._infinite_stop.set()
-        if self.search is not None:
+        if self._go is not None:
+            self._go.stop()
+        elif self.search is not None:
             self.search.stop()
 
     def ponderhit(self, arrived_at: float) -> None:
-        if not self.searching or self._limit is None or not self._limit.ponder:
+        if not self.searching or self._go is None:
             return
-        limit = dataclasses.replace(self._limit, ponder=False, started_at=arrived_at)
-        self._limit = limit = self._with_budget(limit)
-        if self.search is not None:  # None: no network, the thread only waits to answer 0000
-            self.search.ponderhit(limit)
+
+        def on_the_clock(ponder: Limit) -> Limit:
+            finite = dataclasses.replace(ponder, ponder=False, started_at=arrived_at)
+            return self._with_budget(finite)
+
+        self._go.ponderhit(on_the_clock)
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -242,6 +286,16 @@ class Controller:
         self.tablebase = open_syzygy(path, self.listener)
 
     # ------------------------------------------------------------------------------ search
+    def _search_for(self, params: SearchParams) -> Search:
+        """The search (the one place it is made) over the loaded network, with ``params`` and
+        the open tablebases."""
+        assert self.network is not None  # ensure_network() loaded it
+        if self.search is None:
+            self.search = Search(self.network, params, self.cache, self.tablebase)
+        self.search.params = params
+        self.search.tablebase = self.tablebase
+        return self.search
+
     def _with_budget(self, limit: Limit) -> Limit:
         """``limit`` with the time manager's budget for the position to search."""
         black = self.board.turn == chess.BLACK
@@ -250,48 +304,61 @@ class Controller:
         return dataclasses.replace(limit, budget_ms=budget, ceiling_ms=ceiling)
 
     def _search_and_answer(
-        self, board: chess.Board, limit: Limit, clock_budget: float | None, ok: bool
+        self, board: chess.Board, signals: GoSignals, search: Search | None
     ) -> None:
-        start = limit.started_at if limit.started_at is not None else time.monotonic()
+        """The search thread of one go: a run of the go's limit, then one of each ponderhit's,
+        then exactly one bestmove."""
         best = ponder = None
         listener = self.listener
-        try:
-            if not ok:
-                listener.error(
-                    f"no network loaded: {self._load_error}; set WeightsFile (and "
-                    "Backend, BackendOptions) to a network that loads"
-                )
-            elif any(board.legal_moves):
-                search = self.search
-                assert search is not None  # ok: go() made it
-
-                def on_verbose(lines: list[str]) -> None:
-                    for line in lines:
-                        listener.message(line)
-
-                result = search.run(
-                    limit,
-                    on_info=lambda infos: listener.infos(board, infos),
-                    on_verbose=on_verbose,
-                    verbose=bool(self.values["VerboseMoveStats"]),
-                    live_stats=bool(self.values["LogLiveStats"]),
-                )
-                best, ponder = result.bestmove, result.ponder
-        except Exception as exc:
-            listener.error(f"search failed: {type(exc).__name__}: {exc}")
-        if not ok:
+        ran = signals.limit
+        legal = any(board.legal_moves)
+        if search is None:
+            listener.error(
+                f"no network loaded: {self._load_error}; set WeightsFile (and "
+                "Backend, BackendOptions) to a network that loads"
+            )
+        limit: Limit | None = ran
+        while limit is not None:
+            ran = limit
+            if search is not None and legal:
+                best, ponder = _run(search, board, ran, listener, self.values)
+            limit = signals.next_limit(ran, search.rearm if search is not None else _nothing)
+        if search is None:
             best = ponder = None  # bestmove 0000: a GUI must not take this for play
         elif best is None or best not in board.legal_moves:
             best, ponder = next(iter(board.legal_moves), None), None
-        if limit.until_stop and not self._infinite_stop.is_set():
-            # UCI: no bestmove before stop in infinite/ponder mode (ponderhit turns the limit finite).
-            while (
-                not self._infinite_stop.is_set()
-                and self._limit is not None
-                and self._limit.until_stop
-            ):
-                self._infinite_stop.wait(0.01)
-        if self._limit is not None and not self._limit.until_stop:
-            self.timemgr.search_done(clock_budget, (time.monotonic() - start) * 1000.0)
+        if search is not None and not ran.until_stop and ran.movetime is None:
+            # The clock's budget less the time the last run took (lc0's piggy bank); a ponder
+            # go counts from its ponderhit, with the ponderhit's budget.
+            started = ran.started_at if ran.started_at is not None else time.monotonic()
+            self.timemgr.search_done(ran.budget_ms, (time.monotonic() - started) * 1000.0)
         self._bestmove_sent.set()  # the thread only sends this answer and exits
         listener.bestmove(board, best, ponder)
+
+
+def _run(
+    search: Search, board: chess.Board, limit: Limit, listener: Listener, values: Mapping[str, Any]
+) -> tuple[chess.Move | None, chess.Move | None]:
+    """One run of ``limit`` from ``board``, its reports to ``listener``: its bestmove and ponder
+    move (None, None when it failed)."""
+
+    def on_verbose(lines: list[str]) -> None:
+        for line in lines:
+            listener.message(line)
+
+    try:
+        result = search.run(
+            limit,
+            on_info=lambda infos: listener.infos(board, infos),
+            on_verbose=on_verbose,
+            verbose=bool(values["VerboseMoveStats"]),
+            live_stats=bool(values["LogLiveStats"]),
+        )
+    except Exception as exc:
+        listener.error(f"search failed: {type(exc).__name__}: {exc}")
+        return None, None
+    return result.bestmove, result.ponder
+
+
+def _nothing() -> None:
+    """No search to halt or rearm (no network: the go only answers 0000)."""

@@ -15,13 +15,19 @@ if TYPE_CHECKING:
     from engine.search.state import SearchState
 
 
-def best_children(state: SearchState, node: NodeView, count: int, depth: int = 0) -> list[int]:
+def best_children(
+    state: SearchState,
+    node: NodeView,
+    count: int,
+    depth: int = 0,
+    mask: np.ndarray | None = None,
+) -> list[int]:
     """Edge indices of ``node`` by lc0's GetBestChildrenNoTemperature (the compiled
     :func:`engine.search.core.stoppers.rank_edges`): terminal wins first (shortest), then most
-    visits, then higher Q, then higher prior; terminal losses last (longest first)."""
+    visits, then higher Q, then higher prior; terminal losses last (longest first). ``mask``:
+    the edges that may be ranked (a run's root moves, :class:`engine.search.go.Go`; None: all)."""
     if node.n == 0 or not node.expanded:
         return []
-    mask = state.mask if node.id == state.root.id else None
     out = np.zeros(max(0, min(count, len(node.moves))), np.int64)
     flags = np.zeros(0, np.uint8) if mask is None else mask.astype(np.uint8)
     ranked = rank_edges(
@@ -30,7 +36,7 @@ def best_children(state: SearchState, node: NodeView, count: int, depth: int = 0
     return [int(i) for i in out[:ranked]]
 
 
-def temperature_choice(state: SearchState) -> int | None:
+def temperature_choice(state: SearchState, mask: np.ndarray | None = None) -> int | None:
     """A root edge drawn with Temperature (lc0's GetBestChildWithTemperature: visits plus
     TempVisitOffset to the power 1/temperature, among the moves within TempValueCutoff of the
     best Q), or None when the temperature is 0 at this move (then the best child plays).
@@ -55,8 +61,8 @@ def temperature_choice(state: SearchState) -> int | None:
     n = np.array(root.cn, dtype=np.float64)
     cq = np.array(root.cq)
     allowed = n > 0
-    if state.mask is not None:
-        allowed &= state.mask
+    if mask is not None:
+        allowed &= mask
     if not allowed.any():
         return None
     q = np.where(allowed, cq, -np.inf)

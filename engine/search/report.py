@@ -15,6 +15,7 @@ from engine.search.ranking import best_children
 from engine.search.result import ThinkingInfo
 
 if TYPE_CHECKING:
+    from engine.search.go import Go, Tally
     from engine.search.state import SearchState
 
 WDL_MU_FALLBACK = 0.996
@@ -77,11 +78,12 @@ def wdl_permille(wl: float, d: float) -> tuple[int, int, int]:
     return w, dd, l
 
 
-def make_infos(state: SearchState) -> list[ThinkingInfo]:
-    """One ThinkingInfo per principal variation (MultiPV)."""
+def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
+    """One ThinkingInfo per principal variation (MultiPV) of the run of ``go`` that has done
+    ``tally``."""
     root = state.root
     p = state.params
-    st = state.stats()
+    st = state.stats(go, tally)
     common = dict(
         depth=st.average_depth,
         seldepth=st.max_depth,
@@ -94,7 +96,7 @@ def make_infos(state: SearchState) -> list[ThinkingInfo]:
     draw_score = state.draw_score(0)
     default_wl, default_d = -root.wl, root.d
     infos = []
-    edges = best_children(state, root, p.multipv)
+    edges = best_children(state, root, p.multipv, mask=go.mask)
     if not edges and root.n > 0:
         wl, d = default_wl, default_d
         infos.append(

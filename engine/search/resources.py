@@ -1,14 +1,13 @@
 """What outlives a ``go`` (lc0's ``NodeTree`` and backend): the search's state over the tree,
-the game up to the root, the NN cache, the batch buffers, the evaluation workers and the stop
-signals. :class:`engine.search.search.Search` owns one and changes the position; each ``go``'s
+the game up to the root, the NN cache, the batch buffers, the evaluator (the evaluation's
+threads) and the stop signals. :class:`engine.search.search.Search` owns one and changes the position; each ``go``'s
 :class:`engine.search.run.SearchRun` and its :class:`engine.search.worker.SearchWorker` use it.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 import chess
 import numpy as np
@@ -23,9 +22,8 @@ from engine.search.core import cache as ccache
 from engine.search.core import gather as cgather
 from engine.search.core import steps
 from engine.search.core.params import pack
-from engine.search.evaluation import Chunks
+from engine.search.evaluation import Evaluator
 from engine.search.gatherers import Gatherers
-from engine.search.limit import Limit
 from engine.search.pages import PagesAhead
 from engine.search.params import SearchParams
 from engine.search.state import NNCache, SearchState
@@ -57,30 +55,18 @@ class Resources:
         self.hist = self._game
         """The game's rows, then room for a path's (the compiled selection's board)."""
         self.attributes = network.attributes()
-        self.executor, self.device = self._new_executors()
-        self.shared_work: dict[int, Chunks] = {}
-        """Each batch's planes' encoding, then its policies' sort, while its worker does them,
-        by the batch's number: the waiting search thread takes chunks (evaluation.Chunks)."""
-        self.wake = threading.Event()
-        """Set when an evaluation finishes or a stop arrives: the loop waits on it."""
+        self.evaluator = Evaluator(network, self.attributes)
+        """The evaluation's threads, their order and signals (the one owner of them)."""
         self.pages = PagesAhead()  # the tree's and the cache's next pages, backed in advance
         self.stop_flag = np.zeros(1, np.uint8)
         """The stop as the compiled gather reads it."""
-        self.on_device = np.zeros(1, np.int64)
-        """Minibatches handed to the network and not yet answered, as the compiled gather reads
-        it (its partial minibatches); changed under ``device_lock`` only."""
-        self.device_lock = threading.Lock()
-        self._ponderhit_limit: Limit | None = None
         self._pad_key: tuple[int, int] | None = None
         self._pad = np.zeros(1, np.int64)
         self._packed_for: SearchParams | None = None
         self._packed_value = np.zeros(0)
-        self._lock = threading.Lock()
         self.batches: list[cgather.Batch] = []
         self._gatherers = Gatherers(0, 0, 0)
         self._sequence = 0
-        self.timeline: Timeline | None = None
-        """Set by a caller (bin/perf/bench --trace) to record each batch's phase times."""
         self.state.cached_q = self._cached_q
         start = chess.Board()
         self.set_game(start, game_rows(start))
@@ -98,51 +84,36 @@ class Resources:
     def cache(self) -> NNCache:
         return self._cache
 
+    @property
+    def timeline(self) -> Timeline | None:
+        """Each batch's phase times, when a caller sets one (bin/perf/bench --trace); the
+        evaluator records the device's."""
+        return self.evaluator.timeline
+
+    @timeline.setter
+    def timeline(self, timeline: Timeline | None) -> None:
+        self.evaluator.timeline = timeline
+
     def stop(self) -> None:
         """The stop, for the loop, the compiled gather and a waiting run."""
         self.state.stop.set()
         self.stop_flag[0] = 1
-        self.wake.set()
+        self.evaluator.interrupt()
 
-    def ponderhit(self, limit: Limit) -> None:
-        with self._lock:
-            self._ponderhit_limit = limit
+    def rearm(self) -> None:
+        """Forget a stop: the next run searches (a new position, or a ponderhit's new run)."""
+        self.state.stop.clear()
+        self.stop_flag[0] = 0
 
     def close(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        self.device.shutdown(wait=False, cancel_futures=True)
+        self.evaluator.close()
         self.pages.close()
         self._gatherers = self._gatherers.fitting(0, 0, 0)  # closed: the next start anew
-
-    def take_ponderhit(self) -> Limit | None:
-        """The limit a ponderhit gave since the last call, if any."""
-        with self._lock:
-            limit, self._ponderhit_limit = self._ponderhit_limit, None
-        return limit
 
     def next_sequence(self) -> int:
         """The next batch's number (the timeline's)."""
         self._sequence += 1
         return self._sequence
-
-    def renew_executor(self) -> None:
-        """Leave a hung evaluation worker behind: the next calls go to new ones."""
-        self.close()
-        self.executor, self.device = self._new_executors()
-
-    def _new_executors(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
-        """The evaluation workers, one a batch in flight (each prepares its batch's planes,
-        hands the network call to the device's queue and sorts the policy), and the device's
-        workers (one a call the backend runs at once): so that one batch's preparation and
-        sorting overlap another's call, and the calls run in the order the batches went."""
-        # Up to Threads batches are in flight (128 at most, the option's maximum); the pool
-        # starts a thread only when none is idle.
-        self.last_submission: threading.Event | None = None
-        """Set once the last batch sent has its call in the device's queue (the next one
-        waits for it: the calls queue in the order the batches went)."""
-        workers = ThreadPoolExecutor(128, thread_name_prefix="nn-batch")
-        device = ThreadPoolExecutor(self.attributes.concurrency, thread_name_prefix="nn-eval")
-        return workers, device
 
     @property
     def packed(self) -> np.ndarray:
@@ -164,12 +135,11 @@ class Resources:
             self._pad_key = key
         return self._pad
 
-    def walk_info(self) -> np.ndarray:
+    def walk_info(self, root_in_tablebase: bool) -> np.ndarray:
         """The compiled selection's Walk.info (engine/search/core/gather.py)."""
-        state = self.state
         pieces = self.tablebase.max_pieces if self.tablebase is not None else 0
         return np.array(
-            [len(self._game), self._fmt, FILL_FEN_ONLY, pieces, int(state.root_in_tablebase)],
+            [len(self._game), self._fmt, FILL_FEN_ONLY, pieces, int(root_in_tablebase)],
             np.int64,
         )
 

@@ -1,6 +1,7 @@
 """One ``go``: lc0's classic ``Search`` with its constant parameters, over the tree, the NN cache
-and the evaluation workers that outlive it (:class:`engine.search.resources.Resources`, lc0's
-``NodeTree`` and backend).
+and the evaluator that outlive it (:class:`engine.search.resources.Resources`, lc0's
+``NodeTree`` and backend). Its terms are one frozen :class:`engine.search.go.Go` (a ``ponderhit``
+is a new run), its progress a :class:`engine.search.go.Tally`; neither outlives it.
 
 One step (lc0's ExecuteOneIteration), :meth:`SearchRun.step`: stoppers → gather (compiled:
 select, new leaves, planes) → Syzygy probes of the candidates it flagged → evaluate (a worker
@@ -13,6 +14,7 @@ argument.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -23,12 +25,19 @@ from engine.search.answer import choose_move
 from engine.search.core import backup as cbackup
 from engine.search.core import gather as cgather
 from engine.search.core import stoppers as cstop
+from engine.search.go import Go, Tally
 from engine.search.limit import Limit
 from engine.search.memory import full_message, held_bytes, reserve_for_limit
 from engine.search.params import SearchParams
 from engine.search.report import make_infos, verbose_stats
 from engine.search.resources import Resources
-from engine.search.result import INFO_INTERVAL_S, WAIT_SLICE_S, SearchResult, ThinkingInfo
+from engine.search.result import (
+    INFO_INTERVAL_S,
+    WAIT_SLICE_S,
+    SearchResult,
+    SearchStats,
+    ThinkingInfo,
+)
 from engine.search.timeline import Timeline
 from engine.search.worker import SearchWorker
 
@@ -40,8 +49,8 @@ InFlight = tuple[Future, cgather.Batch, int, float]
 
 
 class SearchRun:
-    """One search from the resources' root to ``limit``: its parameters and batch size are fixed at
-    its start (a ``ponderhit`` replaces the limit only); the callbacks get its info lines."""
+    """One search from the resources' root to ``limit``: its terms, parameters and batch size are
+    fixed at its start; the callbacks get its info lines."""
 
     def __init__(
         self,
@@ -55,7 +64,10 @@ class SearchRun:
         self.res = res
         self.state = res.state
         self.params: SearchParams = res.params
-        self.limit = limit
+        start = limit.started_at if limit.started_at is not None else time.monotonic()
+        self.go = Go(limit, start, frozenset(limit.searchmoves))
+        """The run's terms; :meth:`execute` adds the root's (tablebases, searchmoves) once."""
+        self.tally = Tally()
         self.on_info, self.on_verbose = on_info, on_verbose
         self.verbose, self.live_stats = verbose, live_stats
         attributes = res.attributes
@@ -63,41 +75,56 @@ class SearchRun:
         self.failure: BaseException | None = None
         """The exception of a network call that failed (it ended the run)."""
         self.ram_limited = False
-        self.worker = SearchWorker(res, self.params, self.batch_size)
+        self.worker = SearchWorker(res, self.params, self.batch_size, self.go, self.tally)
 
     # ----------------------------------------------------------------------------- the run
     def execute(self) -> SearchResult:
         """Search, then report and answer (bestmove, ponder move, info lines)."""
         state = self.state
-        state.new_search(self.limit)
+        state.changed()
         root_moves = list(state.root_board.legal_moves)
         if not root_moves:
             return SearchResult(None, None, int(state.tree.nodes["n"][0]), 0, 0.0)
+        self._set_go(dataclasses.replace(self.go, initial_visits=int(state.tree.nodes["n"][0])))
         state.tree = reserve_for_limit(state.tree, self.params)
         self._filter_root_by_tablebase()
-        if state.searchmoves:
+        if self.go.searchmoves:
             self.worker.expand_root()
             moves = state.root.moves or ()
-            state.mask = np.array([m in state.searchmoves for m in moves], bool)
-            if not state.mask.any():
-                state.mask = None
+            mask = np.array([m in self.go.searchmoves for m in moves], bool)
+            self._set_go(dataclasses.replace(self.go, mask=mask if mask.any() else None))
         self._loop()
         state.changed()
         self._report_the_end()
-        infos = make_infos(state) if state.tree.nodes["n"][0] > 0 else []
+        infos = self._infos() if state.tree.nodes["n"][0] > 0 else []
         if self.on_info is not None and infos:
             self.on_info(infos)
         if self.verbose and self.on_verbose is not None and state.root.expanded:
             self.on_verbose(verbose_stats(state))
-        best, ponder = choose_move(state, root_moves, self.res.cached_root_moves)
+        best, ponder = choose_move(state, self.go, root_moves, self.res.cached_root_moves)
         return SearchResult(
             best,
             ponder,
             int(state.tree.nodes["n"][0]),
-            state.total_playouts,
-            (time.monotonic() - state.start) * 1000.0,
+            self.tally.playouts,
+            (time.monotonic() - self.go.start) * 1000.0,
             tuple(infos),
         )
+
+    def stats(self) -> SearchStats:
+        """The run's counters as the reports read them."""
+        return self.state.stats(self.go, self.tally)
+
+    def _set_go(self, go: Go) -> None:
+        """The run's terms with the root's added (before the loop: fixed from then on)."""
+        self.go = self.worker.go = go
+
+    def _infos(self) -> list[ThinkingInfo]:
+        return make_infos(self.state, self.go, self.tally)
+
+    def _elapsed_ms(self) -> float:
+        """Milliseconds of this run by the search's clock (the stoppers' time)."""
+        return self.state.clock.elapsed_ms(self.go.start, self.tally.playouts)
 
     def memory_bytes(self) -> int:
         """What the tree and the NN cache hold now."""
@@ -121,7 +148,6 @@ class SearchRun:
         last_info, last_best = 0.0, None
         try:
             while not state.stop.is_set():
-                self._maybe_ponderhit()
                 if not self.step(pending, free):
                     break
                 now = time.monotonic()
@@ -133,7 +159,7 @@ class SearchRun:
                     state.changed()
                     best = self._current_best()
                     if now - last_info >= INFO_INTERVAL_S or best != last_best:
-                        self.on_info(make_infos(state))
+                        self.on_info(self._infos())
                         if self.live_stats and self.on_verbose is not None:
                             self.on_verbose(verbose_stats(state))
                         last_info, last_best = now, best
@@ -146,19 +172,19 @@ class SearchRun:
     def step(self, pending: list[InFlight], free: list[cgather.Batch]) -> bool:
         """One iteration: stoppers, gather a batch if one may go in flight, back up the oldest
         when it must; False when the search is over."""
-        state = self.state
+        state, tally, limit = self.state, self.tally, self.go.limit
         state.changed()
         summary = self._summary()
         progress = cstop.Progress(
-            state.elapsed_ms(),
-            state.total_playouts,
-            state.cum_depth,
-            state.batches,
-            state.first_eval_time,
+            self._elapsed_ms(),
+            tally.playouts,
+            tally.depth_sum,
+            tally.batches,
+            tally.first_eval_time,
             self.memory_bytes() if self.params.ram_limit_bytes > 0 else 0,
         )
-        reached, remaining, state.first_eval_time = cstop.limit_reached(
-            state.limit, self.params, summary, progress
+        reached, remaining, tally.first_eval_time = cstop.limit_reached(
+            limit, self.params, summary, progress
         )
         full = summary.visits >= self.params.max_tree_nodes or (
             0 < self.params.ram_limit_bytes <= progress.memory_bytes
@@ -168,7 +194,7 @@ class SearchRun:
             if self.on_verbose is not None:  # now: under go infinite the search goes on
                 nodes = int(state.tree.nodes["n"][0])
                 self.on_verbose([full_message(nodes, self.params, self.memory_bytes())])
-        if reached and not state.limit.until_stop:
+        if reached and not limit.until_stop:
             return False
         progressed = False
         in_flight = self.params.threads
@@ -180,7 +206,7 @@ class SearchRun:
             if self.failure is not None:
                 return False
         elif not pending and not progressed:
-            if not state.limit.until_stop:
+            if not limit.until_stop:
                 return False
             state.stop.wait(WAIT_SLICE_S)
         return True
@@ -222,40 +248,25 @@ class SearchRun:
     # ----------------------------------------------------------------------------- helpers
     def _summary(self) -> cstop.RootSummary:
         state = self.state
-        return cstop.summarize(state.tree, state.draw_score(0), state.mask)
+        return cstop.summarize(state.tree, state.draw_score(0), self.go.mask)
 
     def _wait(self, future: Future, submitted: float, seq: int = -1) -> bool:
         """Wait for ``future``; False on a stop, the time limit, or a network call that has not
         returned in NETWORK_STALL_S (then ``failure`` says so, and the stalled worker is left
         behind: the next search's calls go to a new one)."""
-        state, res = self.state, self.res
-        while not future.done():
-            # Chunks of any batch's encoding or sort while waiting anyway (this one's first).
-            shared = [(k, w) for k, w in list(res.shared_work.items()) if w.open]
-            if shared:
-                for _, work in sorted(shared, key=lambda kw: kw[0] != seq):
-                    work.run()
-                continue
+        state, evaluator = self.state, self.res.evaluator
+        # The evaluator hands the waiting thread chunks of any batch's encoding or sort.
+        while not evaluator.wait(future, seq):
             if state.stop.is_set() or cstop.time_up(
-                state.limit, state.elapsed_ms(), int(state.tree.nodes["n"][0])
+                self.go.limit, self._elapsed_ms(), int(state.tree.nodes["n"][0])
             ):
                 return False
             stalled = time.monotonic() - submitted
             if stalled > NETWORK_STALL_S:
                 self.failure = TimeoutError(f"no answer from the network in {stalled:.0f} s")
-                res.renew_executor()
+                evaluator.renew()
                 return False
-            res.wake.wait(WAIT_SLICE_S)
-            res.wake.clear()
         return True
-
-    def _maybe_ponderhit(self) -> None:
-        limit = self.res.take_ponderhit()
-        if limit is not None:
-            state = self.state
-            state.limit = limit
-            state.start = limit.started_at if limit.started_at is not None else time.monotonic()
-            state.first_eval_time = None
 
     def _filter_root_by_tablebase(self) -> None:
         state, tablebase = self.state, self.res.tablebase
@@ -264,10 +275,10 @@ class SearchRun:
         probe = tablebase.root_moves(state.root_board.copy(), self.params.syzygy_fast_play)
         if probe is None:
             return
-        state.root_in_tablebase = True
-        state.counters[cbackup.TB_HITS] += 1
-        allowed = set(probe.moves)
-        state.searchmoves = (state.searchmoves & allowed) or allowed
+        self.tally.counters[cbackup.TB_HITS] += 1
+        allowed = frozenset(probe.moves)
+        searchmoves = (self.go.searchmoves & allowed) or allowed
+        self._set_go(dataclasses.replace(self.go, root_in_tablebase=True, searchmoves=searchmoves))
 
     def _current_best(self) -> int | None:
         best = self._summary().best

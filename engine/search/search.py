@@ -1,5 +1,5 @@
 """The search as the controller sees it (lc0's ``Search`` and ``NodeTree`` together): the
-position, a ``go`` at a time, the stop and ponderhit. What outlives a ``go`` (the tree, the NN
+position, a ``go`` at a time, the stop. What outlives a ``go`` (the tree, the NN
 cache, the batch buffers, the evaluation workers) is its :class:`Resources`; each ``go`` is one
 :class:`engine.search.run.SearchRun` over them (lc0's ``Search``), whose phases are compiled
 (numba, engine/search/core/)."""
@@ -18,7 +18,7 @@ from engine.search.core.view import NodeView
 from engine.search.limit import Limit
 from engine.search.params import SearchParams
 from engine.search.resources import Resources
-from engine.search.result import SearchResult, SearchStats, ThinkingInfo
+from engine.search.result import SearchResult, ThinkingInfo
 from engine.search.run import SearchRun
 from engine.search.state import NNCache, SearchState
 from engine.search.timeline import Timeline
@@ -81,8 +81,7 @@ class Search:
         is forgotten; one asked for after it ends the next ``run`` at once, even if that
         ``run`` has not begun yet."""
         state, res = self.state, self.resources
-        state.stop.clear()
-        res.stop_flag[0] = 0
+        res.rearm()
         old = state.root_board
         new_stack, old_stack = board.move_stack, old.move_stack
         rows = game_rows(board)
@@ -114,17 +113,18 @@ class Search:
         self.state.changed()
 
     def stop(self) -> None:
+        """End the running search (and one that starts before :meth:`rearm` or the next
+        :meth:`set_position`)."""
         self.resources.stop()
 
-    def ponderhit(self, limit: Limit) -> None:
-        """Turn a ponder search into a normal one with ``limit`` counted from now."""
-        self.resources.ponderhit(limit)
+    def rearm(self) -> None:
+        """Forget a stop, keeping the position and tree: the next ``run`` searches on (a
+        ponderhit's run after the ponder run it stopped, as lc0's ``PonderHit`` re-issues
+        ``Go``)."""
+        self.resources.rearm()
 
     def close(self) -> None:
         self.resources.close()
-
-    def stats(self) -> SearchStats:
-        return self.state.stats()
 
     def run(
         self,
@@ -135,7 +135,6 @@ class Search:
         live_stats: bool = False,
     ) -> SearchResult:
         """Search the current position to ``limit`` (one :class:`SearchRun`)."""
-        self.resources.take_ponderhit()  # one from before this run does not count
         return SearchRun(self.resources, limit, on_info, on_verbose, verbose, live_stats).execute()
 
 

@@ -1,4 +1,4 @@
-"""What a running search's reports read (:class:`SearchState`), and its NN cache."""
+"""What outlives a ``go`` and the reports read (:class:`SearchState`), and the NN cache."""
 
 from __future__ import annotations
 
@@ -8,14 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import chess
-import numpy as np
 
 from engine.backend import Network
-from engine.search.core import backup as cbackup
 from engine.search.core import cache as ccache
 from engine.search.core import tree as ctree
 from engine.search.core.view import NodeView
-from engine.search.limit import Limit
+from engine.search.go import Go, Tally
 from engine.search.params import SearchParams
 from engine.search.result import SearchStats
 
@@ -74,7 +72,9 @@ Clock = WallClock | PlayoutClock
 
 
 class SearchState:
-    """What the stoppers and the reports read of a running search, over the array tree."""
+    """What outlives a ``go`` and the reports read of it: the array tree, the game up to its root,
+    the parameters, the network and its NN cache, the stoppers' clock, the stop signal. A run's
+    own terms and progress are its :class:`engine.search.go.Go` and ``Tally``."""
 
     def __init__(self, network: Network, params: SearchParams, cache: NNCache) -> None:
         self.clock: Clock = WallClock()
@@ -83,16 +83,7 @@ class SearchState:
         self.params = params
         self.cache = cache
         self.tree = ctree.new_tree()
-        self.counters = np.zeros(4, np.int64)
         self.root_board = chess.Board()
-        self.limit = Limit()
-        self.start = 0.0
-        self.batches = 0
-        self.first_eval_time: float | None = None
-        self.initial_visits = 0
-        self.searchmoves: set[chess.Move] = set()
-        self.root_in_tablebase = False
-        self.mask: np.ndarray | None = None
         self.stop = threading.Event()
         self._root: NodeView | None = None
         self.cached_q: Callable[[chess.Move | None], float | None] | None = None
@@ -116,51 +107,20 @@ class SearchState:
     def root_ply(self) -> int:
         return len(self.root_board.move_stack)
 
-    @property
-    def total_playouts(self) -> int:
-        return int(self.counters[cbackup.PLAYOUTS])
-
-    @property
-    def cum_depth(self) -> int:
-        return int(self.counters[cbackup.DEPTH_SUM])
-
-    @property
-    def max_depth(self) -> int:
-        return int(self.counters[cbackup.MAX_DEPTH])
-
-    @property
-    def tb_hits(self) -> int:
-        return int(self.counters[cbackup.TB_HITS])
-
-    def new_search(self, limit: Limit) -> None:
-        self.start = limit.started_at if limit.started_at is not None else time.monotonic()
-        self.limit = limit
-        self.counters[:] = 0
-        self.batches = 0
-        self.first_eval_time = None
-        self.initial_visits = int(self.tree.nodes["n"][0])
-        self.searchmoves = set(limit.searchmoves)
-        self.root_in_tablebase = False
-        self.mask = None
-        self.changed()
-
     def draw_score(self, depth: int) -> float:
         """lc0's GetDrawScore: DrawScore is White's at the root, its sign alternating."""
         ds = self.params.draw_score
         root_black = self.root_board.turn == chess.BLACK
         return ds if ((depth % 2 == 1) == root_black) else -ds
 
-    def elapsed_ms(self) -> float:
-        """Milliseconds of this search by its clock (the stoppers' time)."""
-        return self.clock.elapsed_ms(self.start, self.total_playouts)
-
-    def stats(self) -> SearchStats:
+    def stats(self, go: Go, tally: Tally) -> SearchStats:
+        """The counters of the run of ``go`` that has done ``tally``, as the reports read them."""
         return SearchStats(
-            elapsed_ms=self.elapsed_ms(),
-            nodes=self.total_playouts + self.initial_visits,
-            playouts=self.total_playouts,
-            depth_sum=self.cum_depth,
-            max_depth=self.max_depth,
-            tb_hits=self.tb_hits,
+            elapsed_ms=self.clock.elapsed_ms(go.start, tally.playouts),
+            nodes=tally.playouts + go.initial_visits,
+            playouts=tally.playouts,
+            depth_sum=tally.depth_sum,
+            max_depth=tally.max_depth,
+            tb_hits=tally.tb_hits,
             hashfull=self.cache.hashfull(),
         )

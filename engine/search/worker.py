@@ -2,17 +2,17 @@
 probe its tablebase candidates, hand it to the network, expand and back up what comes back
 (compiled), or drop it unfinished.
 
-A :class:`SearchWorker` lives for one ``go`` (its batch size and the selection's constants are
-fixed at the start); the tree, the NN cache, the batch buffers and the evaluation threads are
-the resources' (:class:`engine.search.resources.Resources`), which outlive it. The batch's
-evaluation, on a thread beside the search's, is :mod:`engine.search.evaluation`'s. The loop that decides
+A :class:`SearchWorker` lives for one ``go`` (its :class:`engine.search.go.Go`, batch size and
+the selection's constants are fixed at the start; it adds to the run's ``Tally``); the tree, the
+NN cache, the batch buffers and the evaluator are the resources'
+(:class:`engine.search.resources.Resources`), which outlive it. The batch's evaluation, on a
+thread beside the search's, is :class:`engine.search.evaluation.Evaluator`'s. The loop that decides
 when each phase runs is :class:`engine.search.run.SearchRun`.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from concurrent.futures import Future
 
 import numpy as np
@@ -30,7 +30,8 @@ from engine.search.core import steps
 from engine.search.core import stoppers as cstop
 from engine.search.core import tree as ctree
 from engine.search.core.calls import direct
-from engine.search.evaluation import Chunks, network_heads, run_network
+from engine.search.evaluation import Job, network_heads
+from engine.search.go import Go, Tally
 from engine.search.params import SearchParams
 from engine.search.resources import Resources
 
@@ -50,9 +51,12 @@ class SearchWorker:
     """Gathers, evaluates and backs up the minibatches of one search (``batch_size`` leaves at
     most) over the resources' tree."""
 
-    def __init__(self, res: Resources, params: SearchParams, batch_size: int) -> None:
+    def __init__(
+        self, res: Resources, params: SearchParams, batch_size: int, go: Go, tally: Tally
+    ) -> None:
         self.res, self.state, self.params = res, res.state, params
         self.batch_size = batch_size
+        self.go, self.tally = go, tally
         self._walk_consts = (np.zeros(5, np.int64), np.zeros(2))
 
     def prepare(self) -> list[cgather.Batch]:
@@ -62,7 +66,7 @@ class SearchWorker:
         rows = max(self.batch_size, p.max_prefetch)
         res.ensure_batches(p.threads, rows, csplit.spare_rows(p.task_workers + 1))
         self._walk_consts = (
-            res.walk_info(),
+            res.walk_info(self.go.root_in_tablebase),
             np.array([state.draw_score(0), state.draw_score(1)], np.float64),
         )
         return list(res.batches)
@@ -85,12 +89,18 @@ class SearchWorker:
         ring, written = res.cache.arrays.ring, int(res.cache.arrays.meta[ccache.WRITE])
         res.pages.ahead(ring, min(written, len(ring)))
         collisions_left = p.collision_visit_limit(min(int(state.tree.nodes["n"][0]), remaining))
-        nodes_left = state.limit.nodes if state.limit.nodes is not None else -1
+        nodes_left = self.go.limit.nodes if self.go.limit.nodes is not None else -1
         pad = res.pad_table(size, p.max_prefetch)
         info, draw_scores = self._walk_consts
         root_filter = self.root_filter(remaining, best)
         walk = cgather.Walk(
-            res.hist, info, draw_scores, root_filter, res.stop_flag, res.on_device, _UNSHARED
+            res.hist,
+            info,
+            draw_scores,
+            root_filter,
+            res.stop_flag,
+            res.evaluator.on_device,
+            _UNSHARED,
         )
         self._run_gather(
             batch, walk, size, max_ooo, collisions_left, p.max_collision_events, nodes_left, pad
@@ -109,38 +119,20 @@ class SearchWorker:
         collisions left, collision events, nodes left (-1: none), prefetch table (int64)."""
         state, res = self.state, self.res
         tree, packed, cache = state.tree, res.packed, res.cache.arrays
+        counters = self.tally.counters
         gatherers = res.gatherers_for(self.params.task_workers, len(batch.req))
         if not gatherers.helpers or limits[0] < csplit.MIN_SHARED_VISITS:
-            gather_minibatch(tree, packed, state.counters, cache, batch, walk, *limits)
+            gather_minibatch(tree, packed, counters, cache, batch, walk, *limits)
             return
         gen = gatherers.start(tree, packed, cache, batch, walk)
         crew = gatherers.crew
-        gather_shared(tree, packed, state.counters, cache, batch, walk, *limits, crew, gen)
+        gather_shared(tree, packed, counters, cache, batch, walk, *limits, crew, gen)
 
     def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> Future:
-        """The batch's first ``n`` positions handed to an evaluation thread; the future wakes
-        the run's loop when done."""
-        res = self.res
-        timeline = res.timeline
-        with res.device_lock:
-            res.on_device[0] += 1
+        """The batch's first ``n`` positions handed to the evaluator; the future wakes the
+        run's loop when done."""
         temperature = self.params.policy_softmax_temp
-        queued = threading.Event()
-        after, res.last_submission = res.last_submission, queued
-
-        def share(chunks: Chunks | None) -> None:
-            if chunks is None:
-                res.shared_work.pop(seq, None)
-            else:
-                res.shared_work[seq] = chunks
-                res.wake.set()
-
-        future = res.executor.submit(
-            run_network, res.network, res.attributes, batch, self._walk_consts[0], n, temperature,
-            res.device, timeline, seq, (after, queued), share,
-        )  # fmt: skip
-        future.add_done_callback(lambda _: _answered(res))
-        return future
+        return self.res.evaluator.submit(Job.of(batch, n, seq, self._walk_consts[0], temperature))
 
     def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
         """Expand the batch's leaves with the network's answer and back their values up (or
@@ -154,7 +146,7 @@ class SearchWorker:
         expand_and_backup(
             state.tree,
             res.packed,
-            state.counters,
+            self.tally.counters,
             res.cache.arrays,
             batch.req,
             batch.sorted_moves,
@@ -168,7 +160,7 @@ class SearchWorker:
             batch.order,
             n,
         )
-        state.batches += 1
+        self.tally.batches += 1
 
     def abandon(self, batch: cgather.Batch) -> None:
         """Drop an unfinished batch: its visits out of flight."""
@@ -190,10 +182,11 @@ class SearchWorker:
             if wdl is None:
                 r += 1
                 continue
-            state.counters[cbackup.TB_HITS] += 1
+            counters = self.tally.counters
+            counters[cbackup.TB_HITS] += 1
             wl = -1.0 if wdl == tb.WIN else (1.0 if wdl == tb.LOSS else 0.0)
             node = int(batch.req["node"][r])
-            steps.tablebase_terminal(state.tree, res.packed, state.counters, node, wl, depth)
+            steps.tablebase_terminal(state.tree, res.packed, counters, node, wl, depth)
             steps.drop_request(batch, r, n)
             n -= 1
             hits += 1
@@ -204,8 +197,7 @@ class SearchWorker:
         """Root moves that may get visits (searchmoves, and lc0's pruning in selection: a move
         whose visits cannot reach the best move's in the playouts expected to remain); empty
         when every move may."""
-        state = self.state
-        tree, mask = state.tree, state.mask
+        tree, mask = self.state.tree, self.go.mask
         edges = int(tree.nodes["nedges"][0])
         if remaining != math.inf and edges > 0 and int(tree.nodes["n"][0]) > 0 and best >= 0:
             out = np.zeros(edges, np.uint8)
@@ -225,11 +217,11 @@ class SearchWorker:
         no_filter = np.zeros(0, np.uint8)
         walk = cgather.Walk(
             res.hist,
-            res.walk_info(),
+            res.walk_info(self.go.root_in_tablebase),
             np.zeros(2, np.float64),
             no_filter,
             res.stop_flag,
-            res.on_device,
+            res.evaluator.on_device,
             _UNSHARED,
         )
         self._run_gather(batch, walk, 1, 1, 1, 1, -1, np.zeros(2, np.int64))
@@ -237,17 +229,9 @@ class SearchWorker:
         if n:
             try:
                 temperature = self.params.policy_softmax_temp
-                out = run_network(res.network, res.attributes, batch, walk.info, n, temperature)
+                out = res.evaluator.evaluate_here(Job.of(batch, n, 0, walk.info, temperature))
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable
                 raise
             self.process(batch, out)
         state.changed()
-
-
-def _answered(res: Resources) -> None:
-    """An evaluation finished (or was cancelled): one minibatch fewer on the device; wake the
-    loop."""
-    with res.device_lock:
-        res.on_device[0] -= 1
-    res.wake.set()

@@ -96,8 +96,9 @@ def test_low_clock_with_increment_spends_less_than_the_increment():
 
 def test_a_go_line_reaches_search_and_time_manager_as_one_limit(monkeypatch):
     """The UCI parser makes one Limit; the search gets that same record with the time manager's
-    budget (none while pondering), and ponderhit hands it the record with ponder off, the clock
-    restarted and the budget computed from the same clock readings."""
+    budget (none while pondering), and ponderhit starts a second run (lc0's PonderHit re-issues
+    Go) with the record with ponder off, the clock restarted and the budget computed from the
+    same clock readings; the answer is that run's."""
     import dataclasses
     import io
     import threading
@@ -110,16 +111,15 @@ def test_a_go_line_reaches_search_and_time_manager_as_one_limit(monkeypatch):
     from engine.uci import UciEngine
 
     runs: list[Limit] = []
-    hits: list[Limit] = []
     started = threading.Event()
 
     def run(self, limit, **kwargs):
         runs.append(limit)
         started.set()
-        return SearchResult(chess.Move.from_uci("e7e5"), None, 0, 0, 0.0)
+        answer = "d7d5" if limit.ponder else "e7e5"
+        return SearchResult(chess.Move.from_uci(answer), None, 0, 0, 0.0)
 
     monkeypatch.setattr(Search, "run", run)
-    monkeypatch.setattr(Search, "ponderhit", lambda self, limit: hits.append(limit))
     out = io.StringIO()
     uci = UciEngine(out, {"Backend": "random", "MoveOverheadMs": OVERHEAD})
     uci.handle("position startpos moves e2e4")
@@ -139,6 +139,7 @@ def test_a_go_line_reaches_search_and_time_manager_as_one_limit(monkeypatch):
     finite = dataclasses.replace(limit, ponder=False)
     budget = TimeManager(OVERHEAD).budget_ms(finite, black_to_move=True, game_ply=1)
     assert budget is not None and budget > 0
+    hits = runs[1:]
     assert hits == [dataclasses.replace(finite, started_at=hits[0].started_at, budget_ms=budget,
                                         ceiling_ms=30_000 - OVERHEAD)]
     assert hits[0].started_at >= limit.started_at and not hits[0].until_stop
@@ -164,3 +165,27 @@ def test_the_budget_waits_for_the_roots_first_evaluation_up_to_the_ceiling():
     assert not time_up(limit, 250.0, root_visits=0)
     assert time_up(limit, 1_000.0, root_visits=0)
     assert not time_up(Limit(infinite=True, budget_ms=200.0), 5_000.0, root_visits=1)
+
+
+def test_ponderhit_banks_the_time_its_search_left_unused():
+    """After ponderhit the search runs on the ponderhit's budget, and what it leaves unused goes
+    to the time bank as after any go on the clock (lc0's piggy bank: its PonderHit re-issues Go,
+    whose stopper banks on completion). A search of 50 nodes uses milliseconds of a budget of
+    seconds: nearly all of it is banked."""
+    import io
+
+    import engine.backends  # noqa: F401  (registers the random backend)
+    from engine.uci import UciEngine
+
+    out = io.StringIO()
+    uci = UciEngine(out, {"Backend": "random", "MoveOverheadMs": OVERHEAD})
+    uci.handle("position startpos moves e2e4")
+    uci.handle("go ponder wtime 60000 btime 60000 nodes 50")
+    uci.handle("ponderhit")
+    uci.controller.wait(10)
+    assert out.getvalue().splitlines()[-1].startswith("bestmove ")
+    budget = TimeManager(OVERHEAD).budget_ms(Limit(wtime=60_000, btime=60_000), True, 1)
+    assert budget is not None and budget > 1_000
+    spared = uci.controller.timemgr.time_spared_ms
+    assert budget - 1_000 < spared <= budget, (spared, budget)
+    uci.handle("quit")

@@ -48,7 +48,6 @@ def _one_gather(search: Search, helpers: int) -> tuple[list[int], np.ndarray]:
     events)."""
     search.params = from_options(OPTIONS | {"TaskWorkers": helpers})
     run = SearchRun(search.resources, Limit(nodes=10**9))
-    search.state.new_search(run.limit)
     batch = run.worker.prepare()[0]
     n, _ = run.worker.gather(batch)
     keys = sorted(int(k) for k in batch.req["key"][:n])

@@ -86,12 +86,12 @@ def _gather_two_without_backup(search: Search, batch_size: int) -> tuple[int, in
     pending) while the second is gathered, as in the loop with Threads=2; both are then
     abandoned. Returns the two batches' request counts."""
     run = SearchRun(search.resources, Limit(infinite=True))
-    search.state.new_search(run.limit)
     first, second = run.worker.prepare()
     n1, _ = run.worker.gather(first)
     n2, _ = run.worker.gather(second)
     run.worker.abandon(second)
     run.worker.abandon(first)
+    search.state.changed()  # the root's view read anew (a run's loop does it at each step)
     return n1, n2
 
 
@@ -121,17 +121,16 @@ def _gather_one(search: Search, on_device: int) -> int:
     """Gather one minibatch on the current tree with ``on_device`` minibatches said to be on
     the network, then abandon it; returns its request count."""
     deadline = time.monotonic() + 10
-    while search.resources.on_device[0] != 0 and time.monotonic() < deadline:
+    while search.resources.evaluator.on_device[0] != 0 and time.monotonic() < deadline:
         time.sleep(0.001)  # the last search's abandoned minibatches come back first
-    assert search.resources.on_device[0] == 0
+    assert search.resources.evaluator.on_device[0] == 0
     run = SearchRun(search.resources, Limit(infinite=True))
-    search.state.new_search(run.limit)
     batch = run.worker.prepare()[0]
-    search.resources.on_device[0] = on_device
+    search.resources.evaluator.on_device[0] = on_device
     try:
         n, _ = run.worker.gather(batch)
     finally:
-        search.resources.on_device[0] = 0
+        search.resources.evaluator.on_device[0] = 0
     run.worker.abandon(batch)
     return n
 
