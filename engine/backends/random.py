@@ -12,10 +12,10 @@ backend takes them:
 
 - ``delay``: milliseconds each batch takes (a number >= 0; default 0): a simulated accelerator
   that answers any batch in ``delay`` ms, through UCI as well as in ``bin/perf/bench``. The
-  evaluating thread computes the outputs and sleeps the rest of the delay, as it would wait for
-  a device. So the batch's time is the delay, as with lc0's random backend, whose device call
-  is the sleep alone (its outputs are hashes its search threads compute). The outputs are the
-  same with any delay.
+  evaluating thread computes the outputs, then waits for the one simulated device: the batches
+  take turns for their ``delay`` ms of it, as on one GPU stream, so no number of threads
+  calling at once passes one batch every ``delay`` ms (a lone call takes the delay). The
+  outputs are the same with any delay.
 - ``seed``: an integer >= 0 (default 0) mixed into every position's hash: another seed, another
   (equally deterministic) network.
 
@@ -25,6 +25,7 @@ Any other key raises :class:`engine.backend.OptionError` naming it and the allow
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -174,6 +175,25 @@ def _reverse_bytes_bits(x):
     )
 
 
+class _Device:
+    """The one simulated device of a ``delay``: each call has it for ``delay_s`` in turn, from
+    when the call began or the previous call's turn ended, whichever is later."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self._lock = threading.Lock()
+        self._free_at = 0.0
+
+    def run(self, called_at: float) -> None:
+        """The turn of a call made at ``called_at`` (time.perf_counter()): returns when it ends."""
+        if self.delay_s <= 0:
+            return
+        with self._lock:
+            begin = max(called_at, self._free_at)
+            end = self._free_at = begin + self.delay_s
+        time.sleep(max(0.0, end - time.perf_counter()))
+
+
 class RandomNetwork:
     """A Network whose outputs are a pure function of the input planes; has WDL, no moves-left head."""
 
@@ -188,6 +208,7 @@ class RandomNetwork:
         self.name = name
         self.delay_ms = float(delay_ms)
         self.seed = int(seed)
+        self._device = _Device(self.delay_ms / 1000.0)
         self._seed_word = np.uint64((self.seed * _SEED_WORD) % 2**64)
         # Compile (or load from numba's cache) now, not in a go; without the delay.
         RandomNetwork._outputs(self, np.zeros((1, INPUT_PLANES, 8, 8), np.float32))
@@ -233,8 +254,7 @@ class RandomNetwork:
         ``delay`` option, the call takes ``delay_ms`` in all (a simulated accelerator's batch)."""
         start = time.perf_counter()
         out = self._outputs(planes)
-        if self.delay_ms > 0:
-            time.sleep(max(0.0, start + self.delay_ms / 1000.0 - time.perf_counter()))
+        self._device.run(start)
         return out
 
     def evaluate_packed(self, masks: np.ndarray, values: np.ndarray) -> NetworkOutput:
@@ -250,8 +270,7 @@ class RandomNetwork:
             np.ascontiguousarray(values, np.float32).view(np.uint32),
             _HASH_WORDS, self._seed_word, _LOGITS, _WDL, policy, q, d,
         )  # fmt: skip
-        if self.delay_ms > 0:
-            time.sleep(max(0.0, start + self.delay_ms / 1000.0 - time.perf_counter()))
+        self._device.run(start)
         return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
 
     def _outputs(self, planes: np.ndarray) -> NetworkOutput:

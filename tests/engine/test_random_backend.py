@@ -43,6 +43,23 @@ def test_delay_is_applied_and_outputs_do_not_change():
     assert "delay 20 ms" in net.attributes().description[0]
 
 
+def test_the_delay_models_one_device_that_calls_take_in_turn():
+    """Issue 65 item 5: calls made at once on several threads share the one simulated device,
+    as batches on one GPU stream: 12 calls of 10 ms from 4 threads take at least 120 ms
+    (each sleeping on its own, they took about 30), packed and float planes alike."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    net = load("", "delay=10")
+    planes = _planes()
+    masks = np.zeros((len(planes), 112), np.uint64)
+    values = np.zeros((len(planes), 112), np.float32)
+    calls = [lambda: net.evaluate(planes), lambda: net.evaluate_packed(masks, values)] * 6
+    start = time.perf_counter()
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda call: call(), calls))
+    assert time.perf_counter() - start >= 12 * 0.010
+
+
 def test_fractional_delay_and_seed():
     assert parse_options(" delay = 2.5 , seed=7 ") == {"delay": 2.5, "seed": 7}
     planes = _planes()
