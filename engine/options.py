@@ -343,9 +343,9 @@ OPTIONS: tuple[Option, ...] = (
         "thread-idling-threshold",
         "The network counts as idle while Threads minus the minibatches it is computing is above "
         "this: gathering then stops early and hands over what it has (lc0's partial batches; "
-        "lc0's default is 1). Threads or more, as the default: never, which keeps a search "
-        "independent of the network's timing; on a fixed-latency device partial batches cost "
-        "nodes/s here (docs/engine.md).",
+        "lc0's default is 1). Threads or more, as the default: never, which keeps every "
+        "minibatch full whatever the network's timing; on a fixed-latency device partial "
+        "batches cost nodes/s here (docs/engine.md).",
         0,
         128,
         param="thread_idling_threshold",
@@ -681,14 +681,13 @@ OPTIONS: tuple[Option, ...] = (
     _o(
         "Threads",
         SPIN,
-        2,
+        0,
         "threads",
-        "Minibatches in flight, as lc0's search threads (each of which gathers one minibatch and "
-        "waits for its evaluation): 1 gathers, evaluates and backs up one at a time; 2 (lc0's "
-        "default on two cores) gathers the next while one is evaluated, or while two are on a "
-        "backend that runs two at once. Here one search thread gathers them all; each batch's "
-        "worker thread prepares its planes, calls the backend and sorts the policy beside it.",
-        1,
+        "Search threads, as lc0's: each gathers a minibatch from the one tree, evaluates it "
+        "and backs it up, so Threads minibatches are in flight at most. 0: automatic, the "
+        "host's cores up to 2 (more gathered nothing more on two cores, and each thread's "
+        "minibatch is gathered knowing less of the others'). 1: a repeatable search.",
+        0,
         128,
         param="threads",
     ),
@@ -716,7 +715,8 @@ OPTIONS: tuple[Option, ...] = (
         "lc0: at most this many search threads gather minibatches at once (0: no limit).",
         0,
         128,
-        inert="one search thread gathers every minibatch here, as lc0's at its default 1",
+        inert="the search threads' gathers take turns under the nodes lock here, as lc0's at "
+        "its default 1",
     ),
     _o(
         "MinimumProcessingWork",
@@ -764,7 +764,7 @@ OPTIONS: tuple[Option, ...] = (
         False,
         "search-spin-backoff",
         "lc0: back off in the spin lock by which search threads take turns.",
-        inert="one search thread here: no lock to spin on",
+        inert="the search threads wait for the nodes lock in the kernel here: no spin lock",
     ),
     _o(
         "GarbageCollectionDelay",
@@ -822,11 +822,6 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
         "lc0's backends (blas, cuda, …) are not here; the XLA one runs lc0's networks",
     ),
     Lc0Difference(
-        ("Threads",),
-        "default 2, 1 … 128 (lc0 0 = automatic, 0 … 128)",
-        "minibatches in flight; 2 is lc0's automatic value on two cores",
-    ),
-    Lc0Difference(
         ("TaskWorkers",),
         "default 0, 0 … 63 (lc0 -1 = heuristic, -1 … 128)",
         "helpers gained nothing on two cores (docs/engine.md, 'Gathering on several threads')",
@@ -834,7 +829,7 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
     Lc0Difference(
         ("ThreadIdlingThreshold",),
         "default 128 (lc0 1)",
-        "a search independent of the network's timing; partial batches cost nodes/s on a "
+        "full minibatches whatever the network's timing; partial batches cost nodes/s on a "
         "fixed-latency device (docs/engine.md)",
     ),
     Lc0Difference(

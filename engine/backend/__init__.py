@@ -52,6 +52,10 @@ class NetworkOutput:
         return int(self.q.shape[0])
 
 
+ANY_CALLS = 128
+"""A ``BackendAttributes.concurrency`` from which a backend takes any number of calls at once."""
+
+
 @dataclass(frozen=True)
 class BackendAttributes:
     """What a loaded network tells the engine about itself (lc0's ``BackendAttributes``), as
@@ -69,7 +73,9 @@ class BackendAttributes:
       search then fills the padding with prefetched positions. None: a batch costs its rows,
       and the search prefetches up to MaxPrefetch.
     concurrency: how many ``evaluate`` calls the backend runs at once to advantage (e.g. one
-      per device); the search evaluates that many of its batches in flight at once.
+      per device); the search hands it that many of its batches at once, in the order they
+      came. :data:`ANY_CALLS` or more: any number (its calls are thread-safe and need no
+      queue: each search thread calls it itself).
     packed_input: whether the network takes lc0's packed planes (``evaluate_packed``: a mask of
       squares and a value a plane, 1.3 KB a position against 28 KB of floats). Otherwise the
       evaluation thread expands them into float planes for ``evaluate``, off the search's

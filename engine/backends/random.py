@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit
 
 from engine.backend import (
+    ANY_CALLS,
     INPUT_PLANES,
     POLICY_SIZE,
     BackendAttributes,
@@ -202,7 +203,7 @@ class RandomNetwork:
     has_mlh = False
     max_batch = 1024
     preferred_batch = 7  # as lc0's CPU backends: the search then behaves as with a real CPU network
-    concurrency = 1
+    concurrency = ANY_CALLS  # thread-safe; the delay's device model takes turns itself
 
     def __init__(self, name: str = "random", delay_ms: float = 0.0, seed: int = 0) -> None:
         self.name = name

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 from engine import options as opts
+
+AUTO_THREADS_MAX = 2
+"""Threads 0 (automatic): the host's cores, up to this many search threads. On the 2-core host
+two gave the most nodes/s (docs/engine.md, "Search threads"); past the cores they only wait."""
 
 DEFAULT_MAX_TREE_NODES = 2**31 - 2**24
 """The cap on the tree: as memory allows (RamLimitMb), as lc0's, up to what the tree's
@@ -24,7 +29,7 @@ def _field_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _derived(v: Mapping[str, Any]) -> dict[str, Any]:
     """The fields lc0 derives from several options: the root's cpuct and FPU (the root's own
-    values only when asked for) and RamLimitMb in bytes."""
+    values only when asked for), RamLimitMb in bytes, and Threads 0's number of threads."""
     own_root = bool(v["RootHasOwnCpuctParams"])
     fpu_absolute = v["FpuStrategy"] == "absolute"
     root_strategy = v["FpuStrategyAtRoot"]
@@ -38,8 +43,19 @@ def _derived(v: Mapping[str, Any]) -> dict[str, Any]:
         or root_strategy == "absolute",
         fpu_value_at_root=float(v["FpuValue"] if root_strategy == "same" else v["FpuValueAtRoot"]),
         ram_limit_bytes=ram * 1_000_000,
+        threads=int(v["Threads"]) or auto_threads(),
         max_tree_nodes=DEFAULT_MAX_TREE_NODES,
     )
+
+
+def auto_threads() -> int:
+    """The search threads of Threads 0: the cores this process may run on, up to
+    :data:`AUTO_THREADS_MAX`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(AUTO_THREADS_MAX, cores))
 
 
 def from_options(values: Mapping[str, Any]) -> SearchParams:

@@ -7,7 +7,6 @@ threads) and the stop signals. :class:`engine.search.search.Search` owns one and
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
 
 import chess
 import numpy as np
@@ -98,7 +97,6 @@ class Resources:
         """The stop, for the loop, the compiled gather and a waiting run."""
         self.state.stop.set()
         self.stop_flag[0] = 1
-        self.evaluator.interrupt()
 
     def rearm(self) -> None:
         """Forget a stop: the next run searches (a new position, or a ponderhit's new run)."""
@@ -147,13 +145,10 @@ class Resources:
         if len(self.batches) != count or self.batches[0].req.shape[0] < size + spare:
             self.batches = [cgather.new_batch(size, spare) for _ in range(count)]
 
-    def retire_batches(self, in_flight: list[tuple[Future, cgather.Batch]]) -> None:
-        """The batches a run left in flight: one whose evaluation worker has not finished
-        still gets written to (its planes, its sorted policy), so a new buffer takes its place
-        for the next run's gathers; the worker keeps the old one."""
-        for future, batch in in_flight:
-            if future.done():
-                continue
+    def retire_batches(self, in_flight: list[cgather.Batch]) -> None:
+        """The batches a run left on the network: their threads still write to them (their
+        sorted policies), so new buffers take their places for the next run's gathers."""
+        for batch in in_flight:
             for i, held in enumerate(self.batches):
                 if held is batch:
                     self.batches[i] = cgather.new_batch(len(batch.req))

@@ -3,13 +3,16 @@ and the evaluator that outlive it (:class:`engine.search.resources.Resources`, l
 ``NodeTree`` and backend). Its terms are one frozen :class:`engine.search.go.Go` (a ``ponderhit``
 is a new run), its progress a :class:`engine.search.go.Tally`; neither outlives it.
 
-One step (lc0's ExecuteOneIteration), :meth:`SearchRun.step`: stoppers → gather (compiled:
-select, new leaves, planes) → Syzygy probes of the candidates it flagged → evaluate (a worker
-thread; up to ``Threads`` batches in flight, so the next is gathered while one is on the
-device) → expand and back up (compiled). The phases of a minibatch are
-:class:`engine.search.worker.SearchWorker`'s; this module decides when each runs. What a step
-computes for a later phase (the stoppers' hint, the root's best move) is passed to it as an
-argument.
+``Threads`` search threads (lc0's ``SearchWorker``s) share the one tree; each repeats one
+iteration (lc0's ``ExecuteOneIteration``), :meth:`SearchRun._iterate`: stoppers → gather
+(compiled: select, new leaves, planes) → Syzygy probes of the candidates it flagged, all under
+the nodes lock → evaluate (its own network call, unlocked: the compiled encoding and sort and
+the backend's call release the GIL, so the threads' batches are on the network while another
+gathers) → expand and back up (compiled, locked). Visits in flight are the tree's own counts
+(``nif``), changed under the lock only, so every visit is accounted for. The phases of a
+minibatch are :class:`engine.search.worker.SearchWorker`'s; this module decides when each runs.
+What a step computes for a later phase (the stoppers' hint, the root's best move) is passed to
+it as an argument.
 """
 
 from __future__ import annotations
@@ -17,13 +20,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 
 import numpy as np
 
 from engine.search.answer import choose_move
 from engine.search.core import backup as cbackup
-from engine.search.core import gather as cgather
 from engine.search.core import stoppers as cstop
 from engine.search.go import Go, Tally
 from engine.search.limit import Limit
@@ -38,14 +39,8 @@ from engine.search.result import (
     SearchStats,
     ThinkingInfo,
 )
-from engine.search.timeline import Timeline
+from engine.search.threads import SearchThreads
 from engine.search.worker import SearchWorker
-
-NETWORK_STALL_S = 60.0
-"""A network call not back after this long has hung: the search stops and says so."""
-
-InFlight = tuple[Future, cgather.Batch, int, float]
-"""A batch on the device: (its evaluation, the batch, its sequence number, submitted at)."""
 
 
 class SearchRun:
@@ -76,6 +71,10 @@ class SearchRun:
         """The exception of a network call that failed (it ended the run)."""
         self.ram_limited = False
         self.worker = SearchWorker(res, self.params, self.batch_size, self.go, self.tally)
+        self.threads: SearchThreads | None = None
+        """The run's search threads, while it searches."""
+        self._last_info = 0.0
+        self._last_best: int | None = None
 
     # ----------------------------------------------------------------------------- the run
     def execute(self) -> SearchResult:
@@ -93,7 +92,7 @@ class SearchRun:
             moves = state.root.moves or ()
             mask = np.array([m in self.go.searchmoves for m in moves], bool)
             self._set_go(dataclasses.replace(self.go, mask=mask if mask.any() else None))
-        self._loop()
+        self._search()
         state.changed()
         self._report_the_end()
         infos = self._infos() if state.tree.nodes["n"][0] > 0 else []
@@ -141,39 +140,22 @@ class SearchRun:
                 ]
             )
 
-    def _loop(self) -> None:
-        state = self.state
-        pending: list[InFlight] = []
-        free = self.worker.prepare()
-        last_info, last_best = 0.0, None
-        try:
-            while not state.stop.is_set():
-                if not self.step(pending, free):
-                    break
-                now = time.monotonic()
-                if (
-                    self.on_info is not None
-                    and state.tree.nodes["n"][0] > 0
-                    and now - last_info >= INFO_INTERVAL_S / 4
-                ):
-                    state.changed()
-                    best = self._current_best()
-                    if now - last_info >= INFO_INTERVAL_S or best != last_best:
-                        self.on_info(self._infos())
-                        if self.live_stats and self.on_verbose is not None:
-                            self.on_verbose(verbose_stats(state))
-                        last_info, last_best = now, best
-        finally:
-            for _future, batch, _seq, _at in pending:
-                self.worker.abandon(batch)
-            self.res.retire_batches([(future, batch) for future, batch, _, _ in pending])
-            state.changed()
+    # ----------------------------------------------------------------------------- the threads
+    def _search(self) -> None:
+        """The search threads until the run is over (engine/search/threads.py); this thread
+        watches them: the stop, the deadline (the threads may all be on the network) and the
+        info lines."""
+        self.threads = SearchThreads(
+            self.res, self.worker, self._stoppers, self.go.limit.until_stop
+        )
+        slice_s = INFO_INTERVAL_S / 4 if self.on_info is not None else WAIT_SLICE_S
+        self.threads.run(self._watch, min(slice_s, 4 * WAIT_SLICE_S))
+        self.failure = self.threads.failure
 
-    def step(self, pending: list[InFlight], free: list[cgather.Batch]) -> bool:
-        """One iteration: stoppers, gather a batch if one may go in flight, back up the oldest
-        when it must; False when the search is over."""
-        state, tally, limit = self.state, self.tally, self.go.limit
-        state.changed()
+    def _stoppers(self) -> tuple[bool, float, int]:
+        """lc0's stoppers over the root (nodes lock held): (a limit is reached, the playouts
+        expected to remain, the root's best edge)."""
+        state, tally = self.state, self.tally
         summary = self._summary()
         progress = cstop.Progress(
             self._elapsed_ms(),
@@ -184,7 +166,7 @@ class SearchRun:
             self.memory_bytes() if self.params.ram_limit_bytes > 0 else 0,
         )
         reached, remaining, tally.first_eval_time = cstop.limit_reached(
-            limit, self.params, summary, progress
+            self.go.limit, self.params, summary, progress
         )
         full = summary.visits >= self.params.max_tree_nodes or (
             0 < self.params.ram_limit_bytes <= progress.memory_bytes
@@ -194,79 +176,34 @@ class SearchRun:
             if self.on_verbose is not None:  # now: under go infinite the search goes on
                 nodes = int(state.tree.nodes["n"][0])
                 self.on_verbose([full_message(nodes, self.params, self.memory_bytes())])
-        if reached and not limit.until_stop:
-            return False
-        progressed = False
-        in_flight = self.params.threads
-        if not reached and len(pending) < in_flight and free:
-            progressed = self._gather_one(pending, free, remaining, summary.best)
-        if pending and (len(pending) >= in_flight or not progressed or reached):
-            if self._wait(pending[0][0], pending[0][3], pending[0][2]):
-                return self._back_up_oldest(pending, free)
-            if self.failure is not None:
-                return False
-        elif not pending and not progressed:
-            if not limit.until_stop:
-                return False
-            state.stop.wait(WAIT_SLICE_S)
-        return True
+        return reached, remaining, summary.best
 
-    def _gather_one(
-        self, pending: list[InFlight], free: list[cgather.Batch], remaining: float, best: int
-    ) -> bool:
-        """Gather a batch and put it in flight; whether anything was gathered or backed up."""
-        res, timeline = self.res, self.res.timeline
-        batch = free.pop()
-        start = Timeline.now() if timeline is not None else 0.0
-        n, ooo = self.worker.gather(batch, remaining, best)
-        if n:
-            seq = res.next_sequence()
-            if timeline is not None:
-                timeline.add(seq, "gather", start, Timeline.now(), n)
-            pending.append((self.worker.evaluate(batch, n, seq), batch, seq, time.monotonic()))
-        else:
-            free.append(batch)
-        return n > 0 or ooo > 0
-
-    def _back_up_oldest(self, pending: list[InFlight], free: list[cgather.Batch]) -> bool:
-        """Back up the oldest batch in flight (evaluated); False when its network call failed."""
-        timeline = self.res.timeline
-        future, batch, seq, _ = pending.pop(0)
-        start = Timeline.now() if timeline is not None else 0.0
-        free.append(batch)
-        try:
-            out = future.result()
-        except Exception as exc:  # the network failed: keep the tree whole and stop
-            self.worker.abandon(batch)
-            self.failure = exc
+    def _watch(self) -> bool:
+        """One look at the run (nodes lock held): False when it must end (a stop, the
+        deadline); the info lines when due."""
+        state = self.state
+        if state.stop.is_set():
             return False
-        self.worker.process(batch, out)
-        if timeline is not None:
-            timeline.add(seq, "backup", start, Timeline.now())
+        if cstop.time_up(self.go.limit, self._elapsed_ms(), int(state.tree.nodes["n"][0])):
+            return False
+        now = time.monotonic()
+        if self.on_info is None or state.tree.nodes["n"][0] == 0:
+            return True
+        if now - self._last_info < INFO_INTERVAL_S / 4:
+            return True
+        state.changed()
+        best = self._current_best()
+        if now - self._last_info >= INFO_INTERVAL_S or best != self._last_best:
+            self.on_info(self._infos())
+            if self.live_stats and self.on_verbose is not None:
+                self.on_verbose(verbose_stats(state))
+            self._last_info, self._last_best = now, best
         return True
 
     # ----------------------------------------------------------------------------- helpers
     def _summary(self) -> cstop.RootSummary:
         state = self.state
         return cstop.summarize(state.tree, state.draw_score(0), self.go.mask)
-
-    def _wait(self, future: Future, submitted: float, seq: int = -1) -> bool:
-        """Wait for ``future``; False on a stop, the time limit, or a network call that has not
-        returned in NETWORK_STALL_S (then ``failure`` says so, and the stalled worker is left
-        behind: the next search's calls go to a new one)."""
-        state, evaluator = self.state, self.res.evaluator
-        # The evaluator hands the waiting thread chunks of any batch's encoding or sort.
-        while not evaluator.wait(future, seq):
-            if state.stop.is_set() or cstop.time_up(
-                self.go.limit, self._elapsed_ms(), int(state.tree.nodes["n"][0])
-            ):
-                return False
-            stalled = time.monotonic() - submitted
-            if stalled > NETWORK_STALL_S:
-                self.failure = TimeoutError(f"no answer from the network in {stalled:.0f} s")
-                evaluator.renew()
-                return False
-        return True
 
     def _filter_root_by_tablebase(self) -> None:
         state, tablebase = self.state, self.res.tablebase

@@ -13,7 +13,6 @@ when each phase runs is :class:`engine.search.run.SearchRun`.
 from __future__ import annotations
 
 import math
-from concurrent.futures import Future
 
 import numpy as np
 
@@ -128,11 +127,11 @@ class SearchWorker:
         crew = gatherers.crew
         gather_shared(tree, packed, counters, cache, batch, walk, *limits, crew, gen)
 
-    def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> Future:
-        """The batch's first ``n`` positions handed to the evaluator; the future wakes the
-        run's loop when done."""
+    def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> NetworkOutput:
+        """The network's answer for the batch's first ``n`` positions, on the calling thread
+        (no lock needed: it touches only the batch); their moves sorted by prior into it."""
         temperature = self.params.policy_softmax_temp
-        return self.res.evaluator.submit(Job.of(batch, n, seq, self._walk_consts[0], temperature))
+        return self.res.evaluator.evaluate(Job.of(batch, n, seq, self._walk_consts[0], temperature))
 
     def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
         """Expand the batch's leaves with the network's answer and back their values up (or
@@ -229,7 +228,7 @@ class SearchWorker:
         if n:
             try:
                 temperature = self.params.policy_softmax_temp
-                out = res.evaluator.evaluate_here(Job.of(batch, n, 0, walk.info, temperature))
+                out = res.evaluator.evaluate(Job.of(batch, n, 0, walk.info, temperature))
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable
                 raise

@@ -45,7 +45,7 @@ def test_search_visits_equal_with_packed_and_float_planes(packed_maia, plain_mai
     """The search's own packed planes (its encoder's masks, bit s for square s) reach the
     network as its float planes do: every root visit the same."""
     assert not plain_maia.attributes().packed_input
-    params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16)
+    params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16, threads=1)  # repeatable
     visits = [root_visits(net, params, 300) for net in (packed_maia, plain_maia)]
     assert sum(visits[0]) == 299 and visits[0] == visits[1]
 

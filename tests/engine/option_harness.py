@@ -44,11 +44,22 @@ class EffectsNetwork(RandomNetwork):
             # The index in the side to move's frame: the move as given for White, mirrored for Black.
             self.favourite_index = POLICY_MOVES.index(favourite)
         self.batches: list[int] = []
+        self.most_at_once = 0
+        """The most calls it was in at once (the search's threads each make their own)."""
+        self._at_once = 0
+        self._lock = threading.Lock()
         LOADED.append(self)
 
     def evaluate(self, planes: np.ndarray):
-        if self.delay:
-            time.sleep(self.delay)
+        with self._lock:
+            self._at_once += 1
+            self.most_at_once = max(self.most_at_once, self._at_once)
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+        finally:
+            with self._lock:
+                self._at_once -= 1
         out = super().evaluate(planes)
         self.batches.append(len(planes))
         if self.favourite_index is not None:
@@ -140,13 +151,15 @@ class Session:
     """One engine: ``Session(CPuct=2)`` is the engine after ``setoption name CPuct value 2``.
 
     Defaults here differ from the engine's so that a ``go nodes`` search is repeatable and
-    cheap: the ``effects`` backend (its weights file is any file), SmartPruningFactor 0 (smart
-    pruning may stop 200 ms after the first evaluation, which depends on the machine's speed)
-    and MaxPrefetch 0 (filling minibatches for the cache is most of a small search's work).
+    cheap: the ``effects`` backend (its weights file is any file), Threads 1 (several search
+    threads interleave by the machine's timing, as lc0's), SmartPruningFactor 0 (smart pruning
+    may stop 200 ms after the first evaluation, which depends on the machine's speed) and
+    MaxPrefetch 0 (filling minibatches for the cache is most of a small search's work).
     VerboseMoveStats is on, to read the root's visits."""
 
     BASE = {"Backend": "effects", "WeightsFile": __file__,  # any file; .onnx ones get opened
-            "SmartPruningFactor": "0", "MaxPrefetch": "0", "VerboseMoveStats": "true"}
+            "Threads": "1", "SmartPruningFactor": "0", "MaxPrefetch": "0",
+            "VerboseMoveStats": "true"}
 
     def __init__(self, **options: object) -> None:
         from engine.uci import UciEngine

@@ -204,7 +204,7 @@ def test_backend_outputs_in_any_memory_layout_give_the_same_search():
     the tree contiguous ones give."""
     trees = []
     for net in (RandomNetwork(), StridedOutputs()):
-        search = Search(net, from_options({"SmartPruningFactor": 0.0}))
+        search = Search(net, from_options({"SmartPruningFactor": 0.0, "Threads": 1}))
         search.set_position(chess.Board())
         search.run(Limit(nodes=500))
         trees.append(tree_visits(search.root, None))

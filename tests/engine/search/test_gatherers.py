@@ -18,6 +18,7 @@ from engine.search.core import gather as cgather
 from engine.search.core import split as csplit
 from engine.search.core import tree as ctree
 from engine.search.run import SearchRun
+from tree_checks import check_consistent
 
 FENS = (
     chess.STARTING_FEN,
@@ -72,24 +73,6 @@ def test_a_shared_gather_requests_what_one_gatherer_requests(network, fen, helpe
         shared.close()
 
 
-def _check_consistent(tree: ctree.Tree) -> None:
-    count = int(tree.count[ctree.NODES])
-    nodes = tree.nodes[:count]
-    assert (nodes["nif"] == 0).all(), "visits left in flight"
-    assert not (nodes["status"] & ctree.PENDING).any(), "a node left waiting for the network"
-    children = np.arange(1, count)
-    parents = nodes["parent"][1:]
-    assert (parents >= 0).all() and (parents < children).all()
-    slots = nodes["kids"][parents] + nodes["pedge"][1:] - nodes["first"][parents]
-    assert (nodes["kids"][parents] >= 0).all(), "a parent without its children's block"
-    assert (tree.kids[slots] == children).all(), "a lost child link"
-    below = np.zeros(count, np.int64)
-    np.add.at(below, parents, nodes["n"][1:])
-    inner = (nodes["nedges"] > 0) & (nodes["kind"] == ctree.NONE) & (nodes["n"] > 0)
-    # An expanded node's visits: its own evaluation, then one child each.
-    assert (nodes["n"][inner] == below[inner] + 1).all(), "a visit lost or counted twice"
-
-
 def _by_path(tree: ctree.Tree) -> dict[tuple[int, ...], tuple[int, float, float, int]]:
     """Each node's visits, W-L, D and kind by its moves from the root (node numbers differ)."""
     nodes, edges = tree.nodes, tree.edges
@@ -110,8 +93,8 @@ def _by_path(tree: ctree.Tree) -> dict[tuple[int, ...], tuple[int, float, float,
 def test_searches_with_task_workers_are_the_same_search(network, fen):
     alone, shared = (_searched(network, fen, 20_000, helpers) for helpers in (0, 2))
     try:
-        _check_consistent(shared.state.tree)
-        _check_consistent(alone.state.tree)  # the invariants hold for one gatherer too
+        check_consistent(shared.state.tree)
+        check_consistent(alone.state.tree)  # the invariants hold for one gatherer too
         # The same selection, and the backups in the same order (batch.order): every node's
         # visits and values the same to the last bit.
         ours, theirs = _by_path(shared.state.tree), _by_path(alone.state.tree)

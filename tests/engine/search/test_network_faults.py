@@ -10,7 +10,7 @@ import chess
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
-from engine.search import run as search_module
+from engine.search import threads as search_module
 
 
 class FailingNetwork(RandomNetwork):

@@ -10,7 +10,7 @@ import pytest
 
 from engine.backend import POLICY_SIZE, BackendAttributes, NetworkOutput
 from engine.encoding import policy_indices
-from engine.search import Limit, PlayoutClock, Search, SearchParams
+from engine.search import Limit, PlayoutClock, Search, SearchParams, from_options
 from engine.search.core import gather as cgather
 from engine.search.core import tree as ctree
 from engine.search.core.params import pack
@@ -78,7 +78,7 @@ class FavouriteNetwork(ConstNetwork):
 
 
 def _root_visits_on(clock: PlayoutClock, nodes: int) -> int:
-    search = Search(FavouriteNetwork(), SearchParams())
+    search = Search(FavouriteNetwork(), from_options({"Threads": 1}))  # one thread: repeatable
     search.state.clock = clock
     search.set_position(chess.Board())
     search.run(Limit(nodes=nodes))
@@ -492,7 +492,7 @@ def test_search_params_are_built_from_the_option_table():
     """Each search option sets its own field, and the derived root parameters follow lc0's rules
     (the root's cpuct only with RootHasOwnCpuctParams; FpuStrategyAtRoot=same follows FpuStrategy)."""
     from engine import options as opts
-    from engine.search import from_options
+    from engine.search.params import auto_threads
 
     base = from_options({})
     assert SearchParams() == base
@@ -508,7 +508,8 @@ def test_search_params_are_built_from_the_option_table():
             value = int(value) if option.kind == opts.SPIN else float(value)
         changed = from_options({option.name: value})
         assert getattr(changed, option.param) == value, option.name
-        assert getattr(base, option.param) == option.default, option.name
+        default = auto_threads() if option.name == "Threads" else option.default  # 0: automatic
+        assert getattr(base, option.param) == default, option.name
     assert from_options({"CPuctAtRoot": 3.0}).cpuct_at_root == base.cpuct
     assert from_options({"CPuctAtRoot": 3.0, "RootHasOwnCpuctParams": True}).cpuct_at_root == 3.0
     assert from_options({"FpuStrategy": "absolute"}).fpu_absolute_at_root

@@ -1,0 +1,196 @@
+"""lc0's search threads for one run (``Threads`` of them, lc0's ``SearchWorker``\\ s) over the one
+tree, and the nodes lock they share.
+
+Each thread repeats one iteration (lc0's ``ExecuteOneIteration``, :meth:`SearchThreads._iterate`):
+stoppers → gather (compiled: select, new leaves, planes) → Syzygy probes of the candidates it
+flagged, all under the nodes lock → evaluate (its own network call, unlocked: the compiled
+encoding and sort and the backend's call release the GIL, so the other threads gather and back
+up meanwhile) → expand and back up (compiled, locked). The visits in flight are the tree's own
+counts (``nif``), changed under the lock only, so every visit is accounted for; a run's end takes
+the batches still on the network out of flight at once (a stop does not wait for a network
+call), and their threads, once back, touch nothing.
+
+Who writes what (:class:`SearchThreads`; everything under ``nodes`` but ``_done``):
+
+=================== ==================================== =====================================
+state               written by                           read by
+=================== ==================================== =====================================
+the tree, the run's each thread (gather, backup, a       the threads, the watching thread (the
+``Tally``           dropped batch), the watching thread  stoppers' deadline, the info lines)
+                    (the batches left on the network)
+``_evaluating``     each thread (its batch on the        the watching thread (a hung call,
+                    network, since when)                 the batches to drop at the end)
+``_over``,          :meth:`end` (any thread: a limit,    the threads (at each iteration; back
+``_closed``         a failure; the watching thread)      from the network)
+``failure``         the thread whose call failed, the    the run (its report)
+                    watching thread (a hung call)
+``_done``           :meth:`end`                          the watching thread (wakes)
+=================== ==================================== =====================================
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from engine.search.core import gather as cgather
+from engine.search.resources import Resources
+from engine.search.result import WAIT_SLICE_S
+from engine.search.timeline import Timeline
+from engine.search.worker import SearchWorker
+
+NETWORK_STALL_S = 60.0
+"""A network call not back after this long has hung: the search stops and says so."""
+
+Stoppers = Callable[[], tuple[bool, float, int]]
+"""lc0's stoppers over the root, called under the nodes lock: (a limit is reached, the playouts
+expected to remain, the root's best edge)."""
+
+
+class SearchThreads:
+    """The search threads of one run: ``worker``'s phases (its batch buffers: one a thread),
+    the ``stoppers`` before each gather; a run ``until_stop`` goes on idle when a limit is
+    reached or nothing is left to gather."""
+
+    def __init__(
+        self, res: Resources, worker: SearchWorker, stoppers: Stoppers, until_stop: bool
+    ) -> None:
+        self.res, self.worker, self.stoppers, self.until_stop = res, worker, stoppers, until_stop
+        self.nodes = threading.Condition(threading.Lock())
+        """lc0's nodes mutex (the table above); waiting on it waits for a backup."""
+        self.failure: BaseException | None = None
+        """What ended the run early: a network call that failed or hung."""
+        self._evaluating: dict[threading.Thread, tuple[cgather.Batch, float]] = {}
+        self._over = False
+        self._closed = False
+        self._done = threading.Event()
+
+    def run(self, watch: Callable[[], bool], slice_s: float) -> None:
+        """Start the threads, then call ``watch`` (nodes lock held) every ``slice_s`` until the
+        run is over, ``watch`` returns False or a network call hangs; then close the run."""
+        # Not daemons: a thread left on the network when the run ended finishes its call, finds
+        # the run closed and leaves; the interpreter's exit waits for that rather than killing
+        # it inside the backend's native code (which aborts the process).
+        threads = [
+            threading.Thread(target=self._work, args=(batch,), name=f"search-{i}")
+            for i, batch in enumerate(self.worker.prepare())
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            while not self._done.wait(slice_s):
+                with self.nodes:
+                    if self._stalled() or not watch():
+                        break
+        finally:
+            on_network = self._close()
+            for thread in threads:
+                if thread not in on_network:
+                    thread.join()
+
+    def end(self) -> None:
+        """The run is over (nodes lock held): the threads leave at their next iteration."""
+        self._over = True
+        self._done.set()
+        self.nodes.notify_all()
+
+    def _work(self, batch: cgather.Batch) -> None:
+        """One search thread: lc0's ``SearchWorker::RunBlocking``."""
+        try:
+            while self._iterate(batch):
+                pass
+        except BaseException as exc:  # a bug: the run ends and says so, the tree stays whole
+            with self.nodes:
+                if not self._closed:
+                    self.failure = self.failure or exc
+                    self.end()
+
+    def _iterate(self, batch: cgather.Batch) -> bool:
+        """lc0's ``ExecuteOneIteration`` (the module docstring); False when the run is over."""
+        thread = threading.current_thread()
+        with self.nodes:
+            if self._over:
+                return False
+            reached, remaining, best = self.stoppers()
+            if reached and not self.until_stop:
+                self.end()
+                return False
+            n = ooo = seq = 0
+            if not reached:
+                n, ooo, seq = self._gather(batch, remaining, best)
+            if n:
+                self._evaluating[thread] = (batch, time.monotonic())
+            elif not ooo:
+                # Nothing to gather: the other threads' batches hold the tree's leaves, or the
+                # search can go no further (then, unless it runs until stop, it is over).
+                if not self._evaluating and not self.until_stop:
+                    self.end()
+                    return False
+                self.nodes.wait(WAIT_SLICE_S)
+                return True
+        if not n:
+            return True
+        try:
+            out = self.worker.evaluate(batch, n, seq)
+        except Exception as exc:  # the network failed: keep the tree whole and stop
+            with self.nodes:
+                if not self._closed:
+                    del self._evaluating[thread]
+                    self.worker.abandon(batch)
+                    self.failure = self.failure or exc
+                    self.end()
+            return False
+        with self.nodes:
+            if self._closed:  # the run ended meanwhile: its close took the batch out of flight
+                return False
+            del self._evaluating[thread]
+            if self.res.state.stop.is_set():
+                self.worker.abandon(batch)
+                return False
+            timeline = self.res.timeline
+            start = Timeline.now() if timeline is not None else 0.0
+            self.worker.process(batch, out)
+            if timeline is not None:
+                timeline.add(seq, "backup", start, Timeline.now())
+            self.nodes.notify_all()
+        return True
+
+    def _gather(self, batch: cgather.Batch, remaining: float, best: int) -> tuple[int, int, int]:
+        """A minibatch gathered into ``batch`` (nodes lock held): (requests, out-of-order
+        backups, its number)."""
+        timeline = self.res.timeline
+        start = Timeline.now() if timeline is not None else 0.0
+        n, ooo = self.worker.gather(batch, remaining, best)
+        seq = self.res.next_sequence() if n else 0
+        if n and timeline is not None:
+            timeline.add(seq, "gather", start, Timeline.now(), n)
+        if ooo:
+            self.nodes.notify_all()
+        return n, ooo, seq
+
+    def _stalled(self) -> bool:
+        """Whether a network call has not returned in NETWORK_STALL_S (nodes lock held): then
+        ``failure`` says so (the run ends without its thread, which touches nothing once
+        back)."""
+        now = time.monotonic()
+        for _batch, since in self._evaluating.values():
+            if now - since > NETWORK_STALL_S:
+                self.failure = TimeoutError(f"no answer from the network in {now - since:.0f} s")
+                return True
+        return False
+
+    def _close(self) -> set[threading.Thread]:
+        """End the run: the threads leave; the batches still on the network are taken out of
+        flight now and their buffers left to their threads, which are returned (the next run
+        gathers into new buffers)."""
+        with self.nodes:
+            self.end()
+            self._closed = True
+            on_network = dict(self._evaluating)
+            self._evaluating.clear()
+            for batch, _since in on_network.values():
+                self.worker.abandon(batch)
+            self.res.retire_batches([batch for batch, _since in on_network.values()])
+            self.res.state.changed()
+        return set(on_network)

@@ -1,0 +1,117 @@
+"""The search threads under stress (issue 65): many threads on tiny minibatches over a network
+whose calls take jittered times, stopped, pondered and quit at random moments. After every
+search, and after every stop, each visit is accounted for (tree_checks.check_consistent: none in
+flight, a node's visits its evaluation plus its children's), the run's playouts are the root's
+new visits, and every go gets one legal bestmove. Taking the nodes lock out of
+``engine.search.threads`` makes this fail (the threads' updates of the visit counts race)."""
+
+from __future__ import annotations
+
+import io
+import random
+import threading
+import time
+
+import chess
+import numpy as np
+
+from engine.backends.random import RandomNetwork
+from engine.search import Limit, Search, from_options
+from tree_checks import check_consistent
+
+SEED = 65
+
+
+class JitteredNetwork(RandomNetwork):
+    """The random network, each call taking 0 to 0.4 ms more (the GIL released, as a device)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+
+    def evaluate_packed(self, masks: np.ndarray, values: np.ndarray):
+        with self._lock:
+            pause = self._rng.random() * 0.0004
+        time.sleep(pause)
+        return super().evaluate_packed(masks, values)
+
+
+def _options(rng: random.Random) -> dict:
+    return {
+        "Threads": rng.choice((4, 8, 16)),
+        "MinibatchSize": rng.choice((1, 2, 3, 5)),
+        "MaxPrefetch": rng.choice((0, 4)),
+        "SmartPruningFactor": 0.0,
+    }
+
+
+def test_every_visit_is_accounted_for_after_searches_and_stops():
+    rng = random.Random(SEED)
+    net = JitteredNetwork(SEED)
+    board = chess.Board()
+    search = Search(net, from_options(_options(rng)))
+    try:
+        search.set_position(board)
+        for round_ in range(24):
+            search.params = from_options(_options(rng))
+            before = search.root.n
+            if round_ % 3 == 2:  # go infinite, stopped at a random moment
+                threading.Timer(rng.random() * 0.05, search.stop).start()
+                result = search.run(Limit(infinite=True))
+            else:
+                result = search.run(Limit(nodes=before + rng.randrange(200, 1500)))
+            search.state.changed()
+            check_consistent(search.state.tree)
+            root = search.root
+            assert root.n == before + (result.nodes - before), round_
+            assert result.bestmove in board.legal_moves, round_
+            if round_ % 4 == 3:  # the game goes on: the tree below the move is kept
+                board.push(result.bestmove)
+                search.set_position(board)
+                search.state.changed()
+                check_consistent(search.state.tree)
+    finally:
+        search.close()
+
+
+def test_go_ponderhit_stop_and_quit_at_random_moments_answer_once_and_legally():
+    """Through the controller: go (ponder, infinite, nodes) with ponderhit, stop and quit
+    arriving at random moments; one legal bestmove a go, and the tree whole after each."""
+    import engine.backends  # noqa: F401  (registers the random backend)
+    from engine.uci import UciEngine
+
+    rng = random.Random(SEED + 1)
+    out = io.StringIO()
+    uci = UciEngine(out, {"Backend": "random", "Threads": 8, "MinibatchSize": 2,
+                          "SmartPruningFactor": 0.0, "Ponder": True})  # fmt: skip
+    gos = 0
+    moves = ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6"]
+    for i in range(24):
+        uci.handle("position startpos moves " + " ".join(moves[: i % len(moves)]))
+        kind = rng.choice(("ponder", "infinite", "nodes"))
+        if kind == "ponder":
+            uci.handle("go ponder wtime 20000 btime 20000 winc 100 binc 100")
+        elif kind == "infinite":
+            uci.handle("go infinite")
+        else:
+            uci.handle(f"go nodes {rng.randrange(1, 800)}")
+        gos += 1
+        time.sleep(rng.random() * 0.03)
+        if kind == "ponder" and rng.random() < 0.7:
+            uci.handle("ponderhit")
+            time.sleep(rng.random() * 0.02)
+        uci.handle("stop")
+        uci.controller.wait(10)
+        search = uci.controller.search
+        assert search is not None
+        search.state.changed()
+        check_consistent(search.state.tree)
+    uci.handle("go infinite")
+    gos += 1
+    time.sleep(rng.random() * 0.02)
+    uci.handle("quit")
+    uci.controller.wait(10)
+    answers = [ln for ln in out.getvalue().splitlines() if ln.startswith("bestmove")]
+    assert len(answers) == gos, answers
+    assert all(ln.split()[1] != "0000" for ln in answers)
