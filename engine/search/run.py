@@ -34,13 +34,16 @@ from engine.search.report import make_infos, verbose_stats
 from engine.search.resources import Resources
 from engine.search.result import (
     INFO_INTERVAL_S,
-    WAIT_SLICE_S,
     SearchResult,
     SearchStats,
     ThinkingInfo,
 )
 from engine.search.threads import SearchThreads
 from engine.search.worker import SearchWorker
+
+WATCH_SLICE_S = 0.02
+"""How often the run's own thread looks at its search threads (a deadline is noticed within it
+while every thread waits for the network; the threads see a stop and their limits at once)."""
 
 
 class SearchRun:
@@ -148,8 +151,9 @@ class SearchRun:
         self.threads = SearchThreads(
             self.res, self.worker, self._stoppers, self.go.limit.until_stop
         )
-        slice_s = INFO_INTERVAL_S / 4 if self.on_info is not None else WAIT_SLICE_S
-        self.threads.run(self._watch, min(slice_s, 4 * WAIT_SLICE_S))
+        # The threads end the run themselves (a limit, a stop, a failure) at each iteration;
+        # the watch is for the deadline while they all wait for the network, and the info lines.
+        self.threads.run(self._watch, WATCH_SLICE_S)
         self.failure = self.threads.failure
 
     def _stoppers(self) -> tuple[bool, float, int]:

@@ -110,7 +110,8 @@ class SearchThreads:
         """lc0's ``ExecuteOneIteration`` (the module docstring); False when the run is over."""
         thread = threading.current_thread()
         with self.nodes:
-            if self._over:
+            if self._over or self.res.state.stop.is_set():
+                self.end()
                 return False
             reached, remaining, best = self.stoppers()
             if reached and not self.until_stop:
