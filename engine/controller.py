@@ -140,7 +140,7 @@ class Controller:
             self.ensure_tablebase()
             if ok:
                 self._prepare_network(from_options(self.values))
-            warm_up_search(self.listener, int(self.values["TaskWorkers"]) > 0)
+            warm_up_search(self.listener)
             if ok:
                 # The search's tree, game and workers now, not in the first go's time.
                 self._search_for(from_options(self.values))

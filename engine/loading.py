@@ -141,21 +141,15 @@ def _warm_up_quietly() -> None:
         pass
 
 
-def warm_up_search(reporter: Reporter, shared: bool = False) -> None:
+def warm_up_search(reporter: Reporter) -> None:
     """The search's compiled functions (engine.search.warmup): loaded from numba's cache in a
     fraction of a second, or, on the first start after an install or update, compiled, which
-    takes tens of seconds; then a line every :data:`PROGRESS_EVERY_S` tells the user why.
-    ``shared``: also those of the gathering with helper threads (option TaskWorkers)."""
+    takes tens of seconds; then a line every :data:`PROGRESS_EVERY_S` tells the user why."""
     if not warmup.is_done():
         if warmup.cache_is_warm():
             warmup.warm_up()
         else:
             _compile(reporter, "the search's functions", warmup.warm_up)
-    if shared and not warmup.shared_is_done():
-        if warmup.cache_is_warm(warmup.SHARED_ENTRY):
-            warmup.warm_up_shared()
-        else:
-            _compile(reporter, "the helper threads' gathering (TaskWorkers)", warmup.warm_up_shared)
 
 
 def _compile(reporter: Reporter, what: str, compile_them: Callable[[], None]) -> None:

@@ -116,10 +116,7 @@ def _o(name, kind, default, flag, help, min=None, max=None, choices=(), param=""
     )
 
 
-_TASK_SPLIT = (
-    "lc0's thresholds for handing work to task workers; TaskWorkers here searches the same "
-    "tree visit for visit however the work is shared"
-)
+_TASK_SPLIT = "lc0's thresholds for handing work to task workers, which are not here (TaskWorkers)"
 
 OPTIONS: tuple[Option, ...] = (
     # --- network -------------------------------------------------------------------------------
@@ -691,22 +688,19 @@ OPTIONS: tuple[Option, ...] = (
         128,
         param="threads",
     ),
+    # --- lc0 internals with no counterpart here: accepted, they change nothing -----------------
     _o(
         "TaskWorkers",
         SPIN,
-        0,
+        -1,
         "task-workers",
-        "Helper threads that gather each minibatch with the search thread, as lc0's task "
-        "workers: a gather's visits are shared from the root into disjoint subtrees, which the "
-        "threads descend at once; the search is the same as one thread's, visit for visit. "
-        "0: the search thread gathers alone. Helpers need idle cores: on two cores they gained "
-        "nothing (docs/engine.md, 'Gathering on several threads'); measure with "
-        "bin/perf/gatherbench before setting it.",
-        0,
-        63,
-        param="task_workers",
+        "lc0: helper threads that share each search thread's gathering (-1: a heuristic).",
+        -1,
+        128,
+        inert="the search threads are the one way to use cores here: a gather takes its turn "
+        "under the nodes lock, and helpers inside one gained nothing on two cores or on 16 "
+        "(docs/engine.md, 'Search threads')",
     ),
-    # --- lc0 internals with no counterpart here: accepted, they change nothing -----------------
     _o(
         "MaxConcurrentSearchers",
         SPIN,
@@ -820,11 +814,6 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
         ("Backend",),
         "a string: xla, random (lc0 a combo of its compiled backends)",
         "lc0's backends (blas, cuda, …) are not here; the XLA one runs lc0's networks",
-    ),
-    Lc0Difference(
-        ("TaskWorkers",),
-        "default 0, 0 … 63 (lc0 -1 = heuristic, -1 … 128)",
-        "helpers gained nothing on two cores (docs/engine.md, 'Gathering on several threads')",
     ),
     Lc0Difference(
         ("ThreadIdlingThreshold",),

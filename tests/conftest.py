@@ -261,7 +261,6 @@ SLOW_FIRST = {
     "tests/engine/encoding/test_encoding_legal_moves.py::test_random_games_all_transforms": 4,
     "tests/backend_xla/test_backend_zoo.py::test_zoo_network_matches_lc0[se-b2f32-polconv-wdl-input132": 4,
     "tests/engine/search/test_search_maia.py::test_nodes_one_plays_top_policy_move_in_process": 1,
-    "tests/engine/search/test_gatherers.py::test_a_shared_gather": 2,  # the TaskWorkers compile
     "tests/engine/board/test_board_movegen.py::test_make_move_and_perft_depth_2": 4,  # perft's
     "tests/engine/board/test_board_movegen.py::test_perft_depth_1_and_policy": 3,  # group
     "tests/bin/test_bin_scripts.py::test_help_from_another_directory": 3,
@@ -296,14 +295,6 @@ SAME_PROCESS = {
     # compiled once, not once in each test process.
     "tests/backend_xla/test_packed_input.py": "packed",
     "tests/engine/test_uci_network_switch.py": "network-switch",
-    # The gathering with helper threads (TaskWorkers) compiles apart from the warm-up's search:
-    # once, in one process, for all the tests that run it.
-    "tests/engine/search/test_gatherers.py": "task-workers",
-    "tests/engine/search/test_compiled_boundary.py::test_every_direct_entry_point_keeps_exactly_"
-    "one_signature[random-task-workers]": "task-workers",
-    "tests/engine/search/test_compiled_boundary.py::test_a_search_frees_every_compiled_"
-    "allocation[shared]": "task-workers",
-    "tests/engine/test_option_effects.py::test_task_workers": "task-workers",
 }
 """Tests that share what a process compiled (session or module fixtures, JAX's in-process
 caches). Done by the scheduler below: pytest-xdist's own xdist_group marks stop working with

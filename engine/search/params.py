@@ -86,7 +86,6 @@ class SearchParams:
 
     minibatch_size: int
     threads: int
-    task_workers: int
     cpuct: float
     cpuct_base: float
     cpuct_factor: float

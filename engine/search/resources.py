@@ -22,7 +22,6 @@ from engine.search.core import gather as cgather
 from engine.search.core import steps
 from engine.search.core.params import pack
 from engine.search.evaluation import Evaluator
-from engine.search.gatherers import Gatherers
 from engine.search.pages import PagesAhead
 from engine.search.params import SearchParams
 from engine.search.state import NNCache, SearchState
@@ -64,7 +63,6 @@ class Resources:
         self._packed_for: SearchParams | None = None
         self._packed_value = np.zeros(0)
         self.batches: list[cgather.Batch] = []
-        self._gatherers = Gatherers(0, 0, 0)
         self._sequence = 0
         self.state.cached_q = self._cached_q
         start = chess.Board()
@@ -106,7 +104,6 @@ class Resources:
     def close(self) -> None:
         self.evaluator.close()
         self.pages.close()
-        self._gatherers = self._gatherers.fitting(0, 0, 0)  # closed: the next start anew
 
     def next_sequence(self) -> int:
         """The next batch's number (the timeline's)."""
@@ -141,9 +138,9 @@ class Resources:
             np.int64,
         )
 
-    def ensure_batches(self, count: int, size: int, spare: int = 0) -> None:
-        if len(self.batches) != count or self.batches[0].req.shape[0] < size + spare:
-            self.batches = [cgather.new_batch(size, spare) for _ in range(count)]
+    def ensure_batches(self, count: int, size: int) -> None:
+        if len(self.batches) != count or self.batches[0].req.shape[0] < size:
+            self.batches = [cgather.new_batch(size) for _ in range(count)]
 
     def retire_batches(self, in_flight: list[cgather.Batch]) -> None:
         """The batches a run left on the network: their threads still write to them (their
@@ -152,12 +149,6 @@ class Resources:
             for i, held in enumerate(self.batches):
                 if held is batch:
                     self.batches[i] = cgather.new_batch(len(batch.req))
-
-    def gatherers_for(self, helpers: int, rows: int) -> Gatherers:
-        """The gatherers of a minibatch of ``rows`` rows: ``helpers`` threads beside the search
-        thread (0: it gathers alone)."""
-        self._gatherers = self._gatherers.fitting(helpers, rows, len(self.hist))
-        return self._gatherers
 
     def grow_history(self) -> None:
         g = len(self._game)

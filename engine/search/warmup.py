@@ -23,7 +23,6 @@ from engine.search.limit import Limit
 from engine.search.params import from_options
 
 _done = threading.Event()
-_shared_done = threading.Event()
 _lock = threading.Lock()
 
 
@@ -103,9 +102,8 @@ def compile_the_rest() -> None:
 
 
 ENTRY = "minibatch.gather"
-SHARED_ENTRY = "minibatch.gather_shared"
-"""The compiled entry points whose index in numba's cache says the warm-up's functions are
-there (:func:`warm_up`'s, :func:`warm_up_shared`'s)."""
+"""The compiled entry point whose index in numba's cache says the warm-up's functions are
+there."""
 
 
 def cache_is_warm(entry: str = ENTRY) -> bool:
@@ -114,11 +112,6 @@ def cache_is_warm(entry: str = ENTRY) -> bool:
 
     folder = configure()
     return folder.is_dir() and any(folder.rglob(f"{entry}-*.nbi"))
-
-
-def shared_is_done() -> bool:
-    """Whether this process has made the helper threads' gathering ready."""
-    return _shared_done.is_set()
 
 
 def is_done() -> bool:
@@ -138,27 +131,6 @@ def warm_up() -> None:
         if cold:  # from a warm cache they load when first called (22 ms more at every start)
             compile_the_rest()
         _done.set()
-
-
-def warm_up_shared() -> None:
-    """Make the gathering with helper threads ready too (option TaskWorkers above 0: its
-    compiled functions are not in :func:`warm_up`'s, which every search needs): a small search
-    with one helper (once a process; thread-safe)."""
-    if _shared_done.is_set():
-        return
-    with _lock:
-        if _shared_done.is_set():
-            return
-        from engine.search.search import Search
-
-        options = {"SmartPruningFactor": 0.0, "MinibatchSize": 64, "TaskWorkers": 1}
-        search = Search(_Instant(), from_options(options))
-        try:
-            search.set_position(chess.Board())
-            search.run(Limit(nodes=300))
-        finally:
-            search.close()
-        _shared_done.set()
 
 
 def _warm_up_search() -> None:

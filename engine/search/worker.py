@@ -24,7 +24,6 @@ from engine.search.core import backup as cbackup
 from engine.search.core import cache as ccache
 from engine.search.core import gather as cgather
 from engine.search.core import minibatch as cminibatch
-from engine.search.core import split as csplit
 from engine.search.core import steps
 from engine.search.core import stoppers as cstop
 from engine.search.core import tree as ctree
@@ -35,15 +34,14 @@ from engine.search.params import SearchParams
 from engine.search.resources import Resources
 
 gather_minibatch = direct(cminibatch.gather)
-gather_shared = direct(cminibatch.gather_shared)
 expand_and_backup = direct(cbackup.expand_and_backup)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
 
 _ALL_MOVES = np.zeros(0, np.uint8)
 """The empty root filter: every root move may get visits."""
 _UNSHARED = np.zeros(1, np.int64)
-"""Walk.shared, which only the shared rounds read (each gatherer's walk there holds the crew's
-control words: engine/search/core/split.py)."""
+"""Walk.shared, which no gather reads since the gatherers that shared a minibatch went (the
+compiled selection's ``ops`` paths, dead with them, go with issue 67's boundary tables)."""
 
 
 class SearchWorker:
@@ -63,7 +61,7 @@ class SearchWorker:
         returns the buffers, all free."""
         state, res, p = self.state, self.res, self.params
         rows = max(self.batch_size, p.max_prefetch)
-        res.ensure_batches(p.threads, rows, csplit.spare_rows(p.task_workers + 1))
+        res.ensure_batches(p.threads, rows)
         self._walk_consts = (
             res.walk_info(self.go.root_in_tablebase),
             np.array([state.draw_score(0), state.draw_score(1)], np.float64),
@@ -118,14 +116,7 @@ class SearchWorker:
         collisions left, collision events, nodes left (-1: none), prefetch table (int64)."""
         state, res = self.state, self.res
         tree, packed, cache = state.tree, res.packed, res.cache.arrays
-        counters = self.tally.counters
-        gatherers = res.gatherers_for(self.params.task_workers, len(batch.req))
-        if not gatherers.helpers or limits[0] < csplit.MIN_SHARED_VISITS:
-            gather_minibatch(tree, packed, counters, cache, batch, walk, *limits)
-            return
-        gen = gatherers.start(tree, packed, cache, batch, walk)
-        crew = gatherers.crew
-        gather_shared(tree, packed, counters, cache, batch, walk, *limits, crew, gen)
+        gather_minibatch(tree, packed, self.tally.counters, cache, batch, walk, *limits)
 
     def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> NetworkOutput:
         """The network's answer for the batch's first ``n`` positions, on the calling thread

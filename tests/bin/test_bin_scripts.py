@@ -86,7 +86,7 @@ def _env_without_venv() -> dict[str, str]:
 
 def test_help_from_another_directory():
     """`bin/<script> --help` started by its path from / exits 0 with usage text."""
-    script = BIN / "perf" / "gatherbench"
+    script = BIN / "perf" / "threads"
     run = subprocess.run([str(script), "--help"], cwd="/", env=_env_without_venv(),
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "usage" in run.stdout.lower(), run.stderr[-2000:]

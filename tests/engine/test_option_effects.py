@@ -13,14 +13,12 @@ from __future__ import annotations
 import functools
 import math
 import random
-import threading
 import time
 
 import chess
 import pytest
 
 from engine import options as opts
-from engine.search import warmup
 from option_harness import NETWORK_PACE, Reply, Session, top_share, visited_moves
 
 EFFECTS: dict[str, list[str]] = {}
@@ -663,37 +661,6 @@ def test_threads_is_the_number_of_search_threads():
         session.close()
 
 
-@effect_of("TaskWorkers")
-@pytest.mark.slow  # the gathering with helpers compiles apart: ~25 s of CPU (docs/performance.md)
-def test_task_workers_gather_on_threads_of_their_own_and_search_the_same():
-    """lc0's task workers: helper threads share each minibatch's selection with the search
-    thread, and the search is the same visit for visit (engine/search/core/split.py; more in
-    tests/engine/search/test_gatherers.py)."""
-    alone = search("go nodes 800", MinibatchSize=64)
-    session = Session(MinibatchSize=64, TaskWorkers=2)
-    try:
-        assert "readyok" in session.send("isready")
-        assert warmup.shared_is_done()  # made ready at isready, not in the first go's time
-        shared = session.go("go nodes 800")
-        helpers = [t for t in threading.enumerate() if t.name.startswith("gather")]
-        assert len(helpers) == 2
-        assert shared.visits == alone.visits and sum(alone.visits.values()) > 700
-    finally:
-        session.close()
-
-
-def test_task_workers_out_of_its_range_is_refused_by_name():
-    session = Session()
-    try:
-        for value in (64, -1):
-            assert any(
-                f"TaskWorkers: expected a value in [0, 63], got {value}" in ln
-                for ln in session.send(f"setoption name TaskWorkers value {value}")
-            )
-    finally:
-        session.close()
-
-
 @effect_of("SyzygyPath", "SyzygyFastPlay")
 def test_syzygy_tables_choose_the_root_moves():
     """KQvK is won: with the tables only the moves that keep the win by the shortest DTZ are
@@ -742,7 +709,7 @@ def test_lc0_internals_are_accepted_and_leave_the_search_identical():
     """lc0's configurations load: each internal takes lc0's values by setoption and by lc0's
     flag, and a search with every one of them at the far end of its range visits the root's
     moves exactly as one at the defaults."""
-    assert len(INERT) == 8, [o.name for o in INERT]
+    assert len(INERT) == 9, [o.name for o in INERT]
     far = {o.name: _far_from_default(o) for o in INERT}
     for o in INERT:
         text = str(far[o.name]).lower()

@@ -1,9 +1,9 @@
 """Atomic steps for compiled code, which numba lacks on the CPU: LLVM's ``atomicrmw add``,
 acquire loads and release stores of int64 array items, and a yield of the processor.
 
-The gatherers that select in disjoint subtrees at once (engine/search/core/split.py) share the
-tree's node count (each new node takes one) and a few control words: a round's number, the
-next task to take, each gatherer's last round done."""
+The gatherers that selected in disjoint subtrees at once (option TaskWorkers, removed for the
+search threads: docs/engine.md) shared the tree's node count through them; the selection's paths
+for that (``ops`` in core/gather.py) are dead since, and go with issue 67's boundary tables."""
 
 from __future__ import annotations
 

@@ -168,7 +168,8 @@ PREFETCH_LEVELS = 64
 REQUESTS, COLLISIONS, EVENTS, OUT_OF_ORDER_DONE, NO_ROOM = range(5)
 META = 5
 DEFERRED_OPS, NODE_ROOM, EDGE_ROOM, ROW_NEXT, ROW_END, RANK = range(META, META + 6)
-"""A gatherer's own counts past the batch's META (engine/search/core/split.py): the changes it
+"""A gatherer's own counts past the batch's META (the removed TaskWorkers' shared rounds, whose
+``ops`` paths here are dead since, docs/engine.md): the changes it
 deferred, the nodes and edges it may still add, the next row of its block of the batch's rows,
 the block's end, and the rank of its subtree's first request (``req.rank``)."""
 ROW_BLOCK = 16
@@ -181,8 +182,8 @@ path's); info int64 [5]: game length, input format, history fill, tablebase piec
 tables), root in the tables; draw_scores float64 [2] by depth parity; root_filter uint8
 [root edges] (1: the move may get visits), or empty for all; stop uint8 [1]; on_device int64
 [1]: minibatches the network is computing now (written by the evaluation threads); shared
-int64: the control words of the gatherers beside each other (engine/search/core/split.py; its
-ROWS: the batch's next row)."""
+int64: the control words of gatherers beside each other (the removed TaskWorkers' shared
+rounds; its ROWS: the batch's next row)."""
 ROWS = 0
 """``Walk.shared[ROWS]``: the next batch row the gatherers of a shared round take."""
 HOLE = -2

@@ -227,8 +227,8 @@ def new_node(tree, parent, pedge):
 
 @njit(cache=True)
 def new_node_shared(tree, parent, pedge):
-    """:func:`new_node` for gatherers beside each other (engine/search/core/split.py), which
-    make nodes at once: the counts taken atomically (each makes children of its own subtree's
+    """:func:`new_node` for gatherers beside each other (the removed TaskWorkers: a dead path
+    of the selection's ``ops``), which make nodes at once: the counts taken atomically (each makes children of its own subtree's
     nodes only, so a node's block is made by one of them)."""
     i = fetch_add(tree.count, NODES, 1)
     _fresh(tree, i, parent, pedge)

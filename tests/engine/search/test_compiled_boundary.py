@@ -14,7 +14,6 @@ import pytest
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
-from engine.search import gatherers as gatherers_module
 from engine.search import evaluation as evaluation_module
 from engine.search import worker as search_module
 from engine.encoding import rows
@@ -38,7 +37,6 @@ def test_the_search_modules_call_their_compiled_entry_points_directly():
     wrapped = _wrapped_in_search_module() | _wrapped_in_search_module(evaluation_module)
     assert wrapped == {
         "gather_minibatch": minibatch.gather,
-        "gather_shared": minibatch.gather_shared,
         "expand_and_backup": backup.expand_and_backup,
         "expand_planes": rows.expand_batch,
         "encode_planes": gather.encode_requests,
@@ -66,15 +64,14 @@ def _searches(network, **options) -> None:
         (RandomNetwork, {}),
         (RandomNetwork, {"Threads": 2, "MinibatchSize": 16}),
         (_Instant, {"OutOfOrderEval": False}),
-        pytest.param(RandomNetwork, {"TaskWorkers": 1, "MinibatchSize": 64}, marks=pytest.mark.slow),
     ],
-    ids=["random", "random-2-threads", "warm-up-network", "random-task-workers"],
+    ids=["random", "random-2-threads", "warm-up-network"],
 )
 def test_every_direct_entry_point_keeps_exactly_one_signature(monkeypatch, make_network, options):
     # Made in the test, not at collection: the random backend compiles its functions when made,
     # which every test process would otherwise do before the suite's warm-up had cached them.
     network = make_network()
-    for module in (search_module, evaluation_module, gatherers_module):
+    for module in (search_module, evaluation_module):
         wrapped = _wrapped_in_search_module(module)
         assert wrapped
         for name, dispatcher in wrapped.items():
@@ -84,15 +81,7 @@ def test_every_direct_entry_point_keeps_exactly_one_signature(monkeypatch, make_
     # A network taking packed planes never has them expanded: expand_planes may be unused.
     packed = network.attributes().packed_input
     for call, dispatcher in calls.WRAPPED:
-        # The helpers' gathering runs only with task workers (and may have in an earlier test).
-        # A search with task workers gathers each minibatch with them (the one-thread gather may
-        # be unused in its process), one without never does.
-        shared_only = (gatherers_module.split.helper, minibatch.gather_shared)
-        unused_ok = (
-            (packed and dispatcher is rows.expand_batch)
-            or (not options.get("TaskWorkers") and dispatcher in shared_only)
-            or (bool(options.get("TaskWorkers")) and dispatcher is minibatch.gather)
-        )
+        unused_ok = packed and dispatcher is rows.expand_batch
         expected = (0, 1) if unused_ok else (1,)
         assert len(dispatcher.signatures) in expected, (call.__name__, dispatcher.signatures)
 
@@ -104,19 +93,14 @@ from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
 net = RandomNetwork()
 def searches():
-    search = Search(net, from_options({"SmartPruningFactor": 0.0, "MinibatchSize": 32}))
+    search = Search(net, from_options({"SmartPruningFactor": 0.0, "MinibatchSize": 32,
+                                       "Threads": 2}))
     board = chess.Board("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
     search.set_position(board)
     board.push(search.run(Limit(nodes=3000)).bestmove)
     search.set_position(board)  # tree reuse
     search.run(Limit(nodes=2000))
     search.close()
-    if "shared" in sys.argv:  # with task workers (core/split.py) too
-        shared = Search(net, from_options({"SmartPruningFactor": 0.0, "MinibatchSize": 128,
-                                           "TaskWorkers": 1}))
-        shared.set_position(board)
-        shared.run(Limit(nodes=3000))
-        shared.close()
 searches(); gc.collect()  # anything made once a process
 before = rtsys.get_allocation_stats()
 searches(); gc.collect()
@@ -132,14 +116,10 @@ print(json.dumps([after.alloc - before.alloc, after.free - before.free,
 """
 
 
-@pytest.mark.parametrize(
-    "mode",
-    ["alone", pytest.param("shared", marks=pytest.mark.slow)],  # shared: with a task worker
-)
-def test_a_search_frees_every_compiled_allocation(mode):
+def test_a_search_frees_every_compiled_allocation():
     """Selection runs without numba's reference counts (core/gather.py): what the compiled
-    functions allocate over two searches (tree reuse included) is all freed once they end;
-    with a task worker gathering beside the search thread too (core/split.py)."""
+    functions allocate over two searches (tree reuse included, two search threads) is all freed
+    once they end."""
     import json
     import os
     import subprocess
@@ -148,7 +128,7 @@ def test_a_search_frees_every_compiled_allocation(mode):
     from conftest import REPO_ROOT
 
     env = dict(os.environ, NUMBA_NRT_STATS="1", PYTHONPATH=str(REPO_ROOT))
-    out = subprocess.run([sys.executable, "-c", NRT_BALANCE, mode], env=env,
+    out = subprocess.run([sys.executable, "-c", NRT_BALANCE], env=env,
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     alloc, free, mi_alloc, mi_free, held = json.loads(out.stdout.strip().splitlines()[-1])
