@@ -1,4 +1,4 @@
-"""lc0's search threads for one run (``Threads`` of them, lc0's ``SearchWorker``\\ s) over the one
+"""lc0's search threads for one run (``Threads`` of them, lc0's ``SearchWorker``s) over the one
 tree, and the nodes lock they share.
 
 Each thread repeats one iteration (lc0's ``ExecuteOneIteration``, :meth:`SearchThreads._iterate`):
