@@ -119,25 +119,52 @@ def order_descending(values, count, order):
         order[k] = j
 
 
+@njit(cache=True)
+def fast_softmax(probs, count, inv_temperature):
+    """lc0's policy softmax (NetworkAsBackendComputation::SoftmaxPolicy) in place over
+    ``probs[:count]`` (float32, each logit less the largest): FastExp(x * 1/T) in float32
+    (utils/fastmath.h: 2^(N+f) ~ 2^N * (1 + f * (0.6602339 + 0.33976606 * f)), off the exact
+    exp by up to ~0.2 %), summed in order, then scaled by 1 / total."""
+    bits = probs.view(np.int32)
+    f32 = np.float32
+    total = f32(0.0)
+    for j in range(count):
+        a = f32(f32(probs[j] * inv_temperature) * f32(1.442695040))
+        if a < f32(-126.0):
+            probs[j] = f32(0.0)
+            continue
+        e = np.int32(a - f32(1.0)) if a < f32(0.0) else np.int32(a)
+        frac = f32(a - f32(e))
+        probs[j] = f32(1.0) + frac * (f32(0.6602339) + f32(0.33976606) * frac)
+        bits[j] = np.int32(np.int64(bits[j]) + (np.int64(e) << 23))
+        total = f32(total + probs[j])
+    scale = f32(1.0) / total if total > f32(0.0) else f32(1.0)
+    for j in range(count):
+        probs[j] = f32(probs[j] * scale)
+
+
 @njit(cache=True, **UNCOUNTED)  # called a row at a time: its 8 arrays uncounted
 def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_priors, scratch):
-    """Priors of ``count`` legal moves (lc0's softmax of their logits at ``temperature``),
-    written with the moves in decreasing order of prior (ties keep the generation order).
-    ``scratch``: the (float64, int64, float32) [>= count] arrays of :func:`sort_policies`."""
+    """Priors of ``count`` legal moves (lc0's softmax of their logits at ``temperature``,
+    :func:`fast_softmax`), written with the moves in decreasing order of their 16-bit prior
+    (lc0's Node::SortEdges; ties keep the generation order, as its insertion sort of a short
+    list). ``scratch``: the (float64, int64, float32) [>= count] arrays of
+    :func:`sort_policies`."""
     x, order, probs = scratch
-    top = -np.inf
+    top = np.float32(-np.inf)
     for j in range(count):
-        x[j] = logits[indices[j]]
-        top = max(top, x[j])
-    total = 0.0
+        probs[j] = logits[indices[j]]
+        top = max(top, probs[j])
     for j in range(count):
-        x[j] = np.exp((x[j] - top) / temperature)
-        total += x[j]
+        probs[j] = np.float32(probs[j] - top)
+    fast_softmax(probs, count, np.float32(1.0 / np.float32(temperature)))
+    compress_priors(probs, out_priors, count)  # lc0: float, then 16 bits
+    for j in range(count):
+        x[j] = out_priors[j]
     order_descending(x, np.int64(count), order)
     for j in range(count):
         out_moves[j] = moves[order[j]]
-        probs[j] = np.float32(x[order[j]] / total)  # lc0: float, then 16 bits
-    compress_priors(probs, out_priors, count)
+        out_priors[j] = np.uint16(x[order[j]])
 
 
 @njit(cache=True, nogil=True)

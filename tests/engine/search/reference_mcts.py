@@ -46,6 +46,26 @@ def lc0_prior(p: float) -> float:
     return float(np.array([(stored << 12) | (3 << 28)], np.uint32).view(np.float32)[0])
 
 
+def lc0_softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """lc0's policy softmax (NetworkAsBackendComputation::SoftmaxPolicy), float32 throughout:
+    FastExp((x - max) * (1/T)) of utils/fastmath.h, summed in order, scaled by 1 / total."""
+    f32 = np.float32
+    x = np.asarray(logits, np.float32)
+    inv_t = f32(f32(1.0) / f32(temperature))
+    out = np.zeros(len(x), np.float32)
+    total = f32(0.0)
+    for j, v in enumerate(x - x.max()):
+        a = f32(f32(v * inv_t) * f32(1.442695040))
+        if a < -126:
+            continue
+        e = int(f32(a - 1)) if a < 0 else int(a)  # C's truncation towards zero
+        frac = f32(a - f32(e))
+        y = np.array([f32(1.0) + frac * (f32(0.6602339) + f32(0.33976606) * frac)], np.float32)
+        out[j] = (y.view(np.int32) + np.int32(e << 23)).view(np.float32)[0]
+        total = f32(total + out[j])
+    return (out * (f32(1.0) / total)).astype(np.float32)
+
+
 def _expand(node: RefNode, board: chess.Board, net, temperature: float, cache: dict) -> float:
     """Evaluate ``board``: the node's priors (softmax at ``temperature``, largest first) and
     the value from the view of the player who moved into it."""
@@ -58,12 +78,11 @@ def _expand(node: RefNode, board: chess.Board, net, temperature: float, cache: d
     out = cache[key]
     indices = policy_indices(board)
     moves = list(indices)
-    logits = np.array([out.policy[0][indices[m]] for m in moves], np.float64)
-    x = np.exp((logits - logits.max()) / temperature)
-    order = sorted(range(len(moves)), key=lambda j: -x[j])
-    total = x.sum()
+    logits = np.array([out.policy[0][indices[m]] for m in moves], np.float32)
+    p = [lc0_prior(float(x)) for x in lc0_softmax(logits, temperature)]
+    order = sorted(range(len(moves)), key=lambda j: -p[j])  # lc0 sorts the 16-bit priors
     node.moves = [moves[j] for j in order]
-    node.priors = [lc0_prior(x[j] / total) for j in order]
+    node.priors = [p[j] for j in order]
     node.children = [None] * len(moves)
     return -float(out.q[0])
 

@@ -15,7 +15,7 @@ from engine.search.core import gather as cgather
 from engine.search.core import tree as ctree
 from engine.search.core.params import pack
 from engine.search.core.view import NodeView, puct_terms
-from reference_mcts import lc0_prior
+from reference_mcts import lc0_prior, lc0_softmax
 
 NO_PRUNING = SearchParams(smart_pruning_factor=0.0)
 
@@ -318,10 +318,13 @@ def test_priors_are_softmax_with_policy_temperature():
     s.set_position(chess.Board())
     s.run(Limit(nodes=1))
     k = 20
-    top = math.exp(1.0 / 1.359)
-    # Stored as lc0 stores a prior: 16 bits, an 11-bit mantissa (reference_mcts.lc0_prior).
-    assert s.root.p[0] == lc0_prior(top / (top + k - 1))
-    assert s.root.p[1] == lc0_prior(1 / (top + k - 1))
+    # lc0's softmax (its fast exp, float32: reference_mcts.lc0_softmax), stored as lc0 stores
+    # a prior: 16 bits, an 11-bit mantissa (reference_mcts.lc0_prior).
+    p = lc0_softmax(np.array([1.0] + [0.0] * (k - 1)), 1.359)
+    assert s.root.p[0] == lc0_prior(float(p[0]))
+    assert s.root.p[1] == lc0_prior(float(p[1]))
+    top = math.exp(1.0 / 1.359)  # within lc0's fast exp's error of the exact softmax
+    assert s.root.p[0] == pytest.approx(top / (top + k - 1), rel=2e-3)
     assert sum(s.root.p) == pytest.approx(1.0, rel=5e-4)
 
 
