@@ -20,6 +20,20 @@ PLAYOUTS, DEPTH_SUM, MAX_DEPTH, TB_HITS = 0, 1, 2, 3
 
 
 @njit(cache=True)
+def clear_loss_prior(tree, node):
+    """lc0's Node::MakeTerminal of a loss (for the side that moved into ``node``): the move's
+    prior becomes 0 (lc0's 16-bit 0, 2^-31), so its U no longer competes with moves that do
+    not lose, and the parent's visited policy (FPU reduction) no longer counts it."""
+    parent = tree.nodes.parent[node]
+    if parent < 0:
+        return
+    e = tree.nodes.pedge[node]
+    if tree.nodes.n[node] > 0:
+        tree.nodes.vpol[parent] += prior(np.uint16(0)) - prior(tree.edges.prior[e])
+    tree.edges.prior[e] = 0
+
+
+@njit(cache=True)
 def prove(tree, node):
     """Certainty propagation: make ``node`` terminal when a child wins for its side to move or
     every child is proven. Returns whether it did. The root stays searchable."""
@@ -40,6 +54,8 @@ def prove(tree, node):
             best_wl, best_d, best_m = wl, tree.nodes.t_d[c], m
     if best_wl < 1.0 and not all_proven:
         return False
+    if best_wl > 0.0:  # proven lost for the side that moved into it
+        clear_loss_prior(tree, node)
     # A result resting on a table is a tablebase result, not a mate distance.
     tree.nodes.kind[node] = TABLEBASE if from_tb else PROVEN
     tree.nodes.t_wl[node] = -best_wl
@@ -83,7 +99,9 @@ def backup(tree, params, counters, node, k, v, d, m, depth):
                 became_terminal = prove(tree, parent)
                 if became_terminal:
                     fix_n = tree.nodes.n[parent]
-                    dv = tree.nodes.t_wl[parent] - tree.nodes.wl[parent]
+                    # In the child's view, as v here: the next step turns both to the
+                    # parent's, whose ancestors take the correction (lc0's MaybeSetBounds).
+                    dv = tree.nodes.wl[parent] - tree.nodes.t_wl[parent]
                     dd = tree.nodes.t_d[parent] - tree.nodes.d[parent]
                     dm = tree.nodes.t_m[parent] - tree.nodes.m[parent]
                     tree.nodes.wl[parent] = tree.nodes.t_wl[parent]

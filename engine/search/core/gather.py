@@ -481,7 +481,9 @@ def _terminal(tree, params, counters, batch, ops, node, k, kind, wl, m, depth):
     tree.nodes.t_wl[node] = wl
     tree.nodes.t_d[node] = 1.0 - abs(wl)
     tree.nodes.t_m[node] = m
-    _back_up(tree, params, counters, batch, ops, node, k, wl, 1.0 - abs(wl), m, depth)
+    _back_up(tree, params, counters, batch, ops, node, 1, wl, 1.0 - abs(wl), m, depth)
+    if k > 1:  # as lc0's: a terminal takes one visit, the others are a collision
+        _collision(batch, node, k - 1)
 
 
 @njit(cache=True)
@@ -660,7 +662,10 @@ def descend(tree, params, counters, cache, batch, walk, ops, start, visits, star
             make_move(hist[base + depth - 1], move, hist[base + depth])
             if tree.nodes.kind[node] != NONE:
                 wl, d, m = tree.nodes.t_wl[node], tree.nodes.t_d[node], tree.nodes.t_m[node]
-                _back_up(tree, params, counters, batch, ops, node, k, wl, d, m, depth)
+                # lc0's: one visit of a terminal a pick, the others a collision there.
+                _back_up(tree, params, counters, batch, ops, node, 1, wl, d, m, depth)
+                if k > 1:
+                    _collision(batch, node, k - 1)
                 continue
         if tree.nodes.nedges[node] == 0:
             leaf(tree, params, counters, cache, batch, walk, ops, node, k, depth)

@@ -10,7 +10,7 @@ from numba import njit
 from engine.board.make import make_move
 from engine.board.repetition import repetitions
 
-from .backup import backup, cancel
+from .backup import backup, cancel, clear_loss_prior
 from .cache import lookup
 from .gather import cache_key, move_request
 from .params import CACHE_HISTORY
@@ -43,6 +43,8 @@ def tablebase_terminal(tree, params, counters, node, wl, depth):
     parent = tree.nodes.parent[node]
     m = max(0.0, tree.nodes.m[parent] - 1.0) if parent >= 0 else 0.0
     tree.nodes.status[node] &= ~PENDING
+    if wl < 0.0:
+        clear_loss_prior(tree, node)  # lc0's MakeTerminal of a loss
     tree.nodes.kind[node] = TABLEBASE
     tree.nodes.t_wl[node] = wl
     tree.nodes.t_d[node] = 1.0 - abs(wl)
