@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+
+import numpy as np
 
 from engine import options as opts
 
@@ -161,8 +164,11 @@ class SearchParams:
             return self.max_collision_visits
         if tree_size <= start:
             return 1
-        share = ((tree_size - start) / (end - start)) ** self.max_collision_visits_scaling_power
-        return max(1, int(share * self.max_collision_visits))
+        # In lc0's float arithmetic, rounded to the nearest (its Mix(high, 1, share)).
+        f32 = np.float32
+        share = (f32(int(tree_size)) - f32(start)) / f32(end - start)
+        share = f32(share ** f32(self.max_collision_visits_scaling_power))
+        return int(math.floor(f32(1.0) + f32(self.max_collision_visits - 1) * share + 0.5))
 
 
 PARAM_NAMES = tuple(f.name for f in fields(SearchParams))  # type: ignore[arg-type]  # a dataclass made by _defaults_from_options

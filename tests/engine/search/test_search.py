@@ -610,10 +610,11 @@ def test_collision_limit_scales_with_tree_size_as_lc0():
     assert p.collision_visit_limit(28) == 1
     assert p.collision_visit_limit(145_000) == 80_000
     assert p.collision_visit_limit(10**7) == 80_000
-    for n in (100, 4_000, 50_000):
-        expected = max(1, int(((n - 28) / (145_000 - 28)) ** 1.25 * 80_000))
+    for n in (100, 4_000, 50_000):  # lc0's Mix(80000, 1, share): rounded to the nearest
+        expected = round(1 + ((n - 28) / (145_000 - 28)) ** 1.25 * 79_999)
         assert p.collision_visit_limit(n) == expected
-    assert p.collision_visit_limit(100) == 5  # ((72 / 144972) ** 1.25) * 80000 = 5.93
+    assert p.collision_visit_limit(100) == 7  # 1 + ((72 / 144972) ** 1.25) * 79999 = 6.93
+    assert p.collision_visit_limit(400) == 47  # 46.2 truncated before
     assert SearchParams(max_collision_visits_scaling_end=0).collision_visit_limit(5) == 80_000
 
 
