@@ -19,6 +19,7 @@ import statistics
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +79,22 @@ that host whose records carry lc0's own nps (median 1,719; 1,719 here for its th
 that reused 400 visits and searched none). Its first recording, made on a slower or busier
 machine, lc0 itself no longer reproduced (totals 1.156 times, distance 0.065: a faster lc0
 reached the node limit before smart pruning could stop it)."""
+
+
+class Unpadded:
+    """``network`` as a backend whose batch costs its rows (``padded_size`` None): the search
+    then prefetches up to MaxPrefetch into every minibatch, as lc0 does on any backend (its
+    default 32), where against a padded backend it fills only the padding. For an exact
+    reference against lc0 (Threads 1, SmartPruningFactor 0, lc0's minibatch)."""
+
+    def __init__(self, network: Network) -> None:
+        self._network = network
+
+    def attributes(self):  # noqa: ANN201 (BackendAttributes)
+        return dataclasses.replace(self._network.attributes(), padded_size=None)
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._network, name)
 
 
 def pace_of(path: Path) -> float | None:

@@ -715,16 +715,18 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
         reps, _ = repetitions(hist, row)
         key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
         r = batch.meta[REQUESTS]
-        if r >= batch.req.node.shape[0] or lookup(cache, key) >= 0:
+        if lookup(cache, key) >= 0:
+            return 1  # lc0's: a leaf already cached spends its slot of the budget
+        if r >= batch.req.node.shape[0]:
             return 0
         for j in range(r):
             if batch.req.key[j] == key:
-                return 0
+                return 1  # in this batch already: in lc0's, a second row of the same position
         pos = hist[row]
         fmt = walk.info[FORMAT]
         count = legal_moves(pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r])
         if count == 0:
-            return 0
+            return 1  # lc0's evaluates it, for a slot of the budget (useless: it is terminal)
         batch.req.node[r] = -1
         batch.req.key[r] = key
         batch.req.depth[r] = depth
@@ -790,7 +792,10 @@ def prefetch(tree, params, cache, batch, walk, budget):
         i = frames.order[level, jj]
         to_spend = left
         if jj + 1 < kept:  # the last child keeps the budget of the one before it
-            gap = frames.scores[level, frames.order[level, jj + 1]] - frames.qm[level, i]
+            # lc0 takes an unvisited child's Q here as minus its FPU (edge.GetQ(-fpu)).
+            c = child(tree, node, i)
+            q = frames.qm[level, i] if c >= 0 and tree.nodes.n[c] > 0 else -frames.qm[level, i]
+            gap = frames.scores[level, frames.order[level, jj + 1]] - q
             if gap > 0:
                 to_spend = min(left, int(frames.pu[level, i] / gap - frames.started[level, i]) + 1)
         meta[5] = jj + 1
