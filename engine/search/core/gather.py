@@ -109,7 +109,8 @@ REQUEST = np.dtype(
     ],
     align=True,
 )
-COLLISION = np.dtype([("node", np.int32), ("k", np.int32)], align=True)
+COLLISION = np.dtype([("node", np.int32), ("k", np.int32), ("max", np.int32)], align=True)
+"""A collision: its node, its visits, and the visits lc0 may upsize it to (0: none)."""
 FRAME = np.dtype(
     [
         ("order", np.int64),
@@ -492,6 +493,7 @@ def _collision(batch, node, k):
     if c < batch.coll.node.shape[0]:
         batch.coll.node[c] = node
         batch.coll.k[c] = k
+        batch.coll.max[c] = 0
         batch.meta[COLLISIONS] = c + 1
     batch.meta[EVENTS] += 1
 
@@ -635,6 +637,48 @@ def move_request(batch, src, dst):
 
 
 @njit(cache=True, **UNCOUNTED)
+def _path_limit(tree, params, batch, walk, node, depth, k):
+    """lc0's max_limit of a pick that sent all its ``k`` visits down the path to ``node``
+    (``depth`` plies below the root): the least, over the path's nodes, of the visits their
+    child on the path could take before the second best overtook it (as each pick reckoned
+    it, before the ``k`` visits went in flight); 2**31 - 1 where no second child is in the
+    running."""
+    big = np.int64(2**31 - 1)
+    limit = big
+    qm, pu = batch.pick_values[0], batch.pick_values[1]
+    c = node
+    d = depth
+    while tree.nodes.parent[c] >= 0:
+        a = tree.nodes.parent[c]
+        d -= 1
+        j = tree.nodes.pedge[c] - tree.nodes.first[a]
+        width = tree.nodes.nedges[a]
+        at_root = a == 0
+        masked = at_root and walk.root_filter.shape[0] > 0
+        child_scores(tree, params, I(a), at_root, walk.draw_scores[d & 1], I(width), qm, pu)
+        ks = tree.nodes.kids[a]
+        second = -np.inf
+        others = False
+        for i in range(width):
+            if i == j or (masked and walk.root_filter[i] == 0):
+                continue
+            o = tree.kids[ks + i] if ks >= 0 else -1
+            started = tree.nodes.n[o] + tree.nodes.nif[o] if o >= 0 else 0
+            score = qm[i] + pu[i] / (1.0 + started)
+            others = True
+            if score > second:
+                second = score
+        if others and qm[j] < second:
+            started = tree.nodes.n[c] + tree.nodes.nif[c] - k
+            est = pu[j] / (second - qm[j]) - (started + 1) + 1
+            est = np.int64(max(1.0, min(est, 1e9)))
+            if est < limit:
+                limit = est
+        c = a
+    return limit
+
+
+@njit(cache=True, **UNCOUNTED)
 def select(tree, params, counters, cache, batch, walk, visits):
     """Distribute ``visits`` from the root (node 0) down the tree by PUCT."""
     descend(tree, params, counters, cache, batch, walk, None, I(0), I(visits), I(0))
@@ -668,6 +712,15 @@ def descend(tree, params, counters, cache, batch, walk, ops, start, visits, star
                     _collision(batch, node, k - 1)
                 continue
         if tree.nodes.nedges[node] == 0:
+            if start == 0 and k == visits and tree.nodes.status[node] & PENDING:
+                # The whole round on one leaf in flight: lc0 lets this collision grow to the
+                # visits its path could take before another child overtook (maxvisit).
+                limit = _path_limit(tree, params, batch, walk, node, depth, k)
+                _collision(batch, node, k)
+                c = batch.meta[COLLISIONS] - 1
+                if limit > k and c >= 0 and batch.coll.node[c] == node:
+                    batch.coll.max[c] = limit
+                continue
             leaf(tree, params, counters, cache, batch, walk, ops, node, k, depth)
             continue
         given = share_visits(tree, params, batch, walk, node, k, depth)
@@ -885,6 +938,16 @@ def round_end(
         batch.meta[COLLISIONS] = first
     else:
         for c in range(first, batch.meta[COLLISIONS]):
+            k, most = batch.coll.k[c], batch.coll.max[c]
+            if most > 0 and collisions_left > k:
+                # lc0's upsized collision: more visits in flight on its path, and the gather
+                # ends sooner.
+                extra = min(most, collisions_left) - k
+                n = batch.coll.node[c]
+                while tree.nodes.parent[n] >= 0:
+                    tree.nodes.nif[n] += extra
+                    n = tree.nodes.parent[n]
+                batch.coll.k[c] = k + extra
             collisions_left -= batch.coll.k[c]
     if (
         collisions_left <= 0
