@@ -109,7 +109,7 @@ REQUEST = np.dtype(
     ],
     align=True,
 )
-COLLISION = np.dtype([("node", np.int32), ("k", np.int32), ("max", np.int32)], align=True)
+COLLISION = np.dtype([("node", np.int32), ("k", np.int32), ("most", np.int32)], align=True)
 """A collision: its node, its visits, and the visits lc0 may upsize it to (0: none)."""
 FRAME = np.dtype(
     [
@@ -493,7 +493,7 @@ def _collision(batch, node, k):
     if c < batch.coll.node.shape[0]:
         batch.coll.node[c] = node
         batch.coll.k[c] = k
-        batch.coll.max[c] = 0
+        batch.coll.most[c] = 0
         batch.meta[COLLISIONS] = c + 1
     batch.meta[EVENTS] += 1
 
@@ -719,7 +719,7 @@ def descend(tree, params, counters, cache, batch, walk, ops, start, visits, star
                 _collision(batch, node, k)
                 c = batch.meta[COLLISIONS] - 1
                 if limit > k and c >= 0 and batch.coll.node[c] == node:
-                    batch.coll.max[c] = limit
+                    batch.coll.most[c] = limit
                 continue
             leaf(tree, params, counters, cache, batch, walk, ops, node, k, depth)
             continue
@@ -938,7 +938,7 @@ def round_end(
         batch.meta[COLLISIONS] = first
     else:
         for c in range(first, batch.meta[COLLISIONS]):
-            k, most = batch.coll.k[c], batch.coll.max[c]
+            k, most = batch.coll.k[c], batch.coll.most[c]
             if most > 0 and collisions_left > k:
                 # lc0's upsized collision: more visits in flight on its path, and the gather
                 # ends sooner.
