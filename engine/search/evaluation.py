@@ -64,6 +64,8 @@ class Evaluator:
     ``_device``    each worker (submits its call;    –
                    the device threads run them in
                    the order they came)
+    ``_device``    (the pool itself) :meth:`renew`,  –
+                   a run whose call hung
     ``timeline``   its caller, between searches      the workers
     ============== ================================= =================================
     """
@@ -76,11 +78,7 @@ class Evaluator:
         self.timeline: Timeline | None = None
         """Set by a caller (bin/perf/bench --trace) to record each batch's device time."""
         self._lock = threading.Lock()
-        self._device: ThreadPoolExecutor | None = None
-        if attributes.concurrency < ANY_CALLS:
-            self._device = ThreadPoolExecutor(
-                max(1, attributes.concurrency), thread_name_prefix="nn-device"
-            )
+        self._device = self._new_device()
 
     def evaluate(self, job: Job) -> NetworkOutput:
         """The network's answer for the job's positions, on the calling thread: their packed
@@ -117,6 +115,18 @@ class Evaluator:
         """The device threads leave once the calls queued are done."""
         if self._device is not None:
             self._device.shutdown(wait=False)
+
+    def renew(self) -> None:
+        """Leave a hung call's device thread behind: the next calls go to new ones."""
+        self.close()
+        self._device = self._new_device()
+
+    def _new_device(self) -> ThreadPoolExecutor | None:
+        if self.attributes.concurrency >= ANY_CALLS:
+            return None
+        return ThreadPoolExecutor(
+            max(1, self.attributes.concurrency), thread_name_prefix="nn-device"
+        )
 
     def _call(
         self, packed: bool, batch: cgather.Batch, n: int, legal: np.ndarray | None, seq: int

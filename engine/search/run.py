@@ -74,8 +74,6 @@ class SearchRun:
         """The exception of a network call that failed (it ended the run)."""
         self.ram_limited = False
         self.worker = SearchWorker(res, self.params, self.batch_size, self.go, self.tally)
-        self.threads: SearchThreads | None = None
-        """The run's search threads, while it searches."""
         self._last_info = 0.0
         self._last_best: int | None = None
 
@@ -148,13 +146,11 @@ class SearchRun:
         """The search threads until the run is over (engine/search/threads.py); this thread
         watches them: the stop, the deadline (the threads may all be on the network) and the
         info lines."""
-        self.threads = SearchThreads(
-            self.res, self.worker, self._stoppers, self.go.limit.until_stop
-        )
+        threads = SearchThreads(self.res, self.worker, self._stoppers, self.go.limit.until_stop)
         # The threads end the run themselves (a limit, a stop, a failure) at each iteration;
         # the watch is for the deadline while they all wait for the network, and the info lines.
-        self.threads.run(self._watch, WATCH_SLICE_S)
-        self.failure = self.threads.failure
+        threads.run(self._watch, WATCH_SLICE_S)
+        self.failure = threads.failure
 
     def _stoppers(self) -> tuple[bool, float, int]:
         """lc0's stoppers over the root (nodes lock held): (a limit is reached, the playouts

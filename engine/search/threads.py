@@ -178,6 +178,7 @@ class SearchThreads:
         for _batch, since in self._evaluating.values():
             if now - since > NETWORK_STALL_S:
                 self.failure = TimeoutError(f"no answer from the network in {now - since:.0f} s")
+                self.res.evaluator.renew()  # the next calls do not queue behind the hung one
                 return True
         return False
 

@@ -98,6 +98,32 @@ def test_a_hanging_network_call_stops_a_node_limited_search(monkeypatch):
         search.close()
 
 
+class HangingDevice(HangingNetwork):
+    """The hanging network as a backend that takes one call at a time (as XLA's on a CPU): the
+    search's device thread runs its calls."""
+
+    concurrency = 1
+
+
+def test_after_a_hung_call_the_next_search_does_not_queue_behind_it(monkeypatch):
+    """A backend of one call at a time whose call hangs: the run that gave it up leaves its
+    device thread behind, and the next search's calls go to a new one while it still hangs."""
+    monkeypatch.setattr(search_module, "NETWORK_STALL_S", 0.3)
+    net = HangingDevice(hang_at=30)
+    search = Search(net, from_options({"SmartPruningFactor": 0.0}))
+    search.set_position(chess.Board())
+    lines: list[str] = []
+    try:
+        search.run(Limit(nodes=5000), on_verbose=lines.extend)
+        assert any("TimeoutError: no answer from the network in" in x for x in lines), lines
+        lines.clear()
+        again = search.run(Limit(nodes=3000), on_verbose=lines.extend)  # still hung meanwhile
+        assert again.nodes >= 3000 and not lines, lines
+    finally:
+        net.release.set()
+        search.close()
+
+
 def _assert_moves_legal(search: Search) -> None:
     """Every expanded node's edges are its position's legal moves (python-chess), through
     the first two plies: a batch written by a stale worker would give some node another
