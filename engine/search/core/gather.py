@@ -768,18 +768,19 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
         reps, _ = repetitions(hist, row)
         key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
         r = batch.meta[REQUESTS]
-        if lookup(cache, key) >= 0:
-            return 1  # lc0's: a leaf already cached spends its slot of the budget
-        if r >= batch.req.node.shape[0]:
+        # lc0's PrefetchIntoCache spends a slot of its budget on a leaf cached, in the batch
+        # already or terminal; here the budget fills the padding the backend computes anyway
+        # (Resources.pad_table), which such a slot would leave empty: they cost nothing.
+        if r >= batch.req.node.shape[0] or lookup(cache, key) >= 0:
             return 0
         for j in range(r):
             if batch.req.key[j] == key:
-                return 1  # in this batch already: in lc0's, a second row of the same position
+                return 0
         pos = hist[row]
         fmt = walk.info[FORMAT]
         count = legal_moves(pos, I(canonical_transform(pos, fmt)), batch.moves[r], batch.indices[r])
         if count == 0:
-            return 1  # lc0's evaluates it, for a slot of the budget (useless: it is terminal)
+            return 0
         batch.req.node[r] = -1
         batch.req.key[r] = key
         batch.req.depth[r] = depth

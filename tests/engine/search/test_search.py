@@ -664,7 +664,9 @@ def test_prefetch_fills_the_padding_of_a_padding_backend():
     sizes = {}
     for prefetch in (0, 4):
         net = PaddedNetwork()
-        search = Search(net, SearchParams(smart_pruning_factor=0.0, max_prefetch=prefetch))
+        # One thread: the batches' sizes in order (two threads' first batches come either way).
+        params = SearchParams(smart_pruning_factor=0.0, max_prefetch=prefetch, threads=1)
+        search = Search(net, params)
         search.set_position(chess.Board())
         search.run(Limit(nodes=400))
         assert search.root.n == 400
