@@ -26,12 +26,12 @@ again, :func:`_reconvert`) only when asked for more than its parameters.
 Importing this package is cheap (JAX and the stages' modules are imported only when a network is
 loaded) and registers the backend with the engine under the name "xla".
 
-It also asks XLA for one CPU device per usable core
-(:func:`backend_xla.devices.configure_host_devices`), so that a batch can be split over
-the cores (XLA's CPU convolution runs on one thread; docs/performance.md). That only works
-before the first ``import jax`` in the process and only when the user has not set ``XLA_FLAGS``:
-if jax is already imported it does nothing (the network then runs on the devices jax has; import
-``backend_xla`` first, as the engine's entry point does, to get the split).
+Importing it changes nothing global (no environment variable, no JAX setting). One XLA CPU
+device per usable core, so that a batch can be split over the cores (XLA's CPU convolution runs on
+one thread; docs/performance.md), is the process's set-up
+(:func:`backend_xla.devices.configure_host_devices`, called by :func:`engine.startup.configure`
+before jax starts, as the engine, the tests and the tools do); without it the network runs on
+the devices jax has.
 """
 
 from __future__ import annotations
@@ -41,10 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.backend import register_backend
 
-from .devices import configure_host_devices
 from .errors import NetworkError, OptionError, UnsupportedOpError
-
-configure_host_devices()  # before jax starts: afterwards the CPU device count is fixed
 
 if TYPE_CHECKING:
     import onnx

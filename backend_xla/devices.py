@@ -8,8 +8,8 @@ one per core (docs/performance.md).
 
 The catch: the number of host devices is fixed when XLA's CPU client is created, from the flag
 ``--xla_force_host_platform_device_count=N`` in ``XLA_FLAGS``. :func:`configure_host_devices` must
-therefore run BEFORE the first ``import jax`` anywhere in the process (``import backend_xla`` does
-it; entry points that may import jax earlier call it at their very top). Once jax is imported the
+therefore run BEFORE the first ``import jax`` anywhere in the process (the process's set-up,
+:func:`engine.startup.configure`, calls it; importing ``backend_xla`` does not). Once jax is imported the
 setting can no longer change, and the function only reports what it would have done. Nothing in
 this module imports jax at import time.
 """
@@ -75,8 +75,8 @@ _user_part = ""
 """The user's own XLA_FLAGS, kept in front of the flags an earlier call added."""
 
 _flags_set_here: str | None = None
-"""The XLA_FLAGS value an earlier call set (``import backend_xla`` makes one): a later call may
-replace it, since it is not the user's."""
+"""The XLA_FLAGS value an earlier call set (``engine.startup.configure`` makes one): a later call
+may replace it, since it is not the user's."""
 
 
 # ----------------------------------------------------------------------------- parameters

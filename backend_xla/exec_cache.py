@@ -175,6 +175,7 @@ class _PickleEntries:
 
     def __init__(self, directory: str | os.PathLike) -> None:
         self.directory = Path(directory)
+        self.unwritable = False  # a write failed for the folder, not for what was written
         self.hits = 0
         self.misses = 0
         self.rejected = 0
@@ -264,6 +265,7 @@ class ExecutableCache(_PickleEntries):
         try:
             _write(self.directory, self.path(key), data)
         except OSError:
+            self.unwritable = True
             return False  # an unwritable cache only costs time
         return True
 

@@ -20,6 +20,27 @@ _setup_lock = threading.Lock()
 _plugins: set[str] = set()
 _cache_dir: str | None = None
 
+HOOKS: dict[str, bool | None] = {
+    "jax_cache_bypass": None,
+    "xla_threads_pinned": None,
+    "xla_codegen_threads_named": None,
+    "executables_serialized": None,
+}
+"""Whether this module's hooks into JAX's and XLA's internals took effect in this process (None:
+not used yet): ``jax_cache_bypass`` (:func:`_without_jax_cache` found JAX's cache decision to
+set), ``xla_threads_pinned`` (a compile pinned XLA's own threads: some were found by /proc and
+their affinity set, :func:`_xla_threads_on_one_core`), ``xla_codegen_threads_named`` (after a
+compile, XLA's code-generation threads were found by their name, :data:`CODEGEN_THREADS`),
+``executables_serialized`` (the engine's cache of executables, :mod:`backend_xla.exec_cache`,
+stored or loaded a program whole; an unwritable folder does not count against it).
+tests/test_private_hooks.py asserts each on the pinned JAX."""
+
+
+def _report(hook: str, took_effect: bool | None) -> None:
+    """Record whether ``hook`` took effect; once it did not, it stays reported so."""
+    if took_effect is not None and HOOKS[hook] is not False:
+        HOOKS[hook] = took_effect
+
 
 PJRT_PLUGINS_VARIABLE = "PJRT_NAMES_AND_LIBRARY_PATHS"
 """JAX's public way to add PJRT plugins: ``name:path,name:path``, read when JAX first starts
@@ -350,20 +371,25 @@ def compile_function(
     if use_cache:
         shell = _placed(converter, batch_size, params, min_rows_per_device, copies)
         if cache.load(cache_key, shell, params.devices):
+            _report("executables_serialized", True)
             return shell
     executable = _compile_executable(
         converter, batch_size, params, min_rows_per_device, hlo_dump_dir, copies
     )
     executable.inputs = _inputs(converter, executable.rows)
-    if use_cache and not cache.store(cache_key, executable, params.devices):
-        # Read from JAX's own cache, the programs do not serialize whole: compile them afresh.
-        with _without_jax_cache():
-            fresh = _compile_executable(
-                converter, batch_size, params, min_rows_per_device, None, copies
-            )
-        fresh.inputs = executable.inputs
-        if cache.store(cache_key, fresh, params.devices):
-            executable = fresh
+    if use_cache:
+        stored = cache.store(cache_key, executable, params.devices)
+        if not stored:
+            # Read from JAX's own cache, the programs do not serialize whole: compile them afresh.
+            with _without_jax_cache():
+                fresh = _compile_executable(
+                    converter, batch_size, params, min_rows_per_device, None, copies
+                )
+            fresh.inputs = executable.inputs
+            stored = cache.store(cache_key, fresh, params.devices)
+            if stored:
+                executable = fresh
+        _report("executables_serialized", stored if stored or not cache.unwritable else None)
     return executable
 
 
@@ -382,8 +408,10 @@ def _without_jax_cache():
 
         saved = (cc._cache_checked, cc._cache_used)
     except (ImportError, AttributeError):
+        _report("jax_cache_bypass", False)
         yield
         return
+    _report("jax_cache_bypass", True)
     with _bypass_lock:
         cc._cache_checked, cc._cache_used = True, False
         try:
@@ -510,7 +538,7 @@ def _xla_threads_on_one_core():
     global _pinned_compiles
     with _pin_lock:
         if _pinned_compiles == 0:
-            _set_xla_threads({min(allowed)}, skip_codegen=True)
+            _report("xla_threads_pinned", _set_xla_threads({min(allowed)}, True) > 0)
         _pinned_compiles += 1
     try:
         yield
@@ -519,22 +547,36 @@ def _xla_threads_on_one_core():
             _pinned_compiles -= 1
             if _pinned_compiles == 0:  # those XLA started meanwhile too
                 _set_xla_threads(allowed, skip_codegen=False)
+                _report("xla_codegen_threads_named", _codegen_threads() > 0)
 
 
-def _set_xla_threads(cores: set[int], skip_codegen: bool) -> None:
-    """Set the CPU affinity of every thread of this process that Python did not start."""
+def _codegen_threads() -> int:
+    """How many of this process's threads are XLA's code-generation threads, by their name."""
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return 0
+    return sum(_thread_name(tid).startswith(CODEGEN_THREADS) for tid in tids)
+
+
+def _set_xla_threads(cores: set[int], skip_codegen: bool) -> int:
+    """Set the CPU affinity of every thread of this process that Python did not start; returns
+    how many were set."""
     python = {t.native_id for t in threading.enumerate()}
     try:
         tids = [int(t) for t in os.listdir("/proc/self/task")]
     except OSError:
-        return
+        return 0
+    count = 0
     for tid in tids:
         if tid in python or (skip_codegen and _thread_name(str(tid)).startswith(CODEGEN_THREADS)):
             continue
         try:
             os.sched_setaffinity(tid, cores)
+            count += 1
         except OSError:
             pass  # a thread that ended meanwhile
+    return count
 
 
 def _compile(converter, lowered, batch_size: int, options: Mapping[str, Any] | None = None):

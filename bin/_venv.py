@@ -14,8 +14,10 @@ numpy, chess) live in ``<repo>/.venv``, made by the README's install command. So
 The scripts in bin/perf/, bin/check/ and bin/dev/ import the ``_venv.py`` of their own folder,
 which loads this file and puts bin/ on ``sys.path`` too (for ``xlazero_perf``).
 
-This module imports only the standard library: scripts that set ``XLA_FLAGS`` before jax starts
-keep doing so after the re-exec.
+Then it sets the process up as the engine does (:func:`engine.startup.configure`: numba's cache
+folder, one XLA CPU device per core), before the script imports the search or jax; numba's
+registries stay numba's (deferring them imports numba, about a second, which most tools never use).
+Before that it imports only the standard library: a user's ``XLA_FLAGS`` survive the re-exec.
 """
 
 from __future__ import annotations
@@ -58,3 +60,12 @@ _reexec()
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+def _set_up() -> None:
+    from engine.startup import configure
+
+    configure(defer_registries=False)
+
+
+_set_up()

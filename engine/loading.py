@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import engine
 from engine import options as opts
 from engine.backend import Network, load_network
+from engine.hooks import not_in_effect
 from engine.search import warmup
 from engine.tablebase import Tablebase, TablebaseError, open_tablebases
 
@@ -101,6 +102,11 @@ def load_named_network(values: Mapping[str, Any], reporter: Reporter) -> Network
     reporter.message(f"loaded network {attributes.name} ({path}) with backend {backend}")
     for line in attributes.description:
         reporter.message(line)
+    for hook in not_in_effect():
+        reporter.message(
+            f"warning: {hook} did not take effect: a version of its library other than the "
+            "tested one (pyproject.toml); slower, not wrong (engine/hooks.py)"
+        )
     if backend != "random" and is_untrained(path):
         reporter.message(
             f"network {path.name} is untrained (random weights): its moves "

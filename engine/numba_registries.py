@@ -17,7 +17,9 @@ The BLAS check runs with ``scipy.linalg`` hidden: the engine's compiled code nev
 ``import scipy.linalg`` (by jax.scipy, say) works as usual.
 
 Where numba's internals differ from what this expects (another numba version), nothing is
-changed and numba behaves as it always does.
+changed and numba behaves as it always does; :func:`deferral_in_place` says which (the engine's
+start-up, engine/startup.py, calls :func:`defer_until_a_compile`; tests/test_private_hooks.py
+asserts that it takes effect on the pinned numba).
 """
 
 from __future__ import annotations
@@ -68,6 +70,12 @@ def defer_until_a_compile() -> bool:
         caching.Cache.load_overload = load_overload
         _state["patched"] = True
     return True
+
+
+def deferral_in_place() -> bool:
+    """Whether :func:`defer_until_a_compile` took effect in this process (numba's internals were
+    the ones it expects, and its replacements are installed)."""
+    return _state["patched"]
 
 
 def registries_loaded() -> bool:

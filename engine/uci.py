@@ -10,6 +10,11 @@ gets ``info string error: …`` and the loop goes on.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # the program (python -m engine.uci, bin/xlazero): the process's set-up
+    from engine.startup import configure  # before the imports below load the compiled search
+
+    configure(clean=True)
+
 import os
 import sys
 import threading
@@ -226,10 +231,12 @@ def command_line_values(argv: list[str]) -> dict[str, Any]:
 
 def register_backends() -> None:
     """Import the backends, which register themselves by name: the protocol (engine.backend)
-    knows no implementation, so the program's entry point brings them in. Importing
-    backend_xla, before anything imports jax, also asks XLA for one CPU device per core, so
-    that batches can be split over the cores."""
-    import backend_xla  # noqa: F401  (registers "xla"; before jax: a CPU device per core)
+    knows no implementation, so the program's entry point brings them in. The process's set-up
+    (engine/startup.py: numba's cache, XLA's CPU devices, one per core) comes first."""
+    from engine.startup import configure
+
+    configure()  # done already where the program started here; for a caller of main
+    import backend_xla  # noqa: F401  (registers "xla")
     import engine.backends  # noqa: F401  (random)
 
 
@@ -317,9 +324,9 @@ def run() -> None:
     """The engine process: ``main``, then exit at once. Interpreter teardown (XLA's and numba's
     finalizers) takes most of a second, which a GUI would wait for after ``quit``; the search
     thread has stopped and the output is flushed, so nothing is lost."""
-    from engine.compiled_cache import remove_stale
+    from engine.startup import configure
 
-    remove_stale()  # other versions' numba caches unused for a week (never on import)
+    configure(clean=True)  # as ``python -m engine.uci`` did before its imports (engine/startup.py)
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

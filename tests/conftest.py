@@ -45,6 +45,13 @@ os.environ.setdefault("XLAZERO_XLA_COMPILE_CORES", "all")
 other test process leaves idle. What the engine ships, one core in view, only changes speed; its
 own test sets it back."""
 
+from engine.startup import configure  # noqa: E402  (after the XLA settings above)
+
+configure()
+"""The process's set-up, as the engine's (engine/startup.py): numba's cache folder, which the
+engines and tools the tests start inherit through the environment, numba's registries left to the
+first compile, XLA's device count (the one set above: a device count already in ``XLA_FLAGS`` wins)."""
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
 LC0 = SHARED / "lc0"
@@ -151,6 +158,7 @@ WARM_UP_CODE = (
     # in reference cycles that each full pass traverses again (41 s of CPU with them, 37 s
     # without; about 800 MB at the peak instead of 430).
     "import gc, sys; from pathlib import Path\ngc.disable()\n"
+    "from engine.startup import configure\nconfigure(host_devices=False)\n"
     "from engine.search.warmup import compile_the_rest, warm_up\n"
     "from engine.backends.random import RandomNetwork\n"
     "try:\n    warm_up(); compile_the_rest(); RandomNetwork(); Path(sys.argv[1]).write_text('ok')\n"
@@ -201,7 +209,8 @@ USES_THE_SEARCH = ("tests/engine/", "tests/bin/test_", "tests/nets/test_shipped_
                    "tests/nets/training/test_match", "tests/backend_xla/lc0/test_lc0_engine_plays",
                    "tests/backend_xla/test_packed_input.py::test_search_visits_",
                    "tests/backend_xla/test_policy_gather.py::test_the_option_tells_the_search",
-                   "tests/backend_xla/test_device_calls.py::test_two_calls_on_one_device_search")
+                   "tests/backend_xla/test_device_calls.py::test_two_calls_on_one_device_search",
+                   "tests/test_private_hooks.py::test_numbas_cache_index")
 """Tests that run the compiled search (in process or through an engine process)."""
 
 
@@ -256,9 +265,9 @@ SLOW_FIRST = {
     "tests/backend_xla/test_backend_devices.py::test_batch_sharded_equals_unsharded": 6,
     "tests/engine/test_device_info.py::test_forced_host_devices_are_listed_and_unusual_requests_warned": 6,
     "tests/backend_xla/test_backend_devices.py::test_loading_and_running_a_network_never_imports": 5,
-    "tests/backend_xla/test_backend_speed_paths.py::test_import_after_jax_left_alone": 5,
+    "tests/backend_xla/test_backend_speed_paths.py::test_startup_after_jax_left_alone": 5,
     "tests/nets/training/test_records.py::test_policy_targets_are_the_engine_moves_and_legal": 5,
-    "tests/engine/encoding/test_encoding_legal_moves.py::test_random_games_all_transforms": 4,
+    "tests/engine/encoding/test_encoding_legal_moves.py::test_random_games_": 4,
     "tests/backend_xla/test_backend_zoo.py::test_zoo_network_matches_lc0[se-b2f32-polconv-wdl-input132": 4,
     "tests/engine/search/test_search_maia.py::test_nodes_one_plays_top_policy_move_in_process": 1,
     "tests/engine/board/test_board_movegen.py::test_make_move_and_perft_depth_2": 4,  # perft's
@@ -266,7 +275,7 @@ SLOW_FIRST = {
     "tests/bin/test_bin_scripts.py::test_help_from_another_directory": 3,
     "tests/backend_xla/test_backend_maia.py::test_maia1100_matches_lc0_on_every_position": 3,
     "tests/engine/test_device_info.py::test_startup_names_platform_devices_type_and_batch_sizes": 2,
-    "tests/backend_xla/test_backend_speed_paths.py::test_import_configures_one_device_per_core": 2,
+    "tests/backend_xla/test_backend_speed_paths.py::test_startup_configures_one_device_per_core": 2,
     "tests/nets/test_shipped_nets.py::test_startup_info_names_the_network_and_flags_an_untrained_one": 2,
     "tests/engine/test_uci_network_switch.py": 3,
 }
@@ -335,7 +344,7 @@ ON_THE_CLOCK = (
     "tests/engine/test_option_effects.py::test_ponder_is_advertised",
     "tests/engine/test_option_effects.py::test_log_live_stats",
     "tests/engine/search/test_search_workers.py::test_threads_batches_are_in_flight",  # paced
-    "tests/engine/search/test_search_workers.py::test_two_batches_evaluated_at_once",  # networks
+    "tests/engine/search/test_search_workers.py::test_a_backend_gets_as_many_calls_at_once",  # networks
     "tests/engine/search/test_network_faults.py::test_a_hanging_network_call",
 )
 """Tests that mostly wait on a clock (a movetime, a paced network, a probe's seconds), in which

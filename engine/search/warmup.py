@@ -98,12 +98,22 @@ def compile_the_rest() -> None:
     steps.tablebase_terminal(t, packed, counters, 0, 0.0, 0)
     steps.cached_slot(rows, 0, -1, packed, cache)
     expand_batch(batch.masks, batch.values, batch.planes, 0, 0)
-    gather.encode_requests(batch.req, batch.window, 1, 0, batch.masks, batch.values, 0, 0)
+    gather.encode_requests(
+        batch.req, batch.rows, batch.window, batch.moves, batch.indices, 1, 0, batch.masks,
+        batch.values, 0, 0,
+    )
 
 
 ENTRY = "minibatch.gather"
 """The compiled entry point whose index in numba's cache says the warm-up's functions are
 there."""
+
+INDEX_FOUND: dict[str, bool | None] = {"numba_index_named": None}
+"""Whether :func:`cache_is_warm`'s look for numba's index file, by the name numba gives it
+(``<module>.<function>-<line>.pyXY.nbi``: numba's own, not documented), found the entry once the
+warm-up had made it ready (None: no warm-up yet in this process; False: this numba names its
+files otherwise, or its cache is not writable, and every start compiles the rest again).
+tests/test_private_hooks.py asserts it on the pinned numba."""
 
 
 def cache_is_warm(entry: str = ENTRY) -> bool:
@@ -130,6 +140,7 @@ def warm_up() -> None:
         _warm_up_search()
         if cold:  # from a warm cache they load when first called (22 ms more at every start)
             compile_the_rest()
+        INDEX_FOUND["numba_index_named"] = True if not cold else cache_is_warm()
         _done.set()
 
 

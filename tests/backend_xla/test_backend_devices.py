@@ -25,8 +25,8 @@ def _run(code: str, env_extra: dict[str, str] | None = None, drop_xla_flags: boo
     return out.stdout.strip().splitlines()[-1]
 
 
-# {pre} comes first: importing backend_xla already calls configure_host_devices() (one device per
-# core), which a later explicit call may override as long as jax has not started.
+# {pre} comes first: a first configure_host_devices() (the set-up, engine/startup.py, makes one per
+# core) may be overridden by a later explicit call as long as jax has not started.
 CONFIGURE = """
 import json, os, sys
 {pre}

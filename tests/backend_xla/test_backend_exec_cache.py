@@ -84,6 +84,8 @@ def test_second_load_comes_from_the_caches(filled, first_load, net_file):
     assert list((filled / SUBDIR).glob("*.pkl")) and list((filled / NETWORK_SUBDIR).glob("*.pkl"))
     second, out2 = _load(net_file)
     assert second.networks.hits == 1 and second.executables.hits == 1
+    # The hook into JAX's executables (serialized whole) took effect (tests/test_private_hooks.py).
+    assert runtime.HOOKS["executables_serialized"] is True
     assert type(second.converter).__name__ == "CachedConverter"
     _same(out1, out2)
     assert second.has_wdl == first.has_wdl and second.input_format == first.input_format

@@ -4,7 +4,8 @@
   default NHWC is in test_backend_zoo.py;
 * the batch split over host devices (``host_devices``) against one device, and against lc0;
 * load-time folding of weight-only nodes against ``onnx.reference``;
-* ``import backend_xla`` asking XLA for one CPU device per core, only before jax starts.
+* the process's set-up (``engine.startup.configure``) asking XLA for one CPU device per core,
+  only before jax starts (``import backend_xla`` alone changes nothing: tests/engine/test_startup.py).
 
 The split needs several XLA CPU devices, which can only be requested before jax starts, so those
 checks run in a fresh interpreter.
@@ -289,13 +290,14 @@ def test_batch_split_equals_one_device_and_lc0():
 IMPORT_CHILD = """
 import json, os, sys
 {pre}
-import backend_xla
+from engine.startup import configure
+configure()
 import jax
 print(json.dumps([os.environ.get("XLA_FLAGS"), jax.local_device_count()]))
 """
 
 
-def test_import_configures_one_device_per_core_before_jax():
+def test_startup_configures_one_device_per_core_before_jax():
     from backend_xla.devices import usable_cores
 
     flags, count = _child(IMPORT_CHILD.format(pre=""), {})
@@ -304,7 +306,7 @@ def test_import_configures_one_device_per_core_before_jax():
     assert flags == (f"--xla_force_host_platform_device_count={cores}" if cores > 1 else None)
 
 
-def test_import_after_jax_left_alone_and_user_flags_merged():
+def test_startup_after_jax_left_alone_and_user_flags_merged():
     from backend_xla.devices import DEVICE_COUNT_FLAG, usable_cores
 
     flags, count = _child(IMPORT_CHILD.format(pre="import jax"), {})

@@ -1,5 +1,5 @@
-"""numba's cache is keyed by every compiled source (engine/compiled_cache.py), and ``import
-engine`` writes nothing to disk (issue 40: a guarded boundary)."""
+"""numba's cache is keyed by every compiled source (engine/compiled_cache.py), and the process's
+set-up (engine/startup.py) writes nothing to disk (issue 40: a guarded boundary)."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def _stale_version(base: Path) -> Path:
     return stale
 
 
-def test_import_engine_writes_nothing_to_disk(tmp_path):
+def test_the_set_up_writes_nothing_to_disk(tmp_path):
     stale = _stale_version(tmp_path / "xlazero" / "numba")
     before = _tree(tmp_path)
     env = {
@@ -157,7 +157,10 @@ def test_import_engine_writes_nothing_to_disk(tmp_path):
         if k not in ("NUMBA_CACHE_DIR", "XLAZERO_NUMBA_CACHE_BASE")
     }
     env.update(XDG_CACHE_HOME=str(tmp_path), PYTHONPATH=str(REPO_ROOT), PYTHONDONTWRITEBYTECODE="1")
-    code = "import os, engine; print(os.environ['NUMBA_CACHE_DIR'])"
+    code = (
+        "import os; from engine.startup import configure; configure(host_devices=False); "
+        "print(os.environ['NUMBA_CACHE_DIR'])"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )

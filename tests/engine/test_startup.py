@@ -4,6 +4,7 @@ warm-up starts, and ``--warm-up`` leaves the engine's bytecode behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,7 +22,8 @@ from engine.search import warmup
 CHILD_CHECK = textwrap.dedent(
     """
     import sys
-    import engine
+    from engine.startup import configure
+    configure(host_devices=False)
     from engine.numba_registries import registries_loaded
     from engine.search.warmup import cache_is_warm, warm_up
     assert cache_is_warm()
@@ -146,3 +148,50 @@ class _Sink:
 
     def flush(self) -> None:
         pass
+
+
+PURE_IMPORTS = textwrap.dedent(
+    """
+    import json, os, sys
+    import numba, numba.core.config, jax
+    from numba.core import caching, cpu
+
+    def state():
+        return {
+            "environ": dict(os.environ),
+            "numba": {k: repr(v) for k, v in vars(numba.core.config).items() if k.isupper()},
+            "jax": {k: repr(v) for k, v in jax.config.values.items()},
+            "numba patches": [repr(cpu.CPUContext.load_additional_registries),
+                              repr(caching.Cache.load_overload)],
+        }
+
+    before = state()
+    import engine, backend_xla
+    after = state()
+    changed = {part: sorted(k for k in set(before[part]) | set(after[part])
+                            if before[part].get(k) != after[part].get(k))
+               for part in ("environ", "numba", "jax")}
+    changed["numba patches"] = before["numba patches"] != after["numba patches"]
+    from engine.startup import configure
+    configure()
+    configured = state()
+    print(json.dumps([changed, sorted(k for k in configured["environ"]
+                                      if configured["environ"][k] != after["environ"].get(k)),
+                      configured["numba patches"] != after["numba patches"]]))
+    """
+)
+
+
+def test_importing_engine_and_backend_xla_changes_nothing_global():
+    """``import engine`` and ``import backend_xla`` leave os.environ, numba's configuration and
+    patches, and JAX's configuration as they were; engine/startup.py's configure() is what sets
+    the process up (here: numba's cache folder, its registries' deferral, XLA's devices)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XLA_FLAGS", "NUMBA_CACHE_DIR", "XLAZERO_NUMBA_CACHE_BASE")}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    out = subprocess.run([sys.executable, "-c", PURE_IMPORTS], env=env, capture_output=True,
+                         text=True, timeout=120, cwd=REPO_ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    changed, set_up, patched = json.loads(out.stdout.splitlines()[-1])
+    assert changed == {"environ": [], "numba": [], "jax": [], "numba patches": False}
+    assert {"NUMBA_CACHE_DIR", "XLAZERO_NUMBA_CACHE_BASE"} <= set(set_up) and patched

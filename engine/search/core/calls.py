@@ -9,6 +9,10 @@ machine code's entry point, which unboxes the arguments as that signature says.
 Every dispatcher so wrapped is listed in :data:`WRAPPED`: tests/engine/search/
 test_compiled_boundary.py runs searches through the dispatchers themselves and checks that
 each still has exactly one signature, i.e. that every call site passes the same types.
+
+Both hooks here read numba's internals (``overloads[sig].entry_point``, the ``_nrt`` option):
+where a numba differs, each falls back to numba's own behaviour and says so in :data:`STATUS`
+(tests/test_private_hooks.py asserts both take effect on the pinned numba).
 """
 
 from __future__ import annotations
@@ -21,6 +25,19 @@ from numba.core.cpu import CPUTargetOptions
 UNCOUNTED: dict[str, Any] = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
 """numba's flag for a function compiled without reference counting (core/gather.py's docstring
 says why): numba's own but not documented; where a numba lacks it, the counts stay."""
+
+STATUS: dict[str, Any] = {"uncounted": bool(UNCOUNTED), "entry_points": 0, "fallbacks": 0}
+"""Whether the hooks took effect: ``uncounted`` (numba has the ``_nrt`` option), and how many
+:func:`direct` calls found their machine code's entry point (``entry_points``) or, where this
+numba keeps it elsewhere, stayed with the dispatcher (``fallbacks``)."""
+
+
+def direct_calls_took_effect() -> bool | None:
+    """Whether :func:`direct` calls reach their machine code (None: none has been called yet)."""
+    if STATUS["fallbacks"]:
+        return False
+    return True if STATUS["entry_points"] else None
+
 
 WRAPPED: list[tuple[Callable[..., Any], Any]] = []
 """``(call, dispatcher)`` for each :func:`direct` made, in the order they were made."""
@@ -37,7 +54,14 @@ def direct(dispatcher: Any) -> Callable[..., Any]:
             return entry[0](*args)
         result = dispatcher(*args)
         if len(dispatcher.signatures) == 1:
-            entry.append(dispatcher.overloads[dispatcher.signatures[0]].entry_point)
+            try:
+                point = dispatcher.overloads[dispatcher.signatures[0]].entry_point
+            except (AttributeError, KeyError, TypeError):
+                point = dispatcher  # another numba: typed at every call, as numba does
+                STATUS["fallbacks"] += 1
+            else:
+                STATUS["entry_points"] += 1
+            entry.append(point)
         return result
 
     call.__name__ = getattr(dispatcher, "__name__", "direct")
