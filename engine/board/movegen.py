@@ -84,6 +84,20 @@ def in_check(pos):
 def legal_moves(pos, transform, moves, indices):
     """Write the legal moves of ``pos`` into ``moves`` (int32 [>= MAX_MOVES]) and their policy
     indices under ``transform`` into ``indices``; return how many there are."""
+    return _generate(pos, transform, moves, indices, False)
+
+
+@njit(cache=True)
+def has_legal_move(pos, moves, indices):
+    """Whether ``pos`` has a legal move (not mate nor stalemate): the generator stopped at its
+    first group of moves that has one, usually the king's or the knights'. ``moves`` and
+    ``indices`` are scratch as for :func:`legal_moves`."""
+    return _generate(pos, np.int64(0), moves, indices, True) > 0
+
+
+@njit(cache=True, inline="always")
+def _generate(pos, transform, moves, indices, first_only):
+    """:func:`legal_moves`; with ``first_only``, it may stop once it has found some."""
     us = np.int64(pos[TURN])
     them = 1 - us
     frame_row = us * 8 + transform
@@ -103,7 +117,7 @@ def legal_moves(pos, transform, moves, indices):
         n = _add(moves, indices, n, encode(ksq, lsb(targets), 0, 0), frame_row)
         targets &= targets - ONE
     n_checkers = popcount(checkers)
-    if n_checkers >= 2:
+    if n_checkers >= 2 or (first_only and n):
         return n
     allowed = ALL
     if n_checkers == 1:
@@ -130,6 +144,8 @@ def legal_moves(pos, transform, moves, indices):
             while targets != ZERO:
                 n = _add(moves, indices, n, encode(frm, lsb(targets), 0, 0), frame_row)
                 targets &= targets - ONE
+    if first_only and n:
+        return n
 
     # Pawns: captures, then single and double pushes, then en passant.
     pawns = pos[PAWNS] & ours

@@ -81,18 +81,20 @@ class Evaluator:
         self._device = self._new_device()
 
     def evaluate(self, job: Job) -> NetworkOutput:
-        """The network's answer for the job's positions, on the calling thread: their packed
-        planes encoded from the histories the gather kept, as they are for a network that takes
-        them, else expanded into the batch's float planes; the network call, given the legal
-        moves' policy indices where the network gathers their logits itself; then each
-        position's moves sorted by prior into the batch (lc0's softmax)."""
+        """The network's answer for the job's positions, on the calling thread: their legal
+        moves generated, and their packed planes encoded from the histories the gather kept, as
+        they are for a network that takes them, else expanded into the batch's float planes;
+        the network call, given the legal moves' policy indices where the network gathers their
+        logits itself; then each position's moves sorted by prior into the batch (lc0's
+        softmax)."""
         batch, n, attributes = job.batch, job.n, self.attributes
         packed = attributes.packed_input
+        encode_planes(batch.req, batch.rows, batch.window, batch.moves, batch.indices, job.fmt,
+                      job.fill, batch.masks, batch.values, 0, n)  # fmt: skip
         legal = None
         if attributes.policy_gather:
             width = gather_width(int(batch.req["count"][:n].max(initial=0)))
             legal = batch.indices[:n, :width]
-        encode_planes(batch.req, batch.window, job.fmt, job.fill, batch.masks, batch.values, 0, n)
         if not packed:
             expand_planes(batch.masks, batch.values, batch.planes, 0, n)
         with self._lock:

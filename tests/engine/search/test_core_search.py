@@ -164,6 +164,40 @@ def test_nn_cache_finds_evicts_and_bounds_its_entries():
     assert ccache.lookup(disabled, np.uint64(5)) == -1
 
 
+def _scan_every_probe(cache, key: int) -> int:
+    """The NN cache's lookup without its early end: every probe of the key's set read."""
+    slots = len(cache.entries)
+    ring = len(cache.ring)
+    for p in range(ccache.PROBES):
+        s = (key % slots + p) % slots
+        entry = cache.entries[s]
+        live = entry["start"] >= cache.meta[ccache.WRITE] - ring
+        if int(entry["key"]) == key and live:
+            return s
+    return -1
+
+
+def test_nn_cache_lookup_ends_at_a_never_filled_slot_and_finds_what_a_full_scan_finds():
+    """Keys crowded onto few homes (so sets overlap and fill), entries of every size (so the
+    ring makes some stale and their slots are taken again): each lookup, which stops at the
+    first slot never filled, answers as a scan of all PROBES slots does."""
+    rng = np.random.default_rng(65)
+    cache = ccache.new_cache(48)
+    slots = len(cache.entries)
+    moves = np.arange(256, dtype=np.int32)
+    priors = np.zeros(256, np.uint16)
+    f = np.float32
+    inserted: list[int] = []
+    for step in range(600):
+        key = int(rng.integers(0, 6)) + slots * int(rng.integers(1, 40))
+        count = np.int32(rng.integers(1, 120))
+        ccache.insert(cache, np.uint64(key), f(0.1), f(0.2), f(3.0), moves, priors, count)
+        inserted.append(key)
+        for probe in set(inserted[-30:]) | {key + slots * 1000}:
+            assert ccache.lookup(cache, np.uint64(probe)) == _scan_every_probe(cache, probe), step
+    assert any(ccache.lookup(cache, np.uint64(k)) >= 0 for k in inserted[-5:])
+
+
 def test_verbose_move_stats_show_the_network_values():
     """VerboseMoveStats' (V: …) column is the network's value of the position after each
     visited move (from the mover's view), read from the NN cache: the same as evaluating the
