@@ -127,19 +127,48 @@ class Network(Protocol):
         """The network's :class:`BackendAttributes` (read once per load and per search)."""
         ...
 
-    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
-        """Evaluate float32 planes [N, 112, 8, 8]; any N >= 1 (backends split large batches)."""
+    def evaluate(self, planes: np.ndarray, legal: np.ndarray | None = None) -> NetworkOutput:
+        """Evaluate float32 planes [N, 112, 8, 8]; any N >= 1 (backends split large batches).
+        ``legal`` (int32 [N, K], the policy indices of each position's legal moves): the search
+        passes it only to a network whose attributes say ``policy_gather``, which answers with
+        those logits alone, policy [N, K] (:func:`gathered` does it on the host)."""
         ...
 
-    # A network whose attributes say packed_input also has:
-    #   def evaluate_packed(self, masks: np.ndarray, values: np.ndarray) -> NetworkOutput
-    # masks uint64 [N, 112] (bit 8 * rank + file: the squares of each plane), values float32
-    # [N, 112] (the value on them): the same as evaluate() of the expanded planes.
-    # A network whose attributes say policy_gather takes ``legal=`` in both (BackendAttributes).
+
+@runtime_checkable
+class PackedNetwork(Network, Protocol):
+    """A network whose attributes say ``packed_input``: it also takes lc0's packed planes."""
+
+    def evaluate_packed(
+        self, masks: np.ndarray, values: np.ndarray, legal: np.ndarray | None = None
+    ) -> NetworkOutput:
+        """masks uint64 [N, 112] (bit 8 * rank + file: the squares of each plane), values float32
+        [N, 112] (the value on them): the same as :meth:`Network.evaluate` of the expanded
+        planes, ``legal`` included."""
+        ...
 
 
 NETWORK_MEMBERS = ("input_format", "has_wdl", "has_mlh", "attributes", "evaluate")
 """What every network provides (the :class:`Network` protocol), checked when one is loaded."""
+
+
+def gathered(policy: np.ndarray, legal: np.ndarray | None) -> np.ndarray:
+    """``policy`` [N, 1858] as a network that gathers answers it for ``legal`` (int [N, K]): the
+    logits of those indices, [N, K] (an index outside 0..1857 reads the nearest end); ``policy``
+    itself without ``legal``."""
+    if legal is None:
+        return policy
+    return np.take_along_axis(policy, np.clip(legal, 0, policy.shape[1] - 1), axis=1)
+
+
+def _takes_legal(method: Callable[..., object]) -> bool:
+    import inspect
+
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return True  # not introspectable (a builtin): its call will say
+    return "legal" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
 class BackendError(TypeError):
@@ -172,6 +201,14 @@ def checked_attributes(network: object, backend: str) -> BackendAttributes:
             f"backend {backend!r}: its network ({kind}) declares packed_input but lacks "
             "'evaluate_packed'"
         )
+    if attributes.policy_gather:
+        methods = ("evaluate", "evaluate_packed") if attributes.packed_input else ("evaluate",)
+        for method in methods:
+            if not _takes_legal(getattr(network, method)):
+                raise BackendError(
+                    f"backend {backend!r}: its network ({kind}) declares policy_gather but its "
+                    f"{method!r} takes no 'legal'"
+                )
     return attributes
 
 
@@ -187,8 +224,10 @@ __all__ = [
     "NetworkLoader",
     "NetworkOutput",
     "OptionError",
+    "PackedNetwork",
     "backend_names",
     "checked_attributes",
+    "gathered",
     "load_network",
     "prepare_backend",
     "read_options",

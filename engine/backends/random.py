@@ -40,6 +40,7 @@ from engine.backend import (
     BackendAttributes,
     NetworkOutput,
     OptionError,
+    gathered,
     read_options,
     register_backend,
 )
@@ -250,15 +251,20 @@ class RandomNetwork:
         a search measured with this instant network costs what the engine's search costs."""
         return -(-n // self.preferred_batch) * self.preferred_batch
 
-    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
-        """planes float32 [N, 112, 8, 8] -> policy [N, 1858], q/d/m [N]; then, with the
-        ``delay`` option, the call takes ``delay_ms`` in all (a simulated accelerator's batch)."""
+    def evaluate(self, planes: np.ndarray, legal: np.ndarray | None = None) -> NetworkOutput:
+        """planes float32 [N, 112, 8, 8] -> policy [N, 1858] ([N, K] of ``legal``'s indices),
+        q/d/m [N]; then, with the ``delay`` option, the call takes ``delay_ms`` in all (a
+        simulated accelerator's batch)."""
         start = time.perf_counter()
         out = self._outputs(planes)
+        if legal is not None:
+            out = NetworkOutput(gathered(out.policy, legal), out.q, out.d, out.m)
         self._device.run(start)
         return out
 
-    def evaluate_packed(self, masks: np.ndarray, values: np.ndarray) -> NetworkOutput:
+    def evaluate_packed(
+        self, masks: np.ndarray, values: np.ndarray, legal: np.ndarray | None = None
+    ) -> NetworkOutput:
         """:meth:`evaluate` of lc0's packed planes (masks uint64 [N, 112], values float32
         [N, 112]): the same outputs as for the expanded planes, with the same delay."""
         start = time.perf_counter()
@@ -272,7 +278,7 @@ class RandomNetwork:
             _HASH_WORDS, self._seed_word, _LOGITS, _WDL, policy, q, d,
         )  # fmt: skip
         self._device.run(start)
-        return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
+        return NetworkOutput(policy=gathered(policy, legal), q=q, d=d, m=np.zeros(n, np.float32))
 
     def _outputs(self, planes: np.ndarray) -> NetworkOutput:
         """The outputs, without the delay."""

@@ -10,10 +10,18 @@ import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
-from engine.backend import ANY_CALLS, GATHER_WIDTHS, BackendAttributes, Network, NetworkOutput
+from engine.backend import (
+    ANY_CALLS,
+    GATHER_WIDTHS,
+    BackendAttributes,
+    Network,
+    NetworkOutput,
+    PackedNetwork,
+)
 from engine.encoding.rows import expand_batch
 from engine.search.core import backup as cbackup
 from engine.search.core import gather as cgather
@@ -135,11 +143,18 @@ class Evaluator:
     ) -> NetworkOutput:
         timeline = self.timeline
         start = Timeline.now() if timeline is not None else 0.0
-        gather = {} if legal is None else {"legal": legal}  # only a network that declares it
-        if packed:
-            out = self.network.evaluate_packed(batch.masks[:n], batch.values[:n], **gather)  # type: ignore[attr-defined]  # declared by packed_input
+        # ``legal`` only to a network whose attributes declare policy_gather (engine.backend).
+        if packed:  # checked_attributes: a network that declares packed_input has the method
+            network = cast(PackedNetwork, self.network)
+            masks, values = batch.masks[:n], batch.values[:n]
+            if legal is None:
+                out = network.evaluate_packed(masks, values)
+            else:
+                out = network.evaluate_packed(masks, values, legal=legal)
+        elif legal is None:
+            out = self.network.evaluate(batch.planes[:n])
         else:
-            out = self.network.evaluate(batch.planes[:n], **gather)
+            out = self.network.evaluate(batch.planes[:n], legal=legal)
         if timeline is not None:
             timeline.add(seq, "device", start, Timeline.now())
         return out

@@ -46,10 +46,10 @@ class _Instant:
             prepare=None,
         )
 
-    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+    def evaluate(self, planes: np.ndarray, legal: np.ndarray | None = None) -> NetworkOutput:
         n = len(planes)
         return NetworkOutput(
-            policy=np.zeros((n, POLICY_SIZE), np.float32),
+            policy=np.zeros((n, POLICY_SIZE) if legal is None else legal.shape, np.float32),
             q=np.full(n, 0.1, np.float32),
             d=np.full(n, 0.3, np.float32),
             m=np.full(n, 30.0, np.float32),

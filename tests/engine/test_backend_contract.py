@@ -79,6 +79,48 @@ def test_packed_input_without_its_method_fails_at_load(registered):
         load_network("", backend="packed")
 
 
+class GatherWithoutLegal(RandomNetwork):
+    """A network that declares policy_gather but whose evaluate takes no ``legal``."""
+
+    def attributes(self):
+        import dataclasses
+
+        return dataclasses.replace(super().attributes(), policy_gather=True)
+
+    def evaluate(self, planes):
+        return super().evaluate(planes)
+
+
+class Gathering(GatherWithoutLegal):
+    def evaluate(self, planes, legal=None):
+        return super().evaluate(planes, legal)
+
+
+def test_policy_gather_without_legal_fails_at_load(registered):
+    """The protocol declares ``legal`` (engine.backend.Network.evaluate): a network that says it
+    gathers but cannot take it fails at load, not in the middle of a search."""
+    registered("gather", GatherWithoutLegal)
+    with pytest.raises(BackendError, match=r"backend 'gather'.*policy_gather.*'evaluate' takes no 'legal'"):
+        load_network("", backend="gather")
+    registered("gathering", Gathering)
+    assert load_network("", backend="gathering").attributes().policy_gather
+
+
+def test_the_random_backend_gathers_the_logits_it_is_asked_for():
+    from engine.encoding import encode_batch
+
+    planes = encode_batch([chess.Board(), chess.Board("8/8/8/8/8/8/k7/7K w - - 0 1")])
+    legal = np.array([[0, 5, 1857, 3], [7, 7, 2000, -1]], np.int32)  # past the ends: clipped
+    net = RandomNetwork()
+    whole = net.evaluate(planes)
+    expected = np.take_along_axis(whole.policy, np.clip(legal, 0, POLICY_SIZE - 1), axis=1)
+    np.testing.assert_array_equal(net.evaluate(planes, legal=legal).policy, expected)
+    from backend_xla.packed import pack_planes
+
+    masks, values = pack_planes(planes)
+    np.testing.assert_array_equal(net.evaluate_packed(masks, values, legal=legal).policy, expected)
+
+
 def test_inconsistent_batch_sizes_are_refused():
     with pytest.raises(ValueError, match=r"preferred_batch \(9\) <= max_batch \(8\)"):
         BackendAttributes(name="x", description=(), max_batch=8, preferred_batch=9,
