@@ -243,7 +243,7 @@ def device_calls(option: int | str, devices: list) -> int:
     """Network calls that run at once (backend option ``device_calls``): auto, on an accelerator
     :data:`CONCURRENT_CALLS` even on one device (one call's host work, its dispatch and copies,
     then overlaps the other's kernels: on an H100 a BT4 call was 13.9 ms of kernels in 17.5 ms,
-    docs/gpu.md §7); on a CPU one call a device, since a call keeps its core busy."""
+    docs/history/gpu-sessions.md §7); on a CPU one call a device, since a call keeps its core busy."""
     if option != "auto":
         return int(option)
     if devices[0].platform == "cpu":

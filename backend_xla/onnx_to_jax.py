@@ -76,7 +76,7 @@ def graph_inputs(inputs: Sequence[Any], batch_size: int, source: str) -> list[tu
 def output_type(computed: np.dtype, io: np.dtype) -> np.dtype:
     """An output's type leaving the device: the io type, or the type it was computed in where
     that is narrower (bf16, f16): widening it there would only double the bytes of the copy
-    back (the policy is the larger part of a GPU call's time, docs/gpu.md §7); the host widens
+    back (the policy is the larger part of a GPU call's time, docs/history/gpu-sessions.md §7); the host widens
     it exactly."""
     if is_float(computed) and is_float(io) and np.dtype(computed).itemsize < np.dtype(io).itemsize:
         return np.dtype(computed)

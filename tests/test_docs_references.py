@@ -23,6 +23,14 @@ What counts as a reference (the extraction rules; each is tested below on made-u
   PATH to be a ``.py`` file that defines NAME (a module-level def, class or assignment; a dotted
   name's later parts inside that class); ``PATH:N`` or ``PATH:N-M`` needs the file to have at
   least that many lines. For a partial path, one of the files it may name must qualify.
+- **Names in files.** A code span holding a name (an identifier, dotted for a method, with or
+  without ``()``) followed by ``in`` and a ``.py`` path, spanned or not (```Chunks`` in
+  ``evaluation.py```, ```evaluate`` in backend_xla/network.py``), or by the path in brackets
+  (```Search`` (``engine/search/search.py``)```), or after ``file.py's`` (```rows.py``'s
+  ``expand_batch```), needs the file's code to hold
+  that name (each part of a dotted one): a def or class at any depth, a parameter, a name or
+  attribute read or written, an import; not a comment or a string. A name moved to another file
+  is caught where the doc still names the old one.
 - **Not references.** URLs (``://``), paths starting with ``/``, ``~``, ``$`` or ``../``
   (absolute, home, environment, the sibling ../shared folder), globs and elisions (``* ? …``,
   ``...``), and placeholders: a path with a component whose stem (before the first ``.``) is
@@ -63,6 +71,17 @@ _TARGET = re.compile(r"^(?P<path>.*?)(?P<sep>::?)(?P<target>[A-Za-z_][\w.]*|\d+(
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 _LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_NAME = r"`(?P<name{n}>[A-Za-z_][\w.]*)(?:\(\))?`"
+_PY = r"`?(?P<path{n}>[\w./-]+\.py)\b`?"
+_NAME_IN_FILE = re.compile(
+    "|".join(
+        (
+            rf"(?<!`){_NAME.format(n=1)}\s+in\s+{_PY.format(n=1)}",  # `name` in `file.py`
+            rf"(?<!`){_NAME.format(n=2)}\s+\({_PY.format(n=2)}\)",  # `name` (`file.py`)
+            rf"{_PY.format(n=3)}'s\s+{_NAME.format(n=3)}",  # `file.py`'s `name`
+        )
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +92,7 @@ class Reference:
     kind: str  # "rooted", "partial" or "link"
     path: str  # relative to the repository root for "rooted" and "link"
     target: str | None  # a definition's name or a line number (range), if any
+    anywhere: bool = False  # the target may be defined at any depth ("`name` in `file.py`")
 
 
 def doc_files(repo: Path = REPO) -> list[Path]:
@@ -159,7 +179,37 @@ def extract(text: str, doc: str, doc_dir: str = "") -> list[Reference]:
                 )
         prose = prose[: m.start()] + " " * (m.end() - m.start()) + prose[m.end() :]
     refs += _refs_of(prose, 0, text, doc, in_code_span=False)
+    refs += _names_in_files(text, lines, doc)
     return sorted(refs, key=lambda r: r.line)
+
+
+def _names_in_files(text: str, lines: list[str], doc: str) -> list[Reference]:
+    """The "`name` in `file.py`" claims outside fenced blocks."""
+    fenced, offset, fence, start = [], 0, None, 0
+    for line in lines:
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence, start = m.group(1), offset
+        elif fence is not None and m and m.group(1) == fence:
+            fenced.append((start, offset + len(line)))
+            fence = None
+        offset += len(line)
+    if fence is not None:
+        fenced.append((start, offset))
+    refs = []
+    for m in _NAME_IN_FILE.finditer(text):
+        if any(start <= m.start() < end for start, end in fenced):
+            continue
+        n = next(i for i in (1, 2, 3) if m[f"name{i}"])
+        path, name = m[f"path{n}"].strip(_STRIP), m[f"name{n}"]
+        found = _classify(path, in_code_span=True)
+        if found is None:
+            continue
+        kind, path, _ = found
+        refs.append(
+            Reference(doc, _line_of(text, m.start()), m.group(0), kind, path, name, True)
+        )
+    return refs
 
 
 def _refs_of(segment: str, base: int, text: str, doc: str, in_code_span: bool) -> list[Reference]:
@@ -212,9 +262,33 @@ def _defined_names_in(body: list[ast.stmt]) -> list[str]:
     return out
 
 
-def _target_holds(file: Path, target: str | None) -> bool:
+def _named_in_code(source: str) -> set[str]:
+    """Every name a file's code holds, at any depth: defs, classes, parameters, keywords, names
+    and attributes read or written, imports (not its comments or strings)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
+            names.add(node.arg)
+        elif isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.alias):
+            names.update((node.asname or node.name).split("."))
+            names.update(node.name.split("."))
+    return names
+
+
+def _target_holds(file: Path, target: str | None, anywhere: bool = False) -> bool:
     if target is None:
         return True
+    if anywhere:
+        if file.suffix != ".py" or not file.is_file():
+            return False
+        named = _named_in_code(file.read_text())
+        return all(part in named for part in target.split("."))
     if target[0].isdigit():
         return file.is_file() and len(file.read_text().splitlines()) >= int(target.split("-")[-1])
     if file.suffix != ".py" or not file.is_file():
@@ -235,7 +309,7 @@ def problem(ref: Reference, repo: Path = REPO) -> str | None:
         candidates = [repo / f for f in _repo_files(repo) if ("/" + f).endswith(tail)]
         if not candidates:
             return "no file in the repository ends with this"
-    if not any(_target_holds(c, ref.target) for c in candidates):
+    if not any(_target_holds(c, ref.target, ref.anywhere) for c in candidates):
         what = "lines" if ref.target and ref.target[0].isdigit() else "definition"
         return f"{what} {ref.target!r} not in {', '.join(str(c.relative_to(repo)) for c in candidates)}"
     return None
@@ -302,3 +376,23 @@ def test_a_wrong_reference_is_reported():
     assert problems("`engine/options.py:999999`")[0].startswith("lines '999999'")
     assert problems("`engine/options.py:1-2`") == [None]
     assert problems("`tests/test_docs_references.py:problem`") == [None]
+
+
+def test_a_name_in_a_file_is_checked_and_a_moved_one_caught():
+    def problems(text: str) -> list[str | None]:
+        return [problem(r) for r in extract(text, "t.md") if r.anywhere]
+
+    # Held: a class, a method's parameter, a module constant, a call of another module's name.
+    assert problems(
+        "`Evaluator` in `engine/search/evaluation.py`, `legal` in\n`engine/backend/__init__.py`, "
+        "`UNCOUNTED` (`engine/search/core/calls.py`), `core/calls.py`'s `direct()`, "
+        "`gc.freeze` in `engine/controller.py`"
+    ) == [None] * 5
+    # docs/architecture.md at 487450d (issue 67): the encoding's chunks had moved out of
+    # worker.py (and since gone); and a constant that moved from run.py to threads.py.
+    (chunks,) = problems("the sort in chunks of rows, `Chunks` in `worker.py`) → expand")
+    assert chunks is not None and chunks.startswith("definition 'Chunks' not in engine/search/")
+    (stall,) = problems("`NETWORK_STALL_S` (`engine/search/run.py`)")
+    assert stall == "definition 'NETWORK_STALL_S' not in engine/search/run.py"
+    # Not a claim: inside a fenced block, or a path that is not Python.
+    assert problems("```\n`Chunks` in `worker.py`\n```\n`Chunks` in `docs/engine.md`") == []
