@@ -793,6 +793,13 @@ OPTIONS: tuple[Option, ...] = (
 
 @dataclass(frozen=True)
 class Lc0Difference:
+    _o(
+        "UCI_ShowEPS",
+        CHECK,
+        False,
+        "show-eps",
+        "Add `eps N` (network evaluations per second) to info lines, as lc0.",
+    ),
     """lc0 options that are not here as lc0 declares them (name, type, default, range, flag),
     what is here instead, and why. tests/engine/test_lc0_options.py checks lc0's recorded
     ``uci`` and ``--show-hidden`` replies against the options and this table, both ways."""
@@ -864,7 +871,7 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
         NOT_YET,
     ),
     Lc0Difference(
-        ("ConfigFile", "UCI_ShowEPS", "ClearTree"),
+        ("ConfigFile", "ClearTree"),
         "absent (`--config=FILE` reads flags)",
         NOT_YET,
     ),

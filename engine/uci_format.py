@@ -132,12 +132,13 @@ def bestmove_line(
 
 
 def format_info(board: chess.Board, info: ThinkingInfo, values: Mapping[str, Any]) -> str:
-    """One ``info`` line; the option ``values`` say which optional fields it shows."""
+    """One ``info`` line, its fields in lc0's order (StringUciResponder::OutputThinkingInfo):
+    depth at least 1, ``nps`` (and ``eps``) only once time has passed since the first playout;
+    the option ``values`` say which optional fields it shows."""
     parts = [
-        f"info depth {info.depth} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"
+        f"info depth {max(info.depth, 1)} seldepth {info.seldepth} time {info.time_ms} "
+        f"nodes {info.nodes}"
     ]
-    if info.multipv is not None:
-        parts.append(f"multipv {info.multipv}")
     if info.mate is not None:
         parts.append(f"score mate {info.mate}")
     elif info.score_cp is not None:
@@ -146,7 +147,14 @@ def format_info(board: chess.Board, info: ThinkingInfo, values: Mapping[str, Any
         parts.append("wdl {} {} {}".format(*info.wdl))
     if info.moves_left is not None and values["UCI_ShowMovesLeft"]:
         parts.append(f"movesleft {info.moves_left}")
-    parts.append(f"hashfull {info.hashfull} nps {info.nps} tbhits {info.tbhits}")
+    parts.append(f"hashfull {info.hashfull}")
+    if info.nps is not None:
+        parts.append(f"nps {info.nps}")
+    if info.eps is not None and values.get("UCI_ShowEPS"):
+        parts.append(f"eps {info.eps}")
+    parts.append(f"tbhits {info.tbhits}")
+    if info.multipv is not None:
+        parts.append(f"multipv {info.multipv}")
     if info.pv:
         parts.append("pv " + " ".join(uci_moves(board, info.pv, bool(values["UCI_Chess960"]))))
     return " ".join(parts)

@@ -33,12 +33,17 @@ class Go:
 class Tally:
     """What a run has done, written by its search thread: the compiled phases' counters
     (playouts, their depth sum, the deepest, tablebase hits), the batches backed up, and when
-    the first evaluation came back (the stoppers' time, ms; None: not yet)."""
+    the first evaluation came back (the stoppers' time, ms; None: not yet). The reports' own:
+    ``nps_start_ms``, the run's time when it first saw a playout (lc0's ``nps_start_time_``,
+    from which ``nps`` and ``eps`` count; None: not yet), and ``evaluations``, the positions
+    the network evaluated for it (lc0's ``network_evaluations_``: no cache hit, no prefetch)."""
 
     def __init__(self) -> None:
         self.counters = np.zeros(4, np.int64)
         self.batches = 0
         self.first_eval_time: float | None = None
+        self.nps_start_ms: float | None = None
+        self.evaluations = 0
 
     @property
     def playouts(self) -> int:
@@ -51,6 +56,24 @@ class Tally:
     @property
     def max_depth(self) -> int:
         return int(self.counters[cbackup.MAX_DEPTH])
+
+    # lc0 counts depth from 1 at the root (a playout's path length, root included); the
+    # compiled phases count plies from the root (0). The reports and the depth limit use lc0's.
+    @property
+    def cum_depth(self) -> int:
+        """lc0's ``cum_depth_``: the playouts' depths summed, the root's being 1."""
+        return self.depth_sum + self.playouts
+
+    @property
+    def average_depth(self) -> int:
+        """lc0's average depth, ``cum_depth_ / total_playouts_`` (0 without a playout)."""
+        return self.cum_depth // self.playouts if self.playouts else 0
+
+    @property
+    def seldepth(self) -> int:
+        """lc0's ``max_depth_``: the deepest playout, the root's being 1 (0: none yet)."""
+        deepest = self.max_depth
+        return deepest + 1 if deepest or self.playouts else 0
 
     @property
     def tb_hits(self) -> int:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import chess
 import numpy as np
@@ -84,7 +84,7 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
     root = state.root
     p = state.params
     st = state.stats(go, tally)
-    common = dict(
+    common: dict[str, Any] = dict(
         depth=st.average_depth,
         seldepth=st.max_depth,
         time_ms=int(st.elapsed_ms),
@@ -104,6 +104,7 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
                 **common,
                 score_cp=score_cp(p.score_type, wl, d, wl + draw_score * d, state.network.has_wdl),
                 mate=None,
+        eps=st.eps,
                 wdl=wdl_permille(wl, d),
                 multipv=None,
                 pv=(),

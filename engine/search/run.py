@@ -23,8 +23,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from engine.backend import NetworkOutput
 from engine.search.answer import choose_move
 from engine.search.core import backup as cbackup
+from engine.search.core import gather as cgather
 from engine.search.core import stoppers as cstop
 from engine.search.go import Go, Tally
 from engine.search.limit import Limit
@@ -33,7 +35,7 @@ from engine.search.params import SearchParams
 from engine.search.report import make_infos, verbose_stats
 from engine.search.resources import Resources
 from engine.search.result import (
-    INFO_INTERVAL_S,
+    INFO_HEARTBEAT_MS,
     SearchResult,
     SearchStats,
     ThinkingInfo,
@@ -73,9 +75,13 @@ class SearchRun:
         self.failure: BaseException | None = None
         """The exception of a network call that failed (it ended the run)."""
         self.ram_limited = False
-        self.worker = SearchWorker(res, self.params, self.batch_size, self.go, self.tally)
-        self._last_info = 0.0
-        self._last_best: int | None = None
+        self.worker = _CountingWorker(res, self.params, self.batch_size, self.go, self.tally)
+        self._sent: ThinkingInfo | None = None
+        """The first line of the last report sent (lc0's ``last_outputted_uci_info_``)."""
+        self._sent_best = -1
+        """The root's best edge when it was sent (lc0's ``last_outputted_info_edge_``)."""
+        self._ending = False
+        """A limit is reached: the next report is the final one (lc0's ``bestmove_is_sent_``)."""
 
     # ----------------------------------------------------------------------------- the run
     def execute(self) -> SearchResult:
@@ -97,7 +103,8 @@ class SearchRun:
         state.changed()
         self._report_the_end()
         infos = self._infos() if state.tree.nodes["n"][0] > 0 else []
-        if self.on_info is not None and infos:
+        # lc0 sends a last report with the bestmove; not when it would repeat the one just sent.
+        if self.on_info is not None and infos and not infos[0].same_but_time(self._sent):
             self.on_info(infos)
         if self.verbose and self.on_verbose is not None and state.root.expanded:
             self.on_verbose(verbose_stats(state))
@@ -157,10 +164,11 @@ class SearchRun:
         expected to remain, the root's best edge)."""
         state, tally = self.state, self.tally
         summary = self._summary()
+        self._note_first_playout()
         progress = cstop.Progress(
             self._elapsed_ms(),
             tally.playouts,
-            tally.depth_sum,
+            tally.cum_depth,  # lc0's: the depth limit reads its average
             tally.batches,
             tally.first_eval_time,
             self.memory_bytes() if self.params.ram_limit_bytes > 0 else 0,
@@ -176,29 +184,57 @@ class SearchRun:
             if self.on_verbose is not None:  # now: under go infinite the search goes on
                 nodes = int(state.tree.nodes["n"][0])
                 self.on_verbose([full_message(nodes, self.params, self.memory_bytes())])
+        if reached and not self.go.limit.until_stop:
+            self._ending = True  # the run's end sends the final report
+        else:
+            self._maybe_report(summary)
         return reached, remaining, summary.best
 
     def _watch(self) -> bool:
         """One look at the run (nodes lock held): False when it must end (a stop, the
-        deadline); the info lines when due."""
+        deadline); the info lines when due (lc0's watchdog thread)."""
         state = self.state
         if state.stop.is_set():
             return False
         if cstop.time_up(self.go.limit, self._elapsed_ms(), int(state.tree.nodes["n"][0])):
             return False
-        now = time.monotonic()
-        if self.on_info is None or state.tree.nodes["n"][0] == 0:
-            return True
-        if now - self._last_info < INFO_INTERVAL_S / 4:
-            return True
-        state.changed()
-        best = self._current_best()
-        if now - self._last_info >= INFO_INTERVAL_S or best != self._last_best:
-            self.on_info(self._infos())
-            if self.live_stats and self.on_verbose is not None:
-                self.on_verbose(verbose_stats(state))
-            self._last_info, self._last_best = now, best
+        self._note_first_playout()
+        self._maybe_report(self._summary())
         return True
+
+    # ----------------------------------------------------------------------------- info lines
+    def _note_first_playout(self) -> None:
+        """lc0's PopulateCommonIterationStats: the first look that finds a playout starts the
+        clock of ``nps`` and ``eps`` (so they leave out the wait for the first batch)."""
+        if self.tally.nps_start_ms is None and self.tally.playouts > 0:
+            self.tally.nps_start_ms = self._elapsed_ms()
+
+    def _maybe_report(self, summary: cstop.RootSummary) -> None:
+        """lc0's MaybeOutputInfo, after every minibatch and at every look of the watching
+        thread (nodes lock held): the info lines when the root has a best move and it, the
+        average depth or the seldepth changed since the last report, or that report is
+        INFO_HEARTBEAT_MS old; never once a limit is reached (the final report follows)."""
+        if self.on_info is None or self._ending:
+            return
+        if not summary.expanded or summary.best < 0 or summary.first_visits == 0:
+            return  # no visited root move yet: lc0's current_best_edge_ is unset
+        tally, last = self.tally, self._sent
+        if (
+            last is not None
+            and summary.best == self._sent_best
+            and tally.average_depth == last.depth
+            and tally.seldepth == last.seldepth
+            and self._elapsed_ms() <= last.time_ms + INFO_HEARTBEAT_MS
+        ):
+            return
+        self.state.changed()
+        infos = self._infos()
+        if not infos:
+            return
+        self.on_info(infos)
+        if self.live_stats and self.on_verbose is not None:
+            self.on_verbose(verbose_stats(self.state))
+        self._sent, self._sent_best = infos[0], summary.best
 
     # ----------------------------------------------------------------------------- helpers
     def _summary(self) -> cstop.RootSummary:
@@ -217,6 +253,14 @@ class SearchRun:
         searchmoves = (self.go.searchmoves & allowed) or allowed
         self._set_go(dataclasses.replace(self.go, root_in_tablebase=True, searchmoves=searchmoves))
 
-    def _current_best(self) -> int | None:
-        best = self._summary().best
-        return best if best >= 0 and int(self.state.tree.nodes["n"][0]) > 0 else None
+
+class _CountingWorker(SearchWorker):
+    """The run's :class:`SearchWorker`, which also counts the positions each backed-up batch
+    had the network evaluate (its requests less the prefetched ones, whose node is -1), for
+    ``eps``: lc0's ``network_evaluations_``."""
+
+    def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
+        if not self.state.stop.is_set():
+            n = int(batch.meta[cgather.REQUESTS])
+            self.tally.evaluations += int(np.count_nonzero(batch.req["node"][:n] >= 0))
+        super().process(batch, out)

@@ -119,8 +119,10 @@ class SearchState:
             elapsed_ms=self.clock.elapsed_ms(go.start, tally.playouts),
             nodes=tally.playouts + go.initial_visits,
             playouts=tally.playouts,
-            depth_sum=tally.depth_sum,
-            max_depth=tally.max_depth,
+            depth_sum=tally.cum_depth,
+            max_depth=tally.seldepth,
             tb_hits=tally.tb_hits,
             hashfull=self.cache.hashfull(),
         )
+            evaluations=tally.evaluations,
+            nps_start_ms=tally.nps_start_ms,

@@ -529,6 +529,26 @@ def test_show_wdl():
     assert sum(int(x) for x in line[at + 1 : at + 4]) == 1000
 
 
+@effect_of("UCI_ShowEPS")
+def test_show_eps_the_networks_evaluations_a_second():
+    """lc0's ``eps``: positions the network evaluated a second, over the same time as ``nps``,
+    so eps/nps is the evaluations (the batches' rows, as the network counted them) per
+    playout; absent without the option."""
+    assert " eps " not in search("go nodes 60", BackendOptions=NETWORK_PACE).final[0]
+    session = Session(UCI_ShowEPS=True, BackendOptions=f"favourite=a1a8,{NETWORK_PACE}",
+                      MinibatchSize=4)
+    try:
+        reply = session.go("go nodes 60", "position fen 7k/6pp/8/8/8/8/5PPP/R5K1 w - - 0 1")
+        evaluated = sum(session.network.batches)
+    finally:
+        session.close()
+    line = reply.final[0]
+    eps, nps, nodes = (reply.field(k, line) for k in ("eps", "nps", "nodes"))
+    # Ra8# (the network's favourite): its playouts are a terminal's, never the network's.
+    assert evaluated < nodes - 20 and 0 < eps < nps, (evaluated, line)
+    assert abs(eps / nps - evaluated / nodes) < 0.05, (evaluated, nodes, line)
+
+
 @effect_of("UCI_ShowMovesLeft")
 def test_show_moves_left():
     assert " movesleft " not in search("go nodes 50", BackendOptions="mlh=1").final[0]

@@ -1,0 +1,144 @@
+"""The info lines a search sends, as lc0's (issue 66 item 6): a line whenever the average depth,
+the seldepth or the best move changed since the last one (lc0's MaybeOutputInfo, checked after
+every minibatch), one at least every INFO_HEARTBEAT_MS, a final one with the bestmove; depth
+from 1, ``nps`` only once time has passed since the first playout, no line twice.
+
+The searches run in-process on the option tests' deterministic network
+(tests/engine/option_harness.py). The truth a search's lines are checked against is another
+code path: the final line of ``go nodes k`` on a fresh engine, for each k, which says what the
+search had reached after k playouts. lc0's own counts, side by side: bin/check/info-lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from engine.search import run as search_run
+from option_harness import NETWORK_PACE, Session
+
+ONE_AT_A_TIME = {"MinibatchSize": 1, "VerboseMoveStats": False}
+"""Minibatches of one playout: the engine looks for a change after each."""
+
+
+def parse(line: str) -> dict[str, object]:
+    tokens = line.split()
+    out: dict[str, object] = {"keys": [t for t in tokens if t.isalpha() and t != "info"]}
+    for key in ("depth", "seldepth", "time", "nodes", "nps", "eps"):
+        if key in tokens:
+            out[key] = int(tokens[tokens.index(key) + 1])
+    out["pv"] = tokens[tokens.index("pv") + 1 :] if "pv" in tokens else []
+    return out
+
+
+def state(line: str) -> tuple[object, object, object]:
+    """What a new line is due for: the average depth, the seldepth, the best move."""
+    info = parse(line)
+    pv = info["pv"]
+    assert isinstance(pv, list)
+    return info["depth"], info["seldepth"], pv[0] if pv else None
+
+
+def search_lines(go: str, position: str = "position startpos", **options) -> list[str]:
+    session = Session(**{**ONE_AT_A_TIME, **options})
+    try:
+        return session.go(go, position).infos
+    finally:
+        session.close()
+
+
+def assert_well_formed(lines: list[str]) -> None:
+    assert lines, "expected info lines"
+    for line in lines:
+        assert not re.search(r"\bdepth 0\b", line), line
+        assert not re.search(r"\bnps 0\b", line), line
+    assert len(set(lines)) == len(lines), f"expected no line twice, got {lines}"
+
+
+@pytest.fixture
+def no_watch(monkeypatch):
+    """The run's watching thread looks only when the run ends, so that the lines are those
+    the search thread's own check sends after each minibatch (the watch's can come while a
+    minibatch is on the network, whose leaves the seldepth already counts)."""
+    monkeypatch.setattr(search_run, "WATCH_SLICE_S", 60.0)
+
+
+def test_a_line_on_each_change_and_only_then(no_watch):
+    """``go nodes 24`` one playout a minibatch: its lines are exactly the playouts after which
+    the average depth, the seldepth or the best move differed from the line before (the
+    truth: the final line of ``go nodes k`` for each k), and the final one."""
+    n = 24
+    truth = {}
+    for k in range(1, n + 1):
+        final = search_lines(f"go nodes {k}")[-1]
+        assert parse(final)["nodes"] == k, final
+        truth[k] = state(final)
+    lines = search_lines(f"go nodes {n}")
+    assert_well_formed(lines)
+    expected, last = [], None
+    for k in range(2, n):  # after the root's own playout no move has a visit: nothing to report
+        if truth[k] != last:
+            expected.append(k)
+            last = truth[k]
+    expected.append(n)  # the final line
+    assert [parse(ln)["nodes"] for ln in lines] == expected, lines
+    for line in lines:
+        nodes = parse(line)["nodes"]
+        assert isinstance(nodes, int)
+        assert state(line) == truth[nodes], (line, truth[nodes])
+    # Depth starts at 1 as lc0's (the root's own playout is depth 1), and grows.
+    assert truth[1][:2] == (1, 1) and parse(lines[-1])["depth"] >= 3  # type: ignore[operator]
+
+
+def test_go_nodes_1_and_a_reused_tree_send_one_line(no_watch):
+    """lc0: ``go nodes 1`` sends ``depth 1 seldepth 1`` once; a search whose tree already has
+    its nodes (no playout of its own) sends one line, depth 1, seldepth 0 and no nps."""
+    lines = search_lines("go nodes 1")
+    assert len(lines) == 1 and " depth 1 seldepth 1 " in lines[0], lines
+    session = Session(**ONE_AT_A_TIME)
+    try:
+        first = session.go("go nodes 30").infos
+        again = session.go("go nodes 30").infos
+    finally:
+        session.close()
+    assert_well_formed(first)
+    assert len(again) == 1 and " depth 1 seldepth 0 " in again[0] and " nps " not in again[0], again
+    assert " nodes 30 " in again[0]
+
+
+def test_lines_of_a_search_with_several_threads_and_the_watch():
+    """Threads 2, lc0's own minibatches, the watching thread on: still no depth 0, no nps 0,
+    no line twice, and a line for less than every second minibatch's worth of playouts (each
+    says something new: a deeper average, a new seldepth or a new best move)."""
+    reply_lines = search_lines("go nodes 300", Threads=2, MinibatchSize=0, BackendOptions=NETWORK_PACE)
+    assert_well_formed(reply_lines)
+    states = [state(ln) for ln in reply_lines]
+    assert all(a != b for a, b in zip(states, states[1:-1])), reply_lines
+    assert 4 <= len(reply_lines) <= 40, reply_lines
+
+
+def test_a_line_at_least_every_heartbeat(monkeypatch):
+    """While nothing changes, lc0 repeats its line every 5 s (here shortened to 60 ms): with a
+    network that takes 250 ms a batch, the lines between two batches are the heartbeat's,
+    60 ms apart plus the watch's look (20 ms), each with its own time."""
+    monkeypatch.setattr(search_run, "INFO_HEARTBEAT_MS", 60)
+    lines = search_lines("go movetime 900", BackendOptions="delay=0.25", MoveOverheadMs=0)
+    assert_well_formed(lines)
+    times = [parse(ln)["time"] for ln in lines]
+    gaps = [b - a for a, b in zip(times, times[1:])]  # type: ignore[operator]
+    assert len(lines) >= 4 and max(gaps) <= 60 + 20 + 60, (gaps, lines)
+
+
+LC0_FIELDS = ("depth", "seldepth", "time", "nodes", "score", "wdl", "movesleft", "hashfull", "nps",
+              "eps", "tbhits", "multipv", "pv")
+"""The order of lc0's fields (StringUciResponder::OutputThinkingInfo; lc0 sends no hashfull)."""
+
+
+def test_fields_in_lc0s_order():
+    lines = search_lines("go nodes 60", MultiPV=2, UCI_ShowWDL=True, UCI_ShowEPS=True,
+                         UCI_ShowMovesLeft=True, BackendOptions=f"mlh=1,{NETWORK_PACE}")
+    final = lines[-2:]
+    for line in final:
+        keys = [k for k in line.split() if k in LC0_FIELDS]
+        assert keys == list(LC0_FIELDS), line
