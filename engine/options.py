@@ -669,6 +669,13 @@ OPTIONS: tuple[Option, ...] = (
     # --- UCI ---------------------------------------------------------------------------------------
     _o("UCI_ShowWDL", CHECK, False, "show-wdl", "Add `wdl W D L` (per mille) to info lines."),
     _o(
+        "UCI_ShowEPS",
+        CHECK,
+        False,
+        "show-eps",
+        "Add `eps N` (network evaluations per second) to info lines, as lc0.",
+    ),
+    _o(
         "UCI_ShowMovesLeft",
         CHECK,
         False,
@@ -793,13 +800,6 @@ OPTIONS: tuple[Option, ...] = (
 
 @dataclass(frozen=True)
 class Lc0Difference:
-    _o(
-        "UCI_ShowEPS",
-        CHECK,
-        False,
-        "show-eps",
-        "Add `eps N` (network evaluations per second) to info lines, as lc0.",
-    ),
     """lc0 options that are not here as lc0 declares them (name, type, default, range, flag),
     what is here instead, and why. tests/engine/test_lc0_options.py checks lc0's recorded
     ``uci`` and ``--show-hidden`` replies against the options and this table, both ways."""

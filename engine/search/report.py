@@ -90,6 +90,7 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
         time_ms=int(st.elapsed_ms),
         nodes=st.nodes,
         nps=st.nps,
+        eps=st.eps,
         hashfull=st.hashfull,
         tbhits=st.tb_hits,
     )
@@ -104,7 +105,6 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
                 **common,
                 score_cp=score_cp(p.score_type, wl, d, wl + draw_score * d, state.network.has_wdl),
                 mate=None,
-        eps=st.eps,
                 wdl=wdl_permille(wl, d),
                 multipv=None,
                 pv=(),

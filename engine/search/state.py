@@ -123,6 +123,6 @@ class SearchState:
             max_depth=tally.seldepth,
             tb_hits=tally.tb_hits,
             hashfull=self.cache.hashfull(),
-        )
             evaluations=tally.evaluations,
             nps_start_ms=tally.nps_start_ms,
+        )
