@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -41,6 +42,8 @@ class UciEngine:
         self._out_lock = threading.Lock()
         self._line_time = time.monotonic()  # arrival of the line being handled (see handle)
         self._log: TextIO | _StderrLog | None = None
+        self._unlogged: deque[str] = deque(maxlen=LOG_BUFFER_LINES)
+        """The dialogue's last lines while no LogFile is open, written when one opens (lc0's)."""
         self.started_with = dict(values or {})
         """The values the command line (and its config file) set: the ``uci`` reply advertises
         them as the defaults, as lc0's does, so a GUI that sends the defaults back keeps them."""
@@ -57,9 +60,7 @@ class UciEngine:
         with self._out_lock:
             self.out.write(line + "\n")
             self.out.flush()
-            if self._log is not None:
-                self._log.write(f">> {line}\n")
-                self._log.flush()
+            self._log_line(f"<< {line}")
 
     def error(self, message: str) -> None:
         self.send(f"info string error: {message}")
@@ -77,28 +78,45 @@ class UciEngine:
     ) -> None:
         self.send(bestmove_line(board, best, ponder, bool(self.values["UCI_Chess960"])))
 
+    def _log_line(self, text: str) -> None:
+        """One line of the log in lc0's format (``<<`` what the engine sent, ``>>`` what it
+        read); kept for the log to come while none is open. Called under the output lock."""
+        line = log_line(text)
+        if self._log is None:
+            self._unlogged.append(line)
+            return
+        self._log.write(line + "\n")
+        self._log.flush()
+
     def _open_log(self) -> None:
         if self._log is not None:
             self._log.close()
             self._log = None
         path = self.values["LogFile"]
+        log: TextIO | _StderrLog | None = None
         if path == "<stderr>":
-            self._log = _StderrLog()
+            log = _StderrLog()
         elif path:
             try:
-                self._log = open(path, "a", encoding="utf-8")
+                log = open(path, "a", encoding="utf-8")
             except OSError as exc:
                 self.error(f"cannot open LogFile {path}: {exc}")
+        if log is not None:
+            with self._out_lock:  # lc0's header, then what was said before the log opened
+                log.write(LOG_STARTED)
+                for line in self._unlogged:
+                    log.write(line + "\n")
+                log.flush()
+                self._unlogged.clear()
+                self._log = log
 
     # ------------------------------------------------------------------------------------- dispatch
     def handle(self, line: str) -> bool:
         # The clock of a go runs from the moment its line arrives: work before the search starts
         # (copying the board, reusing the tree, starting the thread) is on the engine's clock too.
         self._line_time = time.monotonic()
-        if self._log is not None:
-            with self._out_lock:
-                self._log.write(f"<< {line}\n")
-                self._log.flush()
+        with self._out_lock:
+            self._log_line(f">> {line}")
         tokens = line.split()
         if not tokens:
             return True
@@ -185,6 +203,22 @@ class UciEngine:
     def cmd_quit(self, args: list[str]) -> bool:
         self.controller.stop_and_join()
         return False
+
+
+LOG_BUFFER_LINES = 200
+"""Lines kept while no LogFile is open (lc0's kBufferSizeLines)."""
+
+LOG_STARTED = "\n\n============= Log started. =============\n"
+"""What lc0 writes first to a log file it opens."""
+
+
+def log_line(text: str, now: float | None = None) -> str:
+    """``text`` as a line of lc0's log: local date and time to the microsecond, the thread,
+    where it was written, ``]`` (lc0's LogMessage: ``MMDD HH:MM:SS.uuuuuu TID file:line] ``)."""
+    now = time.time() if now is None else now
+    stamp = time.strftime("%m%d %H:%M:%S", time.localtime(now))
+    micros = int(now * 1_000_000) % 1_000_000
+    return f"{stamp}.{micros:06d} {threading.get_native_id()} engine/uci.py] {text}"
 
 
 class _StderrLog:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import random
+import re
 import time
 
 import chess
@@ -567,16 +568,42 @@ def test_chess960_castling_is_king_takes_rook():
     assert search("go nodes 5 searchmoves e1g1", position, UCI_Chess960=True).bestmove == "e1h1"
 
 
+LC0_LOG = (
+    "\n\n============= Log started. =============\n"
+    "1202 04:43:50.676768 140216282990528 ../src/src/engine_loop.cc:73] >> uci\n"
+    "1202 04:43:50.676794 140216282990528 ../src/src/chess/uciloop.cc:342] << id name Lc0 v0.33.0-dev+git.909a4082\n"
+)
+"""The start of lc0's log (``lc0 --logfile=FILE``, lc0 v0.33.0-dev 909a408, sent ``uci``)."""
+LOG_LINE = re.compile(r"^(\d{4} \d\d:\d\d:\d\d\.\d{6}) \d+ \S+\] (>>|<<) (.*)$")
+
+
 @effect_of("LogFile")
-def test_log_file_records_the_dialogue(tmp_path):
+def test_log_file_records_the_dialogue_as_lc0(tmp_path):
+    """lc0's log: its header, then a line for each line read (``>>``) or sent (``<<``), with
+    the time to the microsecond, the thread and the place in the code; the lines said before
+    the log opened come first."""
     log = tmp_path / "uci.log"
+    started = time.time()
     session = Session(LogFile=log)
     try:
         reply = session.go("go nodes 5")
     finally:
         session.close()
     text = log.read_text()
-    assert "<< go nodes 5" in text and f">> {reply.lines[-1]}" in text
+    header = "\n\n============= Log started. =============\n"
+    assert LC0_LOG.startswith(header) and text.startswith(header), text[:200]
+    lc0_lines = [LOG_LINE.match(ln) for ln in LC0_LOG[len(header):].splitlines()]
+    assert [m.group(2) for m in lc0_lines if m] == [">>", "<<"]
+    said = []
+    for line in text[len(header):].splitlines():
+        m = LOG_LINE.match(line)
+        assert m, f"expected lc0's log format, got {line!r}"
+        when = time.strptime(time.strftime("%Y ") + m.group(1)[:-7], "%Y %m%d %H:%M:%S")
+        assert abs(time.mktime(when) - started) < 60, line
+        said.append(f"{m.group(2)} {m.group(3)}")
+    assert ">> setoption name Backend value effects" in said  # before the log opened
+    assert ">> go nodes 5" in said and f"<< {reply.lines[-1]}" in said
+    assert said.index(">> go nodes 5") < said.index(f"<< {reply.lines[-1]}")
 
 
 # ------------------------------------------------------------------------------------------- time

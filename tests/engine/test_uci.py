@@ -358,7 +358,7 @@ def test_lc0_command_line_habits(tmp_path):
         opts.parse_command_line(["-x", "1"])
     proc = subprocess.run(ENGINE_CMD + ["--logfile=<stderr>"], cwd=REPO, capture_output=True,
                           text=True, input="uci\nisready\nquit\n", timeout=60)
-    assert "<< isready" in proc.stderr and ">> readyok" in proc.stderr
+    assert "] >> isready" in proc.stderr and "] << readyok" in proc.stderr  # lc0's arrows
     assert not (REPO / "<stderr>").exists()
     from engine.search import ThinkingInfo
     from engine.uci import UciEngine
