@@ -23,14 +23,14 @@ from engine.backend import (
     PackedNetwork,
 )
 from engine.encoding.rows import expand_batch
-from engine.search.core import backup as cbackup
 from engine.search.core import gather as cgather
+from engine.search.core import minibatch as cminibatch
 from engine.search.core.calls import direct
 from engine.search.timeline import Timeline
 
 expand_planes = direct(expand_batch)
-encode_planes = direct(cgather.encode_requests)
-sort_policies = direct(cbackup.sort_policies)
+encode_planes = direct(cminibatch.encode)
+sort_policies = direct(cminibatch.sort)
 """The compiled calls of every evaluation, without numba's per-call dispatch."""
 
 
@@ -97,8 +97,7 @@ class Evaluator:
         softmax)."""
         batch, n, attributes = job.batch, job.n, self.attributes
         packed = attributes.packed_input
-        encode_planes(batch.req, batch.rows, batch.window, batch.moves, batch.indices, job.fmt,
-                      job.fill, batch.masks, batch.values, 0, n)  # fmt: skip
+        encode_planes(batch, job.fmt, job.fill, 0, n)
         legal = None
         if attributes.policy_gather:
             width = gather_width(int(batch.req["count"][:n].max(initial=0)))
@@ -117,8 +116,7 @@ class Evaluator:
         policy = network_heads(out.policy)
         # A gathered policy holds each position's legal moves' logits in the order of its moves.
         indices = batch.indices if legal is None else identity_indices(batch.indices.shape)
-        sort_policies(batch.req, batch.moves, indices, policy, 0, n, float(job.temperature),
-                      batch.sorted_moves, batch.priors)  # fmt: skip
+        sort_policies(batch, policy, indices, 0, n, float(job.temperature))
         return out
 
     def close(self) -> None:

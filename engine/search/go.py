@@ -39,7 +39,7 @@ class Tally:
     the network evaluated for it (lc0's ``network_evaluations_``: no cache hit, no prefetch)."""
 
     def __init__(self) -> None:
-        self.counters = np.zeros(4, np.int64)
+        self.counters = cbackup.COUNTERS.new()
         self.batches = 0
         self.first_eval_time: float | None = None
         self.nps_start_ms: float | None = None

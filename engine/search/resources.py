@@ -133,9 +133,12 @@ class Resources:
     def walk_info(self, root_in_tablebase: bool) -> np.ndarray:
         """The compiled selection's Walk.info (engine/search/core/gather.py)."""
         pieces = self.tablebase.max_pieces if self.tablebase is not None else 0
-        return np.array(
-            [len(self._game), self._fmt, FILL_FEN_ONLY, pieces, int(root_in_tablebase)],
-            np.int64,
+        return cgather.WALK_INFO.pack(
+            GAME_LEN=len(self._game),
+            FORMAT=self._fmt,
+            FILL=FILL_FEN_ONLY,
+            TB_PIECES=pieces,
+            ROOT_IN_TB=root_in_tablebase,
         )
 
     def ensure_batches(self, count: int, size: int) -> None:

@@ -62,7 +62,7 @@ def compile_the_rest() -> None:
     compiled or in numba's cache)."""
     from engine.board.position import FIELDS
     from engine.encoding.rows import expand_batch
-    from engine.search.core import backup, gather, params, steps, stoppers, tree, view
+    from engine.search.core import backup, gather, minibatch, params, steps, stoppers, tree, view
     from engine.search.evaluation import network_heads
     from engine.search.params import from_options
     from engine.search.state import NNCache
@@ -71,18 +71,13 @@ def compile_the_rest() -> None:
     t = tree.new_tree()
     cache = NNCache(64).arrays
     batch = gather.new_batch(8)
-    counters = np.zeros(4, np.int64)
-    stoppers._summary(t, 0.0, np.zeros(0, np.uint8), False, np.zeros(7, np.int64))
+    counters = backup.COUNTERS.new()
+    stoppers._summary(t, 0.0, np.zeros(0, np.uint8), False, stoppers.ROOT_SUMMARY.new())
     rows = np.zeros((2, FIELDS), np.uint64)
     f32 = network_heads(np.zeros(1, np.float32))
     policy = network_heads(np.zeros((1, POLICY_SIZE), np.float32))
-    backup.sort_policies(
-        batch.req, batch.moves, batch.indices, policy, 0, 0, 1.0, batch.sorted_moves, batch.priors
-    )
-    backup.expand_and_backup(
-        t, packed, counters, cache, batch.req, batch.sorted_moves, batch.priors, f32, f32, f32,
-        batch.order, 0,
-    )  # fmt: skip
+    minibatch.sort(batch, policy, batch.indices, 0, 0, 1.0)
+    minibatch.expand_and_backup(t, packed, counters, cache, batch, f32, f32, f32)
     tree.keep_subtree(t, 0)
     view._edge_stats(t, 0, np.zeros((9, 0)))
     view._puct_terms(t, packed, 0, True, 0.0, np.zeros((3, 0)))
@@ -98,10 +93,7 @@ def compile_the_rest() -> None:
     steps.tablebase_terminal(t, packed, counters, 0, 0.0, 0)
     steps.cached_slot(rows, 0, -1, packed, cache)
     expand_batch(batch.masks, batch.values, batch.planes, 0, 0)
-    gather.encode_requests(
-        batch.req, batch.rows, batch.window, batch.moves, batch.indices, 1, 0, batch.masks,
-        batch.values, 0, 0,
-    )
+    minibatch.encode(batch, 1, 0, 0, 0)
 
 
 ENTRY = "minibatch.gather"

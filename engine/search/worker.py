@@ -34,14 +34,11 @@ from engine.search.params import SearchParams
 from engine.search.resources import Resources
 
 gather_minibatch = direct(cminibatch.gather)
-expand_and_backup = direct(cbackup.expand_and_backup)
+expand_and_backup = direct(cminibatch.expand_and_backup)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
 
 _ALL_MOVES = np.zeros(0, np.uint8)
 """The empty root filter: every root move may get visits."""
-_UNSHARED = np.zeros(1, np.int64)
-"""Walk.shared, which no gather reads since the gatherers that shared a minibatch went (the
-compiled selection's ``ops`` paths, dead with them, go with issue 67's boundary tables)."""
 
 
 class SearchWorker:
@@ -97,11 +94,15 @@ class SearchWorker:
             root_filter,
             res.stop_flag,
             res.evaluator.on_device,
-            _UNSHARED,
         )
-        self._run_gather(
-            batch, walk, size, max_ooo, collisions_left, p.max_collision_events, nodes_left, pad
+        limits = cminibatch.GATHER_LIMITS.pack(
+            BATCH_SIZE=size,
+            MAX_OOO=max_ooo,
+            COLLISIONS_LEFT=collisions_left,
+            MAX_EVENTS=p.max_collision_events,
+            NODES_LEFT=nodes_left,
         )
+        self._run_gather(batch, walk, limits, pad)
         requests = int(batch.meta[cgather.REQUESTS])
         ooo = int(batch.meta[cgather.OUT_OF_ORDER_DONE])
         if batch.meta[cgather.NO_ROOM]:
@@ -111,12 +112,14 @@ class SearchWorker:
             ooo += hits
         return requests, ooo
 
-    def _run_gather(self, batch: cgather.Batch, walk: cgather.Walk, *limits) -> None:
-        """The compiled gather into ``batch``; ``limits``: batch size, out-of-order budget,
-        collisions left, collision events, nodes left (-1: none), prefetch table (int64)."""
+    def _run_gather(
+        self, batch: cgather.Batch, walk: cgather.Walk, limits: np.ndarray, pad: np.ndarray
+    ) -> None:
+        """The compiled gather into ``batch``; ``limits``: int64 [cminibatch.GATHER_LIMITS],
+        ``pad``: the prefetch table (int64)."""
         state, res = self.state, self.res
         tree, packed, cache = state.tree, res.packed, res.cache.arrays
-        gather_minibatch(tree, packed, self.tally.counters, cache, batch, walk, *limits)
+        gather_minibatch(tree, packed, self.tally.counters, cache, batch, walk, limits, pad)
 
     def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> NetworkOutput:
         """The network's answer for the batch's first ``n`` positions, on the calling thread
@@ -138,17 +141,13 @@ class SearchWorker:
             res.packed,
             self.tally.counters,
             res.cache.arrays,
-            batch.req,
-            batch.sorted_moves,
-            batch.priors,
+            batch,
             # Read-only contiguous float32 whatever the backend returns (XLA's CPU buffers are
             # read-only, a numpy backend's are not): the call skips numba's dispatch, so its
             # argument types must never change (engine/search/core/calls.py).
             network_heads(out.q),
             network_heads(out.d),
             network_heads(out.m),
-            batch.order,
-            n,
         )
         self.tally.batches += 1
 
@@ -212,9 +211,11 @@ class SearchWorker:
             no_filter,
             res.stop_flag,
             res.evaluator.on_device,
-            _UNSHARED,
         )
-        self._run_gather(batch, walk, 1, 1, 1, 1, -1, np.zeros(2, np.int64))
+        limits = cminibatch.GATHER_LIMITS.pack(
+            BATCH_SIZE=1, MAX_OOO=1, COLLISIONS_LEFT=1, MAX_EVENTS=1, NODES_LEFT=-1
+        )
+        self._run_gather(batch, walk, limits, np.zeros(2, np.int64))
         n = int(batch.meta[cgather.REQUESTS])
         if n:
             try:

@@ -3,7 +3,7 @@ edges, the backup of values up the tree (DoBackupUpdate) and certainty propagati
 (MakeTerminal, AdjustForTerminal); and taking visits out of flight (collisions, abandoned
 batches).
 
-``counters`` int64 [4]: playouts this search, their depth sum, the deepest, tablebase hits.
+``counters`` int64 [:data:`COUNTERS`].
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from numba import njit
 
 from .cache import insert
 from .calls import UNCOUNTED
+from .layout import Layout
 from .params import STICKY
 from .tree import NONE, PENDING, PROVEN, TABLEBASE, child, compress_priors, expand, prior
 
-PLAYOUTS, DEPTH_SUM, MAX_DEPTH, TB_HITS = 0, 1, 2, 3
+COUNTERS = Layout("counters", "PLAYOUTS DEPTH_SUM MAX_DEPTH TB_HITS")
+"""A search's counts: its playouts, their depth sum, the deepest, its tablebase hits."""
+PLAYOUTS, DEPTH_SUM, MAX_DEPTH, TB_HITS = COUNTERS.indices("PLAYOUTS DEPTH_SUM MAX_DEPTH TB_HITS")
 
 
 @njit(cache=True)
@@ -207,7 +210,7 @@ def sort_policies(req, moves, indices, policy, start, n, temperature, out_moves,
 
 
 @njit(cache=True, nogil=True)
-def expand_and_backup(tree, params, counters, cache, req, moves, priors, q, d, m, order, n):
+def expand_and_backup_rows(tree, params, counters, cache, req, moves, priors, q, d, m, order, n):
     """Expand and back up the ``n`` evaluated requests of a batch (node -1: a prefetched
     position, cached only) with their moves and priors as :func:`sort_policies` wrote them,
     rows in ``order``; every result goes into the NN cache. Room for the edges has been

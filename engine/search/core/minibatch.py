@@ -1,42 +1,45 @@
-"""A minibatch gathered (lc0's GatherMinibatch): rounds of selection from the root
-(:func:`engine.search.core.gather.select`) until the batch is full or the collisions' limits
-are reached."""
+"""A minibatch's compiled entry points, the ones Python calls for each batch: its gather (lc0's
+GatherMinibatch: rounds of selection from the root, :func:`engine.search.core.gather.select`,
+until the batch is full or the collisions' limits are reached), its evaluation's part (legal
+moves and planes, then the policies' sort) and its expansion and backup. Each takes the batch
+whole and at most eight arguments; its counts travel in the packed arrays of the layouts
+(core/layout.py)."""
 
 from __future__ import annotations
 
 from numba import njit
 
+from .backup import expand_and_backup_rows, sort_policies
 from .gather import (
     COLLISIONS,
     OUT_OF_ORDER_DONE,
     REQUESTS,
+    encode_requests,
     gather_end,
     round_end,
     round_visits,
     select,
 )
+from .layout import Layout
+
+GATHER_LIMITS = Layout("gather limits", "BATCH_SIZE MAX_OOO COLLISIONS_LEFT MAX_EVENTS NODES_LEFT")
+"""A gather's limits: the batch's size, its out-of-order backups (lc0's
+MaxOutOfOrderEvalsFactor), the collision visits and events it may collect, and the nodes the
+search may still start (-1: no node limit)."""
+BATCH_SIZE, MAX_OOO, COLLISIONS_LEFT, MAX_EVENTS, NODES_LEFT = GATHER_LIMITS.indices(
+    "BATCH_SIZE MAX_OOO COLLISIONS_LEFT MAX_EVENTS NODES_LEFT"
+)
 
 
 @njit(cache=True, nogil=True)
-def gather(
-    tree,
-    params,
-    counters,
-    cache,
-    batch,
-    walk,
-    batch_size,
-    max_ooo,
-    collisions_left,
-    max_events,
-    nodes_left,
-    pad,
-):
-    """Collect up to ``batch_size`` positions to evaluate, as lc0's GatherMinibatch;
-    ``nodes_left`` < 0: no node limit.
+def gather(tree, params, counters, cache, batch, walk, limits, pad):
+    """Collect up to ``limits[BATCH_SIZE]`` positions to evaluate, as lc0's GatherMinibatch.
     A minibatch cut short by collisions is filled with prefetched positions up to
     ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer).
     With the network idle it stops early, as lc0's (core/gather.py's ``_network_idle``)."""
+    batch_size, max_ooo = limits[BATCH_SIZE], limits[MAX_OOO]
+    collisions_left, max_events = limits[COLLISIONS_LEFT], limits[MAX_EVENTS]
+    nodes_left = limits[NODES_LEFT]
     batch.meta[:] = 0
     for i in range(batch.order.shape[0]):
         batch.order[i] = i
@@ -53,3 +56,28 @@ def gather(
         if collisions_left <= 0:
             break
     gather_end(tree, params, cache, batch, walk, pad)
+
+
+@njit(cache=True, nogil=True)
+def encode(batch, fmt, fill, start, n):
+    """The legal moves and input planes of requests ``start`` to ``n - 1`` (input format
+    ``fmt``, history fill ``fill``): :func:`engine.search.core.gather.encode_requests`."""
+    encode_requests(batch.req, batch.rows, batch.window, batch.moves, batch.indices, fmt, fill,
+                    batch.masks, batch.values, start, n)  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def sort(batch, policy, indices, start, n, temperature):
+    """Each request's moves by decreasing prior into the batch's ``sorted_moves`` and
+    ``priors``, from the network's ``policy`` read at ``indices`` (the batch's own, or a
+    gathered policy's): :func:`engine.search.core.backup.sort_policies`."""
+    sort_policies(batch.req, batch.moves, indices, policy, start, n, temperature,
+                  batch.sorted_moves, batch.priors)  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def expand_and_backup(tree, params, counters, cache, batch, q, d, m):
+    """Expand and back up the batch's evaluated requests (``meta[REQUESTS]`` of them) in the
+    order the selection made them: :func:`engine.search.core.backup.expand_and_backup_rows`."""
+    expand_and_backup_rows(tree, params, counters, cache, batch.req, batch.sorted_moves,
+                           batch.priors, q, d, m, batch.order, batch.meta[REQUESTS])  # fmt: skip

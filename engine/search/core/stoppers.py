@@ -16,7 +16,16 @@ from engine.search.limit import Limit
 from engine.search.params import SearchParams
 
 from .calls import direct
+from .layout import Layout
 from .tree import NONE, child, prior
+
+ROOT_SUMMARY = Layout("root summary", "BEST FIRST_N SECOND_N MOVES LOST WON MATE")
+"""The root as the stoppers read it (:func:`_summary`): the best edge, the two largest visit
+counts, the moves searched, the moves proven lost, a move proven won, the plies to the mate
+the best move proves (-1: none)."""
+BEST, FIRST_N, SECOND_N, MOVES, LOST, WON, MATE = ROOT_SUMMARY.indices(
+    "BEST FIRST_N SECOND_N MOVES LOST WON MATE"
+)
 
 SMART_PRUNING_TOLERANCE_MS = 200
 SMART_PRUNING_TOLERANCE_NODES = 300
@@ -79,8 +88,7 @@ def rank_edges(tree, node, draw_score, mask, use_mask, out):
 
 @njit(cache=True)
 def _summary(tree, draw_score, mask, use_mask, out):
-    """out int64 [7]: best edge, the two largest visit counts, moves searched, moves proven
-    lost, a move proven won, plies to the mate the best move proves (-1: none)."""
+    """The root's summary into ``out`` int64 [:data:`ROOT_SUMMARY`]."""
     top = np.empty(1, np.int64)
     best = top[0] if rank_edges(tree, 0, draw_score, mask, use_mask, top) else -1
     first_n, second_n, moves, lost, won = 0, 0, 0, 0, 0
@@ -102,8 +110,8 @@ def _summary(tree, draw_score, mask, use_mask, out):
         c = child(tree, 0, best)
         if c >= 0 and tree.nodes.kind[c] != NONE and tree.nodes.t_wl[c] > 0:
             mate = int(round(tree.nodes.t_m[c]))
-    out[0], out[1], out[2], out[3] = best, first_n, second_n, moves
-    out[4], out[5], out[6] = lost, won, mate
+    out[BEST], out[FIRST_N], out[SECOND_N], out[MOVES] = best, first_n, second_n, moves
+    out[LOST], out[WON], out[MATE] = lost, won, mate
 
 
 @njit(cache=True)
@@ -141,22 +149,23 @@ _summary_direct = direct(_summary)
 
 def summarize(tree, draw_score: float, mask: np.ndarray | None) -> RootSummary:
     """The root's summary; ``mask`` (bool or uint8 [root edges]): the moves allowed."""
-    out = np.zeros(7, np.int64)
+    out = ROOT_SUMMARY.new()
     use = mask is not None
     m = _NO_MASK if mask is None else mask.view(np.uint8)
     expanded = int(tree.nodes["nedges"][0]) > 0
     if expanded:
         _summary_direct(tree, float(draw_score), m, use, out)
+    got = ROOT_SUMMARY.read(out)
     return RootSummary(
         expanded,
         int(tree.nodes["n"][0]),
-        int(out[0]) if expanded else -1,
-        int(out[1]),
-        int(out[2]),
-        int(out[3]),
-        int(out[4]),
-        bool(out[5]),
-        int(out[6]),
+        got["BEST"] if expanded else -1,
+        got["FIRST_N"],
+        got["SECOND_N"],
+        got["MOVES"],
+        got["LOST"],
+        bool(got["WON"]),
+        got["MATE"],
     )
 
 

@@ -21,8 +21,6 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .atomic import fetch_add
-
 # Terminal kinds (how a node's outcome was proven).
 NONE, MATE, STALEMATE, RULE50, MATERIAL, THREEFOLD, TWOFOLD, PROVEN, TABLEBASE = range(9)
 KIND_NAMES = (
@@ -222,21 +220,6 @@ def new_node(tree, parent, pedge):
             tree.count[KIDS] = start + tree.nodes.nedges[parent]
             _new_block(tree, parent, start)
         tree.kids[start + pedge - tree.nodes.first[parent]] = i
-    return i
-
-
-@njit(cache=True)
-def new_node_shared(tree, parent, pedge):
-    """:func:`new_node` for gatherers beside each other (the removed TaskWorkers: a dead path
-    of the selection's ``ops``), which make nodes at once: the counts taken atomically (each makes children of its own subtree's
-    nodes only, so a node's block is made by one of them)."""
-    i = fetch_add(tree.count, NODES, 1)
-    _fresh(tree, i, parent, pedge)
-    start = tree.nodes.kids[parent]
-    if start < 0:
-        start = fetch_add(tree.count, KIDS, tree.nodes.nedges[parent])
-        _new_block(tree, parent, start)
-    tree.kids[start + pedge - tree.nodes.first[parent]] = i
     return i
 
 

@@ -13,11 +13,11 @@ import chess
 import pytest
 
 from engine.backends.random import RandomNetwork
+from engine.encoding import rows
 from engine.search import Limit, Search, from_options
 from engine.search import evaluation as evaluation_module
 from engine.search import worker as search_module
-from engine.encoding import rows
-from engine.search.core import backup, calls, gather, minibatch
+from engine.search.core import calls, minibatch
 from engine.search.warmup import _Instant, compile_the_rest
 
 NO_CLOCK = {"SmartPruningFactor": 0.0}
@@ -37,10 +37,10 @@ def test_the_search_modules_call_their_compiled_entry_points_directly():
     wrapped = _wrapped_in_search_module() | _wrapped_in_search_module(evaluation_module)
     assert wrapped == {
         "gather_minibatch": minibatch.gather,
-        "expand_and_backup": backup.expand_and_backup,
+        "expand_and_backup": minibatch.expand_and_backup,
         "expand_planes": rows.expand_batch,
-        "encode_planes": gather.encode_requests,
-        "sort_policies": backup.sort_policies,
+        "encode_planes": minibatch.encode,
+        "sort_policies": minibatch.sort,
     }
 
 
