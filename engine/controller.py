@@ -33,6 +33,7 @@ from engine.loading import (
     warm_up_search,
 )
 from engine.search import Limit, NNCache, Search, SearchParams, ThinkingInfo, from_options
+from engine.search.contempt import contempt_of
 from engine.tablebase import Tablebase
 from engine.timemgr import TimeManager, parse_time_manager
 
@@ -124,6 +125,8 @@ class Controller:
         """Store a parsed option value and apply what it changes at once."""
         if name == "TimeManager":
             parse_time_manager(value)  # a bad spec raises before anything changes
+        elif name == "Contempt":
+            contempt_of("", value, 0.0)  # a malformed entry raises, as lc0's at its search
         self.values[name] = value
         if name in NETWORK_OPTIONS:
             self._drop_network()

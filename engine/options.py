@@ -510,6 +510,131 @@ OPTIONS: tuple[Option, ...] = (
         1.0,
         param="draw_score",
     ),
+    # --- WDL contempt (engine/search/contempt.py) ----------------------------------------------
+    _o(
+        "ContemptMode",
+        COMBO,
+        "play",
+        "contempt-mode",
+        "Affects the way asymmetric WDL parameters are applied. Default is 'play' for matches, "
+        "use 'white_side_analysis' and 'black_side_analysis' for analysis. Use 'disable' to "
+        "deactivate contempt.",
+        choices=("play", "white_side_analysis", "black_side_analysis", "disable"),
+        param="contempt_mode",
+    ),
+    _o(
+        "Contempt",
+        STRING,
+        "",
+        "contempt",
+        "The simulated Elo advantage for the WDL conversion. Comma separated list in the form "
+        "[name=]value, where the name is compared with the `UCI_Opponent` value to find the "
+        "appropriate contempt value. The default value is taken from `UCI_RatingAdv` and will be "
+        "overridden if either a value without name is given, or if a name match is found.",
+    ),
+    _o(
+        "ContemptMaxValue",
+        FLOAT,
+        420.0,
+        "contempt-max-value",
+        "The maximum value of contempt used. Higher values will be capped.",
+        0.0,
+        10000.0,
+    ),
+    _o(
+        "WDLCalibrationElo",
+        FLOAT,
+        0.0,
+        "wdl-calibration-elo",
+        "Elo of the active side, adjusted for time control relative to rapid. To retain raw WDL "
+        "without sharpening/softening, use default value 0.",
+        0.0,
+        10000.0,
+    ),
+    _o(
+        "WDLContemptAttenuation",
+        FLOAT,
+        1.0,
+        "wdl-contempt-attenuation",
+        "Scales how Elo advantage is applied for contempt. Use 1.0 for realistic analysis, and "
+        "0.5-0.6 for optimal match performance.",
+        -10.0,
+        10.0,
+    ),
+    _o(
+        "WDLMaxS",
+        FLOAT,
+        1.4,
+        "wdl-max-s",
+        "Limits the WDL derived sharpness s to a reasonable value to avoid erratic behavior at "
+        "high contempt values. Default recommended for regular chess, increase value for more "
+        "volatile positions like DFRC or piece odds.",
+        0.0,
+        10.0,
+        param="wdl_max_s",
+    ),
+    _o(
+        "WDLEvalObjectivity",
+        FLOAT,
+        1.0,
+        "wdl-eval-objectivity",
+        "When calculating the centipawn eval output, decides how objective/contempt influenced "
+        "the reported eval should be. Value 0.0 reports the internally used WDL values, 1.0 "
+        "attempts an objective eval.",
+        0.0,
+        1.0,
+        param="wdl_eval_objectivity",
+    ),
+    _o(
+        "WDLDrawRateTarget",
+        FLOAT,
+        0.0,
+        "wdl-draw-rate-target",
+        "To define the accuracy of play, the target draw rate in equal positions is used as a "
+        "proxy. Ignored if WDLCalibrationElo is set. To retain raw WDL without "
+        "sharpening/softening, use default value 0.",
+        0.0,
+        0.999,
+    ),
+    _o(
+        "WDLDrawRateReference",
+        FLOAT,
+        0.5,
+        "wdl-draw-rate-reference",
+        "Set this to the draw rate predicted by the used neural network at default settings. The "
+        "accuracy rescaling is done relative to the reference draw rate.",
+        0.001,
+        0.999,
+    ),
+    _o(
+        "WDLBookExitBias",
+        FLOAT,
+        0.65,
+        "wdl-book-exit-bias",
+        "The book exit bias used when measuring engine Elo. Value of startpos is around 0.2, "
+        "value of 50% white win is 1. Only relevant if target draw rate is above 80%; ignored if "
+        "WDLCalibrationElo is set.",
+        -2.0,
+        2.0,
+    ),
+    _o(
+        "UCI_Opponent",
+        STRING,
+        "",
+        "uci-opponent",
+        "UCI option used by the GUI to pass the name and other information about the current "
+        "opponent (matched against Contempt's names).",
+    ),
+    _o(
+        "UCI_RatingAdv",
+        FLOAT,
+        0.0,
+        "uci-rating-adv",
+        "UCI extension used by some GUIs to pass the estimated Elo advantage over the current "
+        "opponent, used as the default contempt value.",
+        -10000.0,
+        10000.0,
+    ),
     _o(
         "Temperature",
         FLOAT,
@@ -836,24 +961,6 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
     Lc0Difference(
         ("TimeManager",),
         "legacy only (lc0 also smooth, alphazero, simple)",
-        NOT_YET,
-    ),
-    Lc0Difference(
-        (
-            "Contempt",
-            "ContemptMode",
-            "ContemptMaxValue",
-            "WDLCalibrationElo",
-            "WDLContemptAttenuation",
-            "WDLEvalObjectivity",
-            "WDLDrawRateTarget",
-            "WDLDrawRateReference",
-            "WDLBookExitBias",
-            "WDLMaxS",
-            "UCI_Opponent",
-            "UCI_RatingAdv",
-        ),
-        "absent: WDL contempt",
         NOT_YET,
     ),
     Lc0Difference(

@@ -23,6 +23,7 @@ from engine.backend import (
     PackedNetwork,
 )
 from engine.encoding.rows import expand_batch
+from engine.search.contempt import WdlRescale
 from engine.search.core import gather as cgather
 from engine.search.core import minibatch as cminibatch
 from engine.search.core.calls import direct
@@ -75,6 +76,7 @@ class Evaluator:
     ``_device``    (the pool itself) :meth:`renew`,  –
                    a run whose call hung
     ``timeline``   its caller, between searches      the workers
+    ``rescale``    Search.run, between searches      the workers
     ============== ================================= =================================
     """
 
@@ -85,6 +87,9 @@ class Evaluator:
         [1]); changed under ``_lock`` only."""
         self.timeline: Timeline | None = None
         """Set by a caller (bin/perf/bench --trace) to record each batch's device time."""
+        self.rescale: WdlRescale | None = None
+        """The WDL rescaling (contempt) of the search's values, set before each run when it
+        changes them: each batch's q and d are rescaled as they come from the network."""
         self._lock = threading.Lock()
         self._device = self._new_device()
 
@@ -113,6 +118,9 @@ class Evaluator:
             with self._lock:
                 self.on_device[0] -= 1
         check_values(out, n)
+        rescale = self.rescale
+        if rescale is not None:
+            out = rescale.apply(out, batch.req["depth"][:n])
         policy = network_heads(out.policy)
         # A gathered policy holds each position's legal moves' logits in the order of its moves.
         indices = batch.indices if legal is None else identity_indices(batch.indices.shape)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from engine import options as opts
+from engine.search.contempt import WdlRescale, WdlRescaleParams, for_search, rescale_params
 
 AUTO_THREADS_MAX = 2
 """Threads 0 (automatic): the host's cores, up to this many search threads. On the 2-core host
@@ -32,7 +33,8 @@ def _field_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _derived(v: Mapping[str, Any]) -> dict[str, Any]:
     """The fields lc0 derives from several options: the root's cpuct and FPU (the root's own
-    values only when asked for), RamLimitMb in bytes, and Threads 0's number of threads."""
+    values only when asked for), RamLimitMb in bytes, Threads 0's number of threads, and the
+    WDL rescaling of the contempt options (engine/search/contempt.py)."""
     own_root = bool(v["RootHasOwnCpuctParams"])
     fpu_absolute = v["FpuStrategy"] == "absolute"
     root_strategy = v["FpuStrategyAtRoot"]
@@ -48,6 +50,7 @@ def _derived(v: Mapping[str, Any]) -> dict[str, Any]:
         ram_limit_bytes=ram * 1_000_000,
         threads=int(v["Threads"]) or auto_threads(),
         max_tree_nodes=DEFAULT_MAX_TREE_NODES,
+        wdl_rescale=rescale_params(v),
     )
 
 
@@ -123,6 +126,13 @@ class SearchParams:
     moves_left_scaled_factor: float
     moves_left_quadratic_factor: float
     draw_score: float
+    contempt_mode: str
+    wdl_rescale: WdlRescaleParams
+    """lc0's kWDLRescaleParams: the ratio and diff of Contempt, UCI_Opponent, UCI_RatingAdv,
+    ContemptMaxValue, WDLCalibrationElo, WDLContemptAttenuation, WDLDrawRateTarget,
+    WDLDrawRateReference and WDLBookExitBias."""
+    wdl_max_s: float
+    wdl_eval_objectivity: float
     temperature: float
     temp_decay_moves: int
     temp_decay_delay_moves: int
@@ -146,6 +156,18 @@ class SearchParams:
         if at_root:
             return self.cpuct_at_root, self.cpuct_base_at_root, self.cpuct_factor_at_root
         return self.cpuct, self.cpuct_base, self.cpuct_factor
+
+    def rescale_for(self, root_white: bool, infinite: bool) -> WdlRescale:
+        """The WDL rescaling of a search whose root has ``root_white`` to move
+        (engine.search.contempt.for_search; ``infinite``: ``go infinite``)."""
+        return for_search(
+            self.contempt_mode,
+            self.wdl_rescale,
+            self.wdl_max_s,
+            self.wdl_eval_objectivity,
+            root_white,
+            infinite,
+        )
 
     def batch_size(self, max_batch: int, preferred: int) -> int:
         """Minibatch size: the option; when it is 0, the backend's suggestion (``preferred``)

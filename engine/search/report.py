@@ -37,8 +37,11 @@ def wdl_mu(wl: float, d: float) -> float:
     return (a - b) / (a + b)
 
 
-def score_cp(score_type: str, wl: float, d: float, q: float, has_wdl: bool) -> int:
-    """Centipawn score by lc0's ScoreType (default WDL_mu: 100*mu when reasonable)."""
+def score_cp(
+    score_type: str, wl: float, d: float, q: float, has_wdl: bool, mu: float | None = None
+) -> int:
+    """Centipawn score by lc0's ScoreType (default WDL_mu: 100*mu when reasonable; ``mu``:
+    lc0's, from :func:`reported_wdl`, else the exact one of ``wl`` and ``d``)."""
     if score_type == "centipawn_with_drawscore":
         s = 90 * math.tan(1.5637541897 * q)
     elif score_type == "centipawn":
@@ -54,7 +57,7 @@ def score_cp(score_type: str, wl: float, d: float, q: float, has_wdl: bool) -> i
     elif score_type == "W-L":
         s = wl * 10000
     else:  # WDL_mu
-        mu = wdl_mu(wl, d)
+        mu = wdl_mu(wl, d) if mu is None else mu
         cp = 45 * math.tan(1.56728071628 * wl)
         use_mu = (
             has_wdl
@@ -78,6 +81,17 @@ def wdl_permille(wl: float, d: float) -> tuple[int, int, int]:
     return w, dd, l
 
 
+def reported_wdl(state: SearchState, wl: float, d: float) -> tuple[float, float, float | None]:
+    """(W - L, D, mu) of a root move (``wl`` in the view of the side to move at the root) as
+    lc0's info line reports them: with ScoreType WDL_mu or a contempt side, the WDL rescaling
+    taken back (WDLEvalObjectivity of it; engine/search/contempt.py) in lc0's arithmetic;
+    otherwise as they are (mu None)."""
+    rescale = state.wdl_rescale
+    if state.params.score_type != "WDL_mu" and rescale.diff == 0.0:
+        return wl, d, None
+    return rescale.reported(wl, d)
+
+
 def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
     """One ThinkingInfo per principal variation (MultiPV) of the run of ``go`` that has done
     ``tally``."""
@@ -99,11 +113,12 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
     infos = []
     edges = best_children(state, root, p.multipv, mask=go.mask)
     if not edges and root.n > 0:
-        wl, d = default_wl, default_d
+        q = default_wl + draw_score * default_d
+        wl, d, mu = reported_wdl(state, default_wl, default_d)
         infos.append(
             ThinkingInfo(
                 **common,
-                score_cp=score_cp(p.score_type, wl, d, wl + draw_score * d, state.network.has_wdl),
+                score_cp=score_cp(p.score_type, wl, d, q, state.network.has_wdl, mu),
                 mate=None,
                 wdl=wdl_permille(wl, d),
                 multipv=None,
@@ -115,6 +130,7 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
         wl = float(root.cq[i]) if visited else default_wl
         d = float(root.cd[i]) if visited else default_d
         q = wl + draw_score * d
+        wl, d, mu = reported_wdl(state, wl, d)
         child = root.children[i]
         mate = None
         if (
@@ -137,7 +153,7 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
                 **info,
                 score_cp=None
                 if mate is not None
-                else score_cp(p.score_type, wl, d, q, state.network.has_wdl),
+                else score_cp(p.score_type, wl, d, q, state.network.has_wdl, mu),
                 mate=mate,
                 wdl=wdl_permille(wl, d),
                 multipv=rank if p.multipv > 1 else None,
@@ -188,7 +204,7 @@ def verbose_stats(state: SearchState) -> list[str]:
         )
         child = root.children[i]
         if child is not None and child.n > 0:
-            stats = _stats(child.wl, child.d, child.m, child.wl + draw_score * child.d)
+            stats = _stats(state, child.wl, child.d, child.m, draw_score)
         else:
             stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {q[i]:8.5f}) "  # the FPU
         tail = f"(U: {u[i]:6.5f}) (S: {s[i]:8.5f}) "
@@ -196,7 +212,7 @@ def verbose_stats(state: SearchState) -> list[str]:
     head = _head("node ", len(root.moves), root.n, sum(root.cnif), root.visited_policy)
     lines.append(
         head
-        + _stats(-root.wl, root.d, root.m, -root.wl + draw_score * root.d)
+        + _stats(state, -root.wl, root.d, root.m, draw_score)
         + _value(state, root, None, -1.0, draw_score)
     )
     return lines
@@ -207,7 +223,11 @@ def _head(label: str, index: int, n: int, nif: int, prior: float) -> str:
     return f"{label:<5} ({index:<4}) N: {n:7d} (+{nif:2d}) (P: {pct}%) "
 
 
-def _stats(wl: float, d: float, m: float, q: float) -> str:
+def _stats(state: SearchState, wl: float, d: float, m: float, draw_score: float) -> str:
+    """WL, D, M and Q of a root move (or of the root, ``wl`` in the root's mover's view) as
+    lc0 prints them: WL and D with the WDL rescaling taken back (lc0 does so at any setting)."""
+    wl, d, _ = state.wdl_rescale.reported(wl, d)
+    q = wl + draw_score * d
     return f"(WL: {wl:8.5f}) (D: {d:5.3f}) (M: {m:4.1f}) (Q: {q:8.5f}) "
 
 

@@ -135,7 +135,19 @@ class Search:
         live_stats: bool = False,
     ) -> SearchResult:
         """Search the current position to ``limit`` (one :class:`SearchRun`)."""
+        self._rescale_for(limit)
         return SearchRun(self.resources, limit, on_info, on_verbose, verbose, live_stats).execute()
+
+    def _rescale_for(self, limit: Limit) -> None:
+        """The WDL rescaling (contempt) of a run to ``limit``: for the reports, and for the
+        network's values when it changes them, with the NN cache holding values of that
+        rescaling only (engine/search/contempt.py)."""
+        state = self.state
+        white = state.root_board.turn == chess.WHITE
+        rescale = state.params.rescale_for(white, limit.infinite)
+        state.wdl_rescale = rescale
+        self.resources.evaluator.rescale = rescale if rescale.active else None
+        self.cache.hold_values_of(rescale.cache_key(white))
 
 
 def _follow(tree: ctree.Tree, board: chess.Board, rows: np.ndarray, from_ply: int) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import chess
 
 from engine.backend import Network
+from engine.search.contempt import WdlRescale
 from engine.search.core import cache as ccache
 from engine.search.core import tree as ctree
 from engine.search.core.view import NodeView
@@ -23,6 +24,17 @@ class NNCache:
 
     def __init__(self, capacity: int) -> None:
         self.arrays = ccache.new_cache(capacity)
+        self.values_key: tuple[float, float, float] | None = None
+        """The WDL rescaling its values were stored with (WdlRescale.cache_key; None: the
+        network's own values)."""
+
+    def hold_values_of(self, key: tuple[float, float, float] | None) -> None:
+        """Make the entries' values those of the WDL rescaling ``key``: forget them when they
+        were stored with another (contempt changes the values the cache keeps)."""
+        if key != self.values_key:
+            if len(self):
+                self.clear()
+            self.values_key = key
 
     def hashfull(self) -> int:
         return ccache.hashfull(self.arrays)
@@ -86,6 +98,8 @@ class SearchState:
         self.root_board = chess.Board()
         self.stop = threading.Event()
         self._root: NodeView | None = None
+        self.wdl_rescale: WdlRescale = params.rescale_for(True, False)
+        """The WDL rescaling (contempt) of the current run's values and reports (Search.run)."""
         self.cached_q: Callable[[chess.Move | None], float | None] | None = None
 
     def network_q(self, move: chess.Move | None) -> float | None:

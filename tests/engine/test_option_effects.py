@@ -388,6 +388,127 @@ def test_draw_score_values_draws_for_the_side_to_move():
         assert reply.field("cp", reply.final[0]) == pytest.approx(expected, abs=16), reply.final[0]
 
 
+# ------------------------------------------------------------------------------ WDL contempt
+FIXED_VALUE = "q=0.2"
+"""The effects network with one value everywhere: White 0.2 ahead (W - L), 40 % drawn. The
+best move's score is then the value the search gave the network's results, rescaled or not."""
+BLACK_TO_MOVE = "position startpos moves e2e4"
+
+
+def _score(position: str = "position startpos", **options) -> int:
+    """The best move's score (cp, ScoreType WDL_mu) after a short search of FIXED_VALUE."""
+    reply = search("go nodes 30", position, BackendOptions=FIXED_VALUE, **options)
+    return reply.field("cp", reply.final[0])
+
+
+def _used(position: str = "position startpos", **options) -> int:
+    """The score of the values the search used: WDLEvalObjectivity 0 keeps the contempt."""
+    return _score(position, WDLEvalObjectivity=0, **options)
+
+
+@effect_of("Contempt")
+def test_contempt_raises_the_values_of_the_side_to_move_at_the_root():
+    """ContemptMode play favours the side to move at the root, White or Black: an Elo
+    advantage raises its values, a negative one lowers them; the visits follow."""
+    for position in ("position startpos", BLACK_TO_MOVE):
+        base = _used(position)
+        assert _used(position, Contempt="-100") < base < _used(position, Contempt="100")
+    assert search(Contempt="300").visits != search().visits
+
+
+@effect_of("WDLEvalObjectivity")
+def test_eval_objectivity_reports_the_values_without_the_contempt():
+    """1 (the default) reports the values with the contempt's shift taken back (within lc0's
+    fast log and logistic), 0 as the search used them, 0.5 half way."""
+    base, used = _score(), _used(Contempt="100")
+    assert abs(_score(Contempt="100") - base) <= 3 and used > base + 50
+    assert base + 3 < _score(Contempt="100", WDLEvalObjectivity=0.5) < used
+
+
+@effect_of("UCI_Opponent")
+def test_the_opponents_name_chooses_the_contempt():
+    named = "leela=-100,stockfish=100,30"
+    assert _used(Contempt=named, UCI_Opponent="none 3500 computer Stockfish 17") == _used(
+        Contempt="100"
+    )
+    assert _used(Contempt=named, UCI_Opponent="GM 2700 human Leela Fan") == _used(Contempt="-100")
+    assert _used(Contempt=named, UCI_Opponent="none none computer Komodo") == _used(Contempt="30")
+
+
+@effect_of("UCI_RatingAdv")
+def test_rating_advantage_is_the_default_contempt():
+    assert _used(UCI_RatingAdv=100) == _used(Contempt="100") > _used()
+    assert _used(UCI_RatingAdv=100, Contempt="-100") == _used(Contempt="-100")  # Contempt wins
+
+
+@effect_of("ContemptMaxValue")
+def test_contempt_max_value_caps_the_contempt():
+    capped = _used(Contempt="400", ContemptMaxValue=100)
+    assert capped == _used(Contempt="100") < _used(Contempt="400")
+
+
+@effect_of("WDLContemptAttenuation")
+def test_attenuation_scales_the_contempt():
+    assert _used(Contempt="100", WDLContemptAttenuation=0) == _used()
+    assert _used() < _used(Contempt="100", WDLContemptAttenuation=0.5) < _used(Contempt="100")
+    assert _used(Contempt="100", WDLContemptAttenuation=-1) == _used(Contempt="-100")
+
+
+@effect_of("ContemptMode")
+def test_contempt_mode_names_the_favoured_side():
+    assert _used(Contempt="100", ContemptMode="disable") == _used()
+    assert _used(Contempt="100", ContemptMode="black_side_analysis") < _used()
+    assert _used(BLACK_TO_MOVE, Contempt="100", ContemptMode="white_side_analysis") < _used(
+        BLACK_TO_MOVE
+    )
+    assert _used(BLACK_TO_MOVE, Contempt="100", ContemptMode="black_side_analysis") == _used(
+        BLACK_TO_MOVE, Contempt="100"
+    )
+
+
+@effect_of("WDLDrawRateTarget", "WDLDrawRateReference", "WDLBookExitBias")
+def test_the_draw_rate_model_sizes_the_contempt_and_the_sharpness():
+    """lc0's draw-rate model: the target draw rate against the network's reference sets how
+    sharp the values are (the search's visits change without any contempt) and, with the book
+    exit bias, how far an Elo advantage moves them."""
+    full = _used(Contempt="100")
+    assert _used(Contempt="100", WDLDrawRateTarget=0.9) != full
+    assert _used(Contempt="100", WDLDrawRateReference=0.3) != full
+    target = dict(Contempt="100", WDLDrawRateTarget=0.9)
+    assert _used(**target, WDLBookExitBias=0.0) != _used(**target)
+    assert search(WDLDrawRateTarget=0.9).visits != search().visits
+    assert search(WDLDrawRateTarget=0.9, WDLDrawRateReference=0.9).visits == search().visits
+
+
+@effect_of("WDLCalibrationElo")
+def test_calibration_elo_takes_lc0s_elo_model():
+    """An Elo sets the sharpness and the contempt's size by lc0's Elo model, which ignores the
+    draw-rate target."""
+    elo = dict(Contempt="100", WDLCalibrationElo=1500)
+    assert _used(**elo) != _used(Contempt="100")
+    assert _used(**elo, WDLDrawRateTarget=0.9) == _used(**elo)
+    assert search(WDLCalibrationElo=2500).visits != search().visits
+
+
+@effect_of("WDLMaxS")
+def test_max_s_bounds_the_spread_the_contempt_scales():
+    """The network's WDL here has spread s = 1.12: a WDLMaxS below it caps s, and with it the
+    contempt's shift s**2 * diff; one above it changes nothing."""
+    assert _used(Contempt="100", WDLMaxS=0.5) < _used(Contempt="100") == _used(
+        Contempt="100", WDLMaxS=5
+    )
+
+
+def test_a_malformed_contempt_is_refused():
+    session = Session()
+    try:
+        lines = session.send("setoption name Contempt value leela=-50,sf=1=2")
+        assert any("invalid contempt entry" in ln for ln in lines), lines
+        assert session.uci.values["Contempt"] == ""
+    finally:
+        session.close()
+
+
 def _moves_played(position: str = "position startpos", repeats: int = 6, **options) -> list[str]:
     random.seed(1)  # Temperature draws with Python's random module
     session = Session(**options)
