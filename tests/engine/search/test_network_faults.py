@@ -71,6 +71,12 @@ class HangingNetwork(RandomNetwork):
 def test_a_hanging_network_call_stops_a_node_limited_search(monkeypatch):
     """Without a time limit nothing else would end the wait: after NETWORK_STALL_S the search
     stops with a legal move and says so; the next search runs on a new worker."""
+    # Compiled first: on a cold numba cache, under load, a first call's compilation took longer
+    # than the stall limit below and ended the search before any playout.
+    warm = Search(HangingNetwork(hang_at=0), from_options({"SmartPruningFactor": 0.0}))
+    warm.set_position(chess.Board())
+    warm.run(Limit(nodes=300))
+    warm.close()
     monkeypatch.setattr(search_module, "NETWORK_STALL_S", 0.3)
     net = HangingNetwork(hang_at=30)
     search = Search(net, from_options({"SmartPruningFactor": 0.0}))
