@@ -33,7 +33,7 @@ from engine.loading import (
     warm_up_search,
 )
 from engine.search import Limit, NNCache, Search, SearchParams, ThinkingInfo, from_options
-from engine.search.contempt import contempt_of
+from engine.search.contempt import INFINITE_CONTEMPT_WARNING, PLAY, contempt_of
 from engine.tablebase import Tablebase
 from engine.timemgr import TimeManager, parse_time_manager
 
@@ -182,6 +182,8 @@ class Controller:
             self.cache.resize(params.nn_cache_size)
             # Here, not on the search thread: a stop that arrives from now on ends this search.
             search.set_position(board)
+            if limit.infinite and params.contempt_mode == PLAY and params.wdl_rescale.diff:
+                self.listener.message(INFINITE_CONTEMPT_WARNING)
         halt = search.stop if search is not None else _nothing
         self._go = signals = GoSignals(self._with_budget(limit), halt)
         self._thread = threading.Thread(

@@ -40,6 +40,11 @@ EPS = F32(0.0001)
 PLAY, WHITE, BLACK, NONE = "play", "white_side_analysis", "black_side_analysis", "disable"
 """ContemptMode's values (lc0's ContemptMode PLAY, WHITE, BLACK, NONE)."""
 
+INFINITE_CONTEMPT_WARNING = (
+    "WARNING: Contempt mode set to 'disable' as 'play' not supported for infinite search."
+)
+"""lc0's ``info string`` at a ``go infinite`` whose contempt ContemptMode play turns off."""
+
 _STOF = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.I)
 
 

@@ -466,6 +466,29 @@ def test_contempt_mode_names_the_favoured_side():
     )
 
 
+def test_play_mode_has_no_contempt_in_go_infinite():
+    """As lc0: ``go infinite`` with ContemptMode play searches without contempt (no side to
+    favour in an analysis) and says so; an analysis mode keeps it."""
+    for mode, expected in (("play", _used()), ("white_side_analysis", _used(Contempt="100"))):
+        session = Session(Contempt="100", WDLEvalObjectivity=0, ContemptMode=mode,
+                          BackendOptions=FIXED_VALUE)  # fmt: skip
+        try:
+            session.send("position startpos")
+            said = session.send("go infinite")
+            time.sleep(0.2)
+            lines = session.send("stop")
+            t0 = time.monotonic()
+            while not any(ln.startswith("bestmove") for ln in session.out.lines):
+                assert time.monotonic() - t0 < 30, "expected a bestmove after stop"
+                time.sleep(0.01)
+            warned = any("'play' not supported for infinite search" in ln for ln in said)
+            assert warned == (mode == "play"), said
+            infos = [ln for ln in session.out.lines if ln.startswith("info depth")]
+            assert Reply([*infos, "bestmove a1a1"], 0).field("cp") == expected, lines
+        finally:
+            session.close()
+
+
 @effect_of("WDLDrawRateTarget", "WDLDrawRateReference", "WDLBookExitBias")
 def test_the_draw_rate_model_sizes_the_contempt_and_the_sharpness():
     """lc0's draw-rate model: the target draw rate against the network's reference sets how
