@@ -83,6 +83,21 @@ def configure() -> Path:
     return here
 
 
+def warn_if_not_configured() -> None:
+    """Warn (and change nothing) where the compiled modules load in a process that was not set
+    up (:func:`engine.startup.configure`): numba then caches them beside the sources, keyed by
+    their files' time stamps only, so a stale callee can run (this module's docstring)."""
+    if Path(os.environ.get("NUMBA_CACHE_DIR", "")).name != sources_hash():
+        import warnings
+
+        warnings.warn(
+            "xlazero's compiled modules were imported before engine.startup.configure(): "
+            "numba caches them beside the sources, where a changed callee in another file "
+            "is not seen; call configure() first (the engine, the tests and bin/ do)",
+            stacklevel=3,
+        )
+
+
 def remove_stale() -> list[Path]:
     """Remove other versions' cache directories unused for :data:`STALE_AFTER_S`; returns them.
     For the engine process's start, not for ``import engine``."""

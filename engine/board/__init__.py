@@ -5,10 +5,14 @@ python-chess stays at the edges (UCI parsing, the final move's legality, Syzygy,
 :func:`game_rows` and :func:`to_chess_move` convert between the two.
 """
 
-from .make import game_rows, make_move, move_from_chess
-from .movegen import in_check, legal_moves
-from .moves import MAX_MOVES, describe, to_chess_move
-from .position import FIELDS, compute_hash, from_chess_position, to_board
+from engine.compiled_cache import warn_if_not_configured
+
+warn_if_not_configured()  # before numba decorates the board's functions (and the search's)
+
+from .make import game_rows, make_move, move_from_chess  # noqa: E402
+from .movegen import in_check, legal_moves  # noqa: E402
+from .moves import MAX_MOVES, describe, to_chess_move  # noqa: E402
+from .position import FIELDS, compute_hash, from_chess_position, to_board  # noqa: E402
 
 __all__ = [
     "FIELDS",

@@ -172,6 +172,11 @@ PURE_IMPORTS = textwrap.dedent(
                             if before[part].get(k) != after[part].get(k))
                for part in ("environ", "numba", "jax")}
     changed["numba patches"] = before["numba patches"] != after["numba patches"]
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import engine.board  # before the set-up: numba would cache beside the sources
+    changed["warned"] = any("engine.startup.configure()" in str(w.message) for w in caught)
     from engine.startup import configure
     configure()
     configured = state()
@@ -185,7 +190,8 @@ PURE_IMPORTS = textwrap.dedent(
 def test_importing_engine_and_backend_xla_changes_nothing_global():
     """``import engine`` and ``import backend_xla`` leave os.environ, numba's configuration and
     patches, and JAX's configuration as they were; engine/startup.py's configure() is what sets
-    the process up (here: numba's cache folder, its registries' deferral, XLA's devices)."""
+    the process up (here: numba's cache folder, its registries' deferral, XLA's devices); the
+    compiled board imported before it warns."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("XLA_FLAGS", "NUMBA_CACHE_DIR", "XLAZERO_NUMBA_CACHE_BASE")}
     env["PYTHONPATH"] = str(REPO_ROOT)
@@ -193,5 +199,6 @@ def test_importing_engine_and_backend_xla_changes_nothing_global():
                          text=True, timeout=120, cwd=REPO_ROOT)
     assert out.returncode == 0, out.stderr[-3000:]
     changed, set_up, patched = json.loads(out.stdout.splitlines()[-1])
-    assert changed == {"environ": [], "numba": [], "jax": [], "numba patches": False}
+    assert changed == {"environ": [], "numba": [], "jax": [], "numba patches": False,
+                       "warned": True}
     assert {"NUMBA_CACHE_DIR", "XLAZERO_NUMBA_CACHE_BASE"} <= set(set_up) and patched
