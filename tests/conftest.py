@@ -278,6 +278,7 @@ SLOW_FIRST = {
     "tests/backend_xla/test_backend_speed_paths.py::test_startup_configures_one_device_per_core": 2,
     "tests/nets/test_shipped_nets.py::test_startup_info_names_the_network_and_flags_an_untrained_one": 2,
     "tests/engine/test_uci_network_switch.py": 3,
+    "tests/test_private_hooks.py::test_jax_cache_is_bypassed": 2,
 }
 """The longest tests (measured with --durations), run first: the test processes take tests
 in collection order, so a long test collected last keeps one process busy after the other has
