@@ -322,7 +322,7 @@ def test_command_line_sets_options(tmp_path):
     finally:
         eng.close()
     text = log.read_text()
-    assert "<< go nodes 20" in text and ">> bestmove" in text
+    assert "] >> go nodes 20" in text and "] << bestmove" in text  # lc0's arrows
 
 
 def test_options_markdown_table():
