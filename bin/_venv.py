@@ -14,10 +14,13 @@ numpy, chess) live in ``<repo>/.venv``, made by the README's install command. So
 The scripts in bin/perf/, bin/check/ and bin/dev/ import the ``_venv.py`` of their own folder,
 which loads this file and puts bin/ on ``sys.path`` too (for ``xlazero_perf``).
 
-Then it sets the process up as the engine does (:func:`engine.startup.configure`: numba's cache
-folder, one XLA CPU device per core), before the script imports the search or jax; numba's
-registries stay numba's (deferring them imports numba, about a second, which most tools never use).
-Before that it imports only the standard library: a user's ``XLA_FLAGS`` survive the re-exec.
+Then it sets the process up as the engine does (:func:`engine.startup.configure`): numba's cache
+folder at once (a few milliseconds), XLA's CPU devices (one per core) when the script first
+imports jax (a finder on ``sys.meta_path``, gone once it ran: the set-up imports numpy and
+backend_xla, 0.17 s of CPU that a tool without jax, such as bin/match, never needed); numba's
+registries stay numba's (deferring them imports numba, about a second, which most tools never
+use). Before that it imports only the standard library: a user's ``XLA_FLAGS`` survive the
+re-exec.
 """
 
 from __future__ import annotations
@@ -62,10 +65,25 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+class _DevicesBeforeJax:
+    """Configures XLA's host devices as jax is first imported, then leaves ``sys.meta_path``."""
+
+    @classmethod
+    def find_spec(cls, name: str, path: object = None, target: object = None) -> None:
+        if name == "jax":
+            sys.meta_path.remove(cls)
+            from engine.startup import configure
+
+            configure(defer_registries=False)  # jax is not in sys.modules yet
+        return None  # the import goes on as usual
+
+
 def _set_up() -> None:
     from engine.startup import configure
 
-    configure(defer_registries=False)
+    configure(host_devices=False, defer_registries=False)
+    if "jax" not in sys.modules:
+        sys.meta_path.insert(0, _DevicesBeforeJax)
 
 
 _set_up()
