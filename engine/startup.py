@@ -16,8 +16,10 @@ does, once a process:
 
 Who calls it: ``engine.uci`` when run as the program (``python -m engine.uci``, ``bin/xlazero``),
 ``engine.__main__`` (``python -m engine``, the installed ``xlazero`` script), tests/conftest.py,
-and bin/_venv.py, the bootstrap of every tool in bin/. Code that imports the search without it
-still runs, with numba's default cache folder and one XLA CPU device.
+and bin/_venv.py, the bootstrap of every tool in bin/ (numba's cache at once, XLA's devices when
+the tool first imports jax). Code that imports the search without it still runs, with numba's
+default cache folder (the compiled board warns: ``compiled_cache.warn_if_not_configured``) and
+one XLA CPU device.
 
 The collector: the engine freezes what its load made once a network is loaded
 (``engine.controller``), the tests between modules (tests/conftest.py); nothing at start-up.
