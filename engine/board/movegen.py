@@ -107,7 +107,6 @@ def _generate(pos, transform, moves, indices, first_only):
     king_bb = pos[KINGS] & ours
     ksq = lsb(king_bb)
     n = 0
-
     checkers = attackers_to(ksq, occ, t_pawns, t_knights, t_diag, t_orth, t_king, them)
     pinned = _pinned(ksq, occ, ours, t_diag, t_orth)
     targets = _king_targets(
