@@ -24,6 +24,7 @@ that a search's allocations are all freed).
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -199,6 +200,30 @@ def new_batch(size: int) -> Batch:
 
 
 # ----------------------------------------------------------------------------- PUCT terms
+@njit(cache=True, inline="always")
+def _fast_log(a):
+    """lc0's FastLog (utils/fastmath.h) of a positive float32: ln 2 * FastLog2, where FastLog2
+    is the exponent plus a quadratic of the mantissa, in float32 arithmetic as lc0's. Off the
+    exact log by up to ~0.0006: at N = 400 lc0's cpuct is 0.1 % below the exact formula's, enough
+    to reorder two moves whose scores are that close."""
+    f32 = np.float32
+    m, e = math.frexp(f32(a))  # a = m * 2**e, 0.5 <= m < 1: lc0's mantissa 1 + out, exponent e - 1
+    out = f32(f32(f32(2.0) * f32(m)) - f32(1.0))
+    log2 = f32(out * f32(f32(1.3465552) - f32(f32(0.34655523) * out)))
+    log2 = f32(f32(log2 - f32(127.0)) + f32(e + 126))
+    return f32(f32(0.6931471805599453) * log2)
+
+
+@njit(cache=True, inline="always")
+def _cpuct(n, init, base, factor):
+    """lc0's ComputeCpuct in its float32 arithmetic: init + factor * FastLog((N + base) / base)."""
+    f32 = np.float32
+    if factor == 0.0:
+        return np.float64(f32(init))
+    ratio = f32(f32(f32(n) + f32(base)) / f32(base))
+    return np.float64(f32(f32(init) + f32(f32(factor) * _fast_log(ratio))))
+
+
 @njit(cache=True, **UNCOUNTED)
 def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
     """Q+M and P * cpuct * sqrt(N - 1) of the first ``width`` children of ``node`` into
@@ -208,7 +233,7 @@ def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
         init, base, factor = params[CPUCT_ROOT], params[CPUCT_BASE_ROOT], params[CPUCT_FACTOR_ROOT]
     else:
         init, base, factor = params[CPUCT], params[CPUCT_BASE], params[CPUCT_FACTOR]
-    cpuct = init + (factor * np.log((n + base) / base) if factor != 0.0 else 0.0)
+    cpuct = _cpuct(n, init, base, factor)
     puct_mult = cpuct * np.sqrt(max(n - 1, 1))
     absolute = params[FPU_ABSOLUTE_ROOT] if at_root else params[FPU_ABSOLUTE]
     value = params[FPU_VALUE_ROOT] if at_root else params[FPU_VALUE]

@@ -19,6 +19,7 @@ import chess
 import numpy as np
 
 from engine.search import SearchParams
+from engine.search.contempt import fast_log
 from nets.training.reference import encode_batch, policy_indices
 
 
@@ -36,6 +37,15 @@ class RefNode:
         self.n = 0
         self.wl = 0.0
         self.vpol = np.float32(0.0)
+
+
+def lc0_cpuct(n: int, init: float, base: float, factor: float) -> float:
+    """lc0's ComputeCpuct: float32, with its FastLog (utils/fastmath.h, bit level here)."""
+    f32 = np.float32
+    if not factor:
+        return float(f32(init))
+    ratio = f32(f32(f32(n) + f32(base)) / f32(base))
+    return float(f32(f32(init) + f32(f32(factor) * fast_log(np.array([ratio]))[0])))
 
 
 def lc0_prior(p: float) -> float:
@@ -89,7 +99,7 @@ def _expand(node: RefNode, board: chess.Board, net, temperature: float, cache: d
 
 def _pick(node: RefNode, params: SearchParams, at_root: bool) -> int:
     init, base, factor = params.cpuct_params(at_root)
-    cpuct = init + (factor * math.log((node.n + base) / base) if factor else 0.0)
+    cpuct = lc0_cpuct(node.n, init, base, factor)
     mult = cpuct * math.sqrt(max(node.n - 1, 1))
     value = params.fpu_value_at_root if at_root else params.fpu_value
     fpu = -node.wl - value * math.sqrt(float(node.vpol))

@@ -15,7 +15,7 @@ from engine.search.core import gather as cgather
 from engine.search.core import tree as ctree
 from engine.search.core.params import pack
 from engine.search.core.view import NodeView, puct_terms
-from reference_mcts import lc0_prior, lc0_softmax
+from reference_mcts import lc0_cpuct, lc0_prior, lc0_softmax
 
 NO_PRUNING = SearchParams(smart_pruning_factor=0.0)
 
@@ -107,7 +107,7 @@ def test_playout_clock_rejects_a_pace_of_zero():
 def test_cpuct_matches_lc0_formula():
     p = SearchParams()
     for n in (0, 1, 100, 50_000):
-        expected = 1.745 + 3.894 * math.log((n + 38739.0) / 38739.0)
+        expected = lc0_cpuct(n, 1.745, 38739.0, 3.894)
         tree = star([1.0], cn=[0], n=n)
         mult = scores(p, tree, at_root=False, draw_score=0.0)[2]
         assert mult == pytest.approx(expected * math.sqrt(max(n - 1, 1)), rel=1e-12)
@@ -154,7 +154,7 @@ def test_child_scores_by_hand():
         vpol=0.8,
     )  # node's own value: -0.1
     qm, pu, puct_mult = scores(p, tree, at_root=False, draw_score=0.0)
-    cpuct = 1.745 + 3.894 * math.log((11 + 38739) / 38739)
+    cpuct = lc0_cpuct(11, 1.745, 38739.0, 3.894)
     assert puct_mult == pytest.approx(cpuct * math.sqrt(10))
     fpu = 0.1 - 0.33 * math.sqrt(0.8)  # -Q_parent - FpuValue * sqrt(visited policy)
     assert qm[2] == pytest.approx(fpu)
