@@ -354,14 +354,15 @@ def start_loading(uci: UciEngine) -> None:
     start_warm_up()
 
 
-def run() -> None:
-    """The engine process: ``main``, then exit at once. Interpreter teardown (XLA's and numba's
-    finalizers) takes most of a second, which a GUI would wait for after ``quit``; the search
-    thread has stopped and the output is flushed, so nothing is lost."""
+def run(argv: list[str] | None = None) -> None:
+    """The engine process: ``main`` (on ``argv``, else the command line's), then exit at once.
+    Interpreter teardown (XLA's and numba's finalizers) takes most of a second, which a GUI
+    would wait for after ``quit``; the search thread has stopped and the output is flushed, so
+    nothing is lost."""
     from engine.startup import configure
 
     configure(clean=True)  # as ``python -m engine.uci`` did before its imports (engine/startup.py)
-    code = main()
+    code = main(argv)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

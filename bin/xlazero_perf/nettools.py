@@ -1,19 +1,18 @@
-"""Implementation of bin/onnx2hlo and bin/describenet: a module so that tests can call them, and
-in bin/, not installed, since the engine never runs them."""
+"""Implementation of bin/onnx2hlo (and bin/describenet's argument, the mode being
+engine/modes/nets.py): a module so that tests can call them, in bin/, not installed, since the
+engine never runs them."""
 
 from __future__ import annotations
 
 import argparse
-import collections
 import sys
 from pathlib import Path
 
-import numpy as np
 import onnx
 
 from backend_xla import ops
 from backend_xla.errors import NetworkError, UnsupportedOpError
-from backend_xla.onnx_io import load_model, onnx_to_np_dtype, parse_dtype
+from backend_xla.onnx_io import load_model, parse_dtype
 from backend_xla.onnx_to_jax import ONNX_DOMAINS, Converter
 
 
@@ -120,57 +119,12 @@ def onnx2hlo_main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _shape(value: onnx.ValueInfoProto) -> str:
-    dims = [
-        d.dim_param or str(d.dim_value) if (d.dim_param or d.dim_value) else "?"
-        for d in value.type.tensor_type.shape.dim
-    ]
-    try:
-        dtype = onnx_to_np_dtype(value.type.tensor_type.elem_type).name
-    except NetworkError:
-        dtype = "?"
-    return f"{dtype}[{', '.join(dims)}]"
-
-
-def describe_model(model: onnx.ModelProto) -> list[str]:
-    """Human-readable summary of an ONNX model: I/O, opsets, op counts, parameter count."""
-    g = model.graph
-    inits = {i.name for i in g.initializer}
-    params = sum(int(np.prod(i.dims)) for i in g.initializer)
-    counts = collections.Counter(n.op_type for n in g.node)
-    unsupported = sorted(op for op in counts if ops.handler_for(op) is None)
-    opsets = ", ".join(f"{o.domain or 'ai.onnx'}:{o.version}" for o in model.opset_import)
-    lines = [f"opsets: {opsets}"]
-    lines += [f"input  {i.name}: {_shape(i)}" for i in g.input if i.name not in inits]
-    lines += [f"output {o.name}: {_shape(o)}" for o in g.output]
-    lines.append(
-        f"nodes: {len(g.node)}; initializers: {len(g.initializer)}; parameters: {params:,}"
-    )
-    lines += [f"  {op:<22} {n}" for op, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-    for p in model.metadata_props:
-        lines.append(f"metadata {p.key} = {p.value}")
-    lines.append("unsupported ops: " + (", ".join(unsupported) if unsupported else "none"))
-    return lines
-
-
 def describenet_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="describenet", description="Describe an ONNX network or lc0 weight file."
-    )
-    parser.add_argument("net")
-    args = parser.parse_args(argv)
-    try:
-        if args.net.endswith(".pb.gz"):
-            try:
-                from backend_xla.lc0 import describe
-            except ImportError:
-                describe = None  # type: ignore[assignment]  # without lc0 support: ONNX only
-            if describe is not None:
-                print("\n".join(describe(args.net)))
-                print("-- as ONNX --")
-        model, _ = _load_any(args.net)
-    except (NetworkError, ValueError) as exc:
-        print(f"describenet: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(describe_model(model)))
-    return 0
+    """``xlazero describenet`` (engine/modes/nets.py), which also takes the network as the one
+    argument (``bin/describenet NET``)."""
+    from engine.modes import main
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 1 and not args[0].startswith("-"):
+        args = [f"--weights={args[0]}"]
+    return main(["describenet", *args])
