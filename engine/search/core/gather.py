@@ -45,7 +45,7 @@ from engine.encoding.rows import (
     window_suffices,
 )
 
-from .backup import MAX_DEPTH, backup, cancel, order_descending
+from .backup import backup, cancel, order_descending
 from .cache import lookup, read_moves
 from .calls import UNCOUNTED
 from .layout import Layout
@@ -515,7 +515,6 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         if kind != NONE:
             _terminal(tree, params, counters, batch, node, k, kind, 0.0, m, depth)
             return
-    counters[MAX_DEPTH] = max(counters[MAX_DEPTH], depth)
     tb = (
         depth > 0
         and walk.info[TB_PIECES] > 0
