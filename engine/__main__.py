@@ -11,7 +11,7 @@ from engine.startup import configure
 def run(argv: list[str] | None = None) -> None:
     configure(clean=True)
     args = sys.argv[1:] if argv is None else argv
-    from engine.modes import ENGINE_MODE, help_modes, is_mode
+    from engine.modes import ENGINE_MODE, is_mode
 
     if is_mode(args):
         from engine.modes import main as mode_main
@@ -23,7 +23,10 @@ def run(argv: list[str] | None = None) -> None:
     if args[:1] == [ENGINE_MODE]:
         args = args[1:]
     if any(a in ("-h", "--help") for a in args):
-        print("\n".join(help_modes()))
+        from engine.modes import engine_help
+
+        print(engine_help())
+        sys.exit(0)
     from engine.uci import run as uci_run
 
     uci_run(args)

@@ -23,6 +23,8 @@ DEFAULT_WEIGHTS = "<default>"
 """WeightsFile value meaning the project's shipped network (``nets/`` + DEFAULT_NETWORK_FILE)."""
 DEFAULT_NETWORK_FILE = "xlazero-sf6x64.onnx"
 """The shipped trained network in ``nets/`` (provenance and strength: nets/README.md)."""
+DEFAULT_CONFIG_FILE = "lc0.config"
+"""ConfigFile's default, lc0's: that file beside the engine if there (engine.uci.config_flags)."""
 AUTODISCOVER = "<autodiscover>"
 """WeightsFile value asking for lc0's search: the newest network file in the working directory,
 then beside the engine."""
@@ -920,6 +922,16 @@ OPTIONS: tuple[Option, ...] = (
         "logfile",
         "Append the UCI dialogue to this file (empty: no log; <stderr>: standard error, as lc0).",
     ),
+    _o(
+        "ConfigFile",
+        STRING,
+        DEFAULT_CONFIG_FILE,
+        "config",
+        "Path to a configuration file, read at the start, as lc0's: one command-line flag a line "
+        "(--weights=/path/to/net or weights=/path/to/net; # comments), before the command "
+        "line's. lc0.config: the file of that name beside the engine (bin/), if there; empty: "
+        "none. Setting it later changes nothing, as in lc0.",
+    ),
 )
 
 
@@ -978,8 +990,8 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
         NOT_YET,
     ),
     Lc0Difference(
-        ("ConfigFile", "ClearTree"),
-        "absent (`--config=FILE` reads flags)",
+        ("ClearTree",),
+        "absent",
         NOT_YET,
     ),
 )
@@ -1041,9 +1053,10 @@ SHORT_FLAGS = {
     "-l": "logfile",
     "-s": "syzygy-paths",
     "-v": "verbose-move-stats",
+    "-c": "config",
 }
 """lc0's short command-line flags: ``-w NET``, ``-b xla``, ``-o max_batch=64``, ``-t 2``,
-``-l FILE``, ``-s PATHS``, ``-v``."""
+``-l FILE``, ``-s PATHS``, ``-v``, ``-c FILE``."""
 
 
 def parse_command_line(argv: Iterable[str]) -> dict[str, Any]:

@@ -234,27 +234,62 @@ class _StderrLog:
         pass
 
 
-def expand_config(argv: list[str]) -> list[str]:
-    """``--config=FILE`` (lc0's ``lc0.config`` habit): the file's flags, one a line (``#``
-    comments, the leading ``--`` optional), come before the command line's, which win."""
-    out, config = [], None
-    for arg in argv:
+CONFIG_FOLDER = Path(__file__).resolve().parent.parent / "bin"
+"""Where the default ConfigFile, lc0.config, is looked for: beside bin/xlazero (lc0: beside its
+binary)."""
+DEFAULT_CONFIG = "<default>"
+
+
+def config_file_of(argv: list[str]) -> str:
+    """The configuration file ``argv`` names (lc0's ProcessConfigFlag: the last ``--config=FILE``
+    or ``-c FILE``; ``--config FILE`` too here), else ``<default>``; ``""``: none."""
+    name = DEFAULT_CONFIG
+    for i, arg in enumerate(argv):
         if arg.startswith("--config="):
-            config = arg.split("=", 1)[1]
-        else:
-            out.append(arg)
-    if config is None:
-        return out
+            name = arg.split("=", 1)[1]
+        elif arg in ("-c", "--config") and i + 1 < len(argv):
+            name = argv[i + 1]
+    return name
+
+
+def config_flags(argv: list[str], folder: Path | None = None) -> list[str]:
+    """The flags of the configuration file ``argv`` names, as lc0's ConfigFile reads it: one
+    flag a line, blank lines and ``#`` comments skipped, ``--`` added where a line has no
+    leading ``-``; a line with one ``-`` is an error. ``<default>``: lc0.config in ``folder``
+    (CONFIG_FOLDER), nothing if it is not there. OptionError says why a file does not read."""
+    name = config_file_of(argv)
+    if name == "":
+        return []
+    path = Path(name).expanduser()
+    if name == DEFAULT_CONFIG:
+        path = (folder or CONFIG_FOLDER) / opts.DEFAULT_CONFIG_FILE
+        if not path.is_file():
+            return []
     try:
-        text = Path(config).expanduser().read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise opts.OptionError(f"--config: cannot read {config}: {exc.strerror or exc}") from None
+        raise opts.OptionError(
+            f"could not open configuration file {path}: {exc.strerror or exc}"
+        ) from None
+    print(f"Found configuration file: {path}", file=sys.stderr, flush=True)  # as lc0
     flags = []
     for line in text.splitlines():
         line = line.strip()
-        if line and not line.startswith("#"):
-            flags.append(line if line.startswith("-") else "--" + line)
-    return flags + out
+        if not line or line.startswith("#"):
+            continue
+        line = line if line.startswith("-") else "--" + line
+        if not line.startswith("--"):
+            raise opts.OptionError(
+                f"only '--' arguments are supported in the configuration file {path}: {line!r}"
+            )
+        flags.append(line)
+    return flags
+
+
+def expand_config(argv: list[str], folder: Path | None = None) -> list[str]:
+    """``argv`` after its configuration file's flags (lc0's order: the file's first, so the
+    command line's win); ``--config``/``-c`` stay, setting ConfigFile."""
+    return config_flags(argv, folder) + argv
 
 
 def command_line_values(argv: list[str]) -> dict[str, Any]:
@@ -282,6 +317,12 @@ WARM_UP_HELP = (
     "update, so that the first start a GUI makes is a warm one (a cold one compiles for tens "
     "of seconds, which a GUI may take for a hung engine)"
 )
+
+
+PRELOAD_FLAG, NO_PRELOAD = "--preload", "--no-preload"
+PRELOAD_HELP = "Initialize backend and load net on engine startup (lc0's --preload)."
+SHOW_HIDDEN_FLAG = "--show-hidden"
+"""lc0's flag that adds its hidden options to --help; every option is listed here: accepted."""
 
 
 BYTECODE_PACKAGES = ("engine", "backend_xla")
@@ -312,8 +353,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
         print(f"{WARM_UP_FLAG}: {WARM_UP_HELP}\n")
         print(opts.markdown_table())
         return 0
-    warm_up_only = WARM_UP_FLAG in argv
-    argv = [a for a in argv if a != WARM_UP_FLAG]
+    warm_up_only, preload = WARM_UP_FLAG in argv, PRELOAD_FLAG in argv
+    argv = [a for a in argv if a not in (WARM_UP_FLAG, PRELOAD_FLAG, NO_PRELOAD, SHOW_HIDDEN_FLAG)]
     try:
         values = command_line_values(argv)
     except opts.OptionError as exc:
@@ -327,7 +368,10 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
         write_bytecode()
         return 0
     stream = stdin or sys.stdin.buffer
-    loading = False
+    loading = preload
+    if preload:  # lc0's --preload: the backend and the network loaded before the first command
+        start_loading(uci)
+        uci.controller.ready()
     for raw in stream:
         line = (raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw).strip()
         if not loading and line != "uci":

@@ -71,6 +71,62 @@ def help_modes() -> list[str]:
     return lines + [""]
 
 
+OUTPUTS = {
+    "benchmark": "lc0's output lines and totals",
+    "bench": "lc0's output lines and totals",
+    "backendbench": "lc0's CSV columns",
+    "leela2onnx": "lc0's ONNX graph (tests/backend_xla/lc0/test_lc0_graph.py)",
+    "onnx2leela": "lc0's file, byte for byte (tests/engine/test_modes.py)",
+    "describenet": "lc0's format fields, then the graph as the backend runs it",
+}
+"""What each mode's output is, against lc0's (the README's table)."""
+
+
+def lc0_modes_markdown() -> str:
+    """lc0's command line against this one, as a markdown table for the README."""
+    rows = [
+        "| lc0 | here | lc0's flags not taken here |",
+        "|---|---|---|",
+        "| `lc0 [flags]` (the engine; `lc0 classic`) | `bin/xlazero [flags]` (`bin/xlazero classic`): "
+        "every option's flag, `-w -b -o -t -l -s -v -c`, `--preload`, `--show-hidden`; "
+        "`--warm-up` added | those of the options above that are absent |",
+    ]
+    for mode in modes():
+        reasons: dict[str, list[str]] = {}
+        for flag, why in mode.unsupported.items():
+            reasons.setdefault(why, []).append(f"`--{flag}`")
+        missing = "; ".join(f"{', '.join(f)}: {why}" for why, f in reasons.items()) or "none"
+        rows.append(f"| `lc0 {mode.name}` | `bin/xlazero {mode.name}`: lc0's flags (`--help` "
+                    f"lists them); {OUTPUTS[mode.name]} | {missing} |")  # fmt: skip
+    for name, (_, why) in NOT_HERE.items():
+        rows.append(f"| `lc0 {name}` | not here | {why} |")
+    return "\n".join(rows)
+
+
+def engine_help() -> str:
+    """``xlazero --help``: lc0's layout, the modes then the engine's flags (every option's)."""
+    import textwrap
+
+    from engine import options as opts
+    from engine.modes.flags import BOOL, HELP_INDENT, HELP_WIDTH, Flag, option_flag
+    from engine.uci import PRELOAD_HELP, WARM_UP_FLAG, WARM_UP_HELP
+
+    indent = " " * HELP_INDENT
+    lines = help_modes() + ["Allowed command line flags for current mode:",
+                            "  -h,  --help  Show help and exit.", "", "       --show-hidden",
+                            f"{indent}Show hidden options. Use with --help (all are shown here).",
+                            ""]  # fmt: skip
+    for o in opts.OPTIONS:
+        lines += option_flag(o.name).help_lines() + [""]
+    lines += Flag("preload", BOOL, False, PRELOAD_HELP).help_lines() + [
+        "",
+        f"       {WARM_UP_FLAG}",
+    ]
+    lines += textwrap.wrap(WARM_UP_HELP, HELP_WIDTH, initial_indent=indent,
+                           subsequent_indent=indent)  # fmt: skip
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     """Run the mode ``argv[0]`` with the flags after it; exit code 2 on a bad flag."""
     name, args = argv[0], argv[1:]

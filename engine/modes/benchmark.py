@@ -61,7 +61,7 @@ POSITIONS = (  # lc0's benchmark positions (src/tools/benchmark.h: "Same positio
 ENGINE_ONLY = frozenset({
     "syzygy-paths", "smart-pruning-factor", "smart-pruning-minimum-batches", "log-live-stats",
     "show-wdl", "ponder", "chess960", "time-manager", "move-overhead", "show-movesleft",
-    "logfile", "show-eps", "ramlimit-mb",
+    "logfile", "show-eps", "ramlimit-mb", "config",
 })  # fmt: skip
 """Engine options that are the UCI engine's, not a search's: lc0's benchmark has none of them
 (its searches stop at --nodes or --movetime, without smart pruning)."""

@@ -14,16 +14,20 @@ from typing import Any
 
 from engine.modes.flags import BOOL, CHOICE, INT, STRING, Flag, Mode, ModeError
 
+_HLO = (
+    "lc0's own ONNX->HLO conversion; bin/onnx2hlo NET.onnx --hlo-text-output=FILE writes the "
+    "HLO that this project's backend compiles"
+)
+_NAMES = "the nodes keep lc0's default names, which the backend here reads"
 LEELA2ONNX_UNSUPPORTED = {
-    "hlo-text-output": "lc0's own ONNX->HLO conversion; bin/onnx2hlo NET.onnx --hlo-text-output=FILE "
-    "writes the HLO that this project's backend compiles",
-    "hlo-proto-output": "as --hlo-text-output (bin/onnx2hlo)",
-    "hlo-batch-size": "as --hlo-text-output (bin/onnx2hlo)",
-    "input-planes-name": "the nodes keep lc0's default names, which the backend here reads",
-    "policy-head-name": "the nodes keep lc0's default names, which the backend here reads",
-    "wdl-head-name": "the nodes keep lc0's default names, which the backend here reads",
-    "value-head-name": "the nodes keep lc0's default names, which the backend here reads",
-    "mlh-head-name": "the nodes keep lc0's default names, which the backend here reads",
+    "hlo-text-output": _HLO,
+    "hlo-proto-output": _HLO,
+    "hlo-batch-size": _HLO,
+    "input-planes-name": _NAMES,
+    "policy-head-name": _NAMES,
+    "wdl-head-name": _NAMES,
+    "value-head-name": _NAMES,
+    "mlh-head-name": _NAMES,
     "onnx2pytorch": "the graph is lc0's default one only",
 }
 

@@ -242,7 +242,8 @@ def test_the_uci_reply_shows_the_command_line_and_sending_it_back_changes_nothin
     expected = {"WeightsFile": "/nets/maia 1900.pb.gz", "Backend": "random",
                 "MoveOverheadMs": "150", "CPuct": "1.7453219", "UCI_ShowWDL": "true",
                 "FpuStrategy": "absolute", "Threads": "3", "MinibatchSize": "16",
-                "NNCacheSize": "5000", "TimeManager": "legacy(slowmover=1.2, steepness=6)"}
+                "NNCacheSize": "5000", "TimeManager": "legacy(slowmover=1.2, steepness=6)",
+                "ConfigFile": str(config)}
     got = {name: advertised[name] for name in expected}
     assert got == expected, f"expected the command line's values advertised, got {got}"
     untouched = {o.name for o in opts.OPTIONS} - set(expected)

@@ -21,7 +21,7 @@ FLAG_LINE = re.compile(r"^(?:  -\w,  |       )--(?:\[no-\])?([a-z0-9-]+)", re.M)
 
 
 def lc0_help(mode: str) -> str:
-    path = HELP / f"help-{mode}.txt"
+    path = HELP / (f"help-{mode}.txt" if mode else "help.txt")
     if not path.exists():
         pytest.skip(f"../shared is absent here: {path} not found")
     return path.read_text()
@@ -186,3 +186,26 @@ def test_the_tools_in_bin_run_the_modes(tmp_path):
     run = subprocess.run([sys.executable, str(REPO_ROOT / "bin" / "leela2onnx"), "--onnx2pytorch"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "--onnx2pytorch of lc0's leela2onnx is not supported" in run.stderr
+
+
+def test_the_engine_help_lists_lc0s_flags_as_lc0():
+    """``xlazero --help``: every flag of lc0's own ``--help`` (its engine mode), with lc0's flag
+    line (short letter, name, range or type), except the options the README lists as different."""
+    from engine.modes import engine_help
+
+    ours = lc0_entries(engine_help())
+    theirs = lc0_entries(lc0_help(""))
+    by_flag = {o.flag: o.name for o in opts.OPTIONS}
+    missing = {f for f in set(theirs) - set(ours)
+               if not any(_names_flag(d.names, f) for d in opts.LC0_DIFFERENCES)}
+    assert not missing, f"expected lc0's engine flags in xlazero --help: {missing}"
+    for flag, lines in theirs.items():
+        if flag in ours and by_flag.get(flag) not in LISTED_DIFFERENT:
+            assert ours[flag][0] == lines[0], f"--{flag}: expected lc0's {lines[0]!r}"
+    assert "[UCI: ConfigFile  DEFAULT: lc0.config]" in ours["config"][-1]
+
+
+def _names_flag(names: tuple[str, ...], flag: str) -> bool:
+    """Whether an LC0_DIFFERENCES row covers lc0's ``--flag`` (an option absent here)."""
+    lc0_flags = {"HistoryFill": "history-fill", "NodesPerSecondLimit": "nps-limit"}
+    return any(lc0_flags.get(n) == flag for n in names)

@@ -921,3 +921,16 @@ def test_lc0_internals_are_accepted_and_leave_the_search_identical():
 @pytest.mark.parametrize("name", [o.name for o in opts.OPTIONS])
 def test_every_option_has_an_effect_test(name):
     assert EFFECTS.get(name), f"expected a test of option {name}'s effect in {__name__}"
+
+
+@effect_of("ConfigFile")
+def test_config_file_sets_the_options_at_the_start(tmp_path):
+    """Read at the start, as lc0's (tests/engine/test_config_file.py: its format): the file's
+    flags set the options; ``--config=`` reads none."""
+    from engine.uci import command_line_values
+
+    config = tmp_path / "my.config"
+    config.write_text("cpuct=2.5\n--threads=1\n")
+    values = command_line_values([f"--config={config}"])
+    assert values["CPuct"] == 2.5 and values["Threads"] == 1 and values["ConfigFile"] == str(config)
+    assert "CPuct" not in command_line_values(["--config="])
