@@ -23,10 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.backend import NetworkOutput
 from engine.search.answer import choose_move
 from engine.search.core import backup as cbackup
-from engine.search.core import gather as cgather
 from engine.search.core import stoppers as cstop
 from engine.search.go import Go, Tally
 from engine.search.limit import Limit
@@ -75,7 +73,7 @@ class SearchRun:
         self.failure: BaseException | None = None
         """The exception of a network call that failed (it ended the run)."""
         self.ram_limited = False
-        self.worker = _CountingWorker(res, self.params, self.batch_size, self.go, self.tally)
+        self.worker = SearchWorker(res, self.params, self.batch_size, self.go, self.tally)
         self._sent: ThinkingInfo | None = None
         """The first line of the last report sent (lc0's ``last_outputted_uci_info_``)."""
         self._sent_best = -1
@@ -252,15 +250,3 @@ class SearchRun:
         allowed = frozenset(probe.moves)
         searchmoves = (self.go.searchmoves & allowed) or allowed
         self._set_go(dataclasses.replace(self.go, root_in_tablebase=True, searchmoves=searchmoves))
-
-
-class _CountingWorker(SearchWorker):
-    """The run's :class:`SearchWorker`, which also counts the positions each backed-up batch
-    had the network evaluate (its requests less the prefetched ones, whose node is -1), for
-    ``eps``: lc0's ``network_evaluations_``."""
-
-    def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
-        if not self.state.stop.is_set():
-            n = int(batch.meta[cgather.REQUESTS])
-            self.tally.evaluations += int(np.count_nonzero(batch.req["node"][:n] >= 0))
-        super().process(batch, out)

@@ -136,6 +136,8 @@ class SearchWorker:
             self.abandon(batch)
             return
         state.tree = ctree.reserve(state.tree, 0, int(batch.req["count"][:n].sum()))
+        # lc0's network_evaluations_ (eps): the batch's requests less the prefetched (node -1).
+        self.tally.evaluations += int(np.count_nonzero(batch.req["node"][:n] >= 0))
         expand_and_backup(
             state.tree,
             res.packed,
