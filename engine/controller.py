@@ -32,10 +32,20 @@ from engine.loading import (
     open_syzygy,
     warm_up_search,
 )
-from engine.search import Limit, NNCache, Search, SearchParams, ThinkingInfo, from_options
+from engine.search import (
+    Limit,
+    NNCache,
+    Search,
+    SearchParams,
+    SearchResult,
+    ThinkingInfo,
+    from_options,
+)
 from engine.search.contempt import INFINITE_CONTEMPT_WARNING, PLAY, contempt_of
 from engine.tablebase import Tablebase
 from engine.timemgr import TimeManager, parse_time_manager
+from engine.timemgr_smooth import SmoothParams
+from engine.timemgr_watch import SmoothWatch
 
 
 class Listener(Reporter, Protocol):
@@ -81,6 +91,16 @@ class GoSignals:
             self.limit = make_limit(self.limit)
             self._halt()
             self._changed.set()
+
+    def extend(self, limit: Limit | None, rearm: Callable[[], None]) -> Limit | None:
+        """After the last run ended: ``limit`` as the next run's (smooth's search on its piggy
+        bank; ``rearm`` has made the search ready for it), unless a stop came first."""
+        with self._lock:
+            if limit is None or self._stopped:
+                return None
+            rearm()
+            self.limit = limit
+            return limit
 
     def next_limit(self, ran: Limit, rearm: Callable[[], None]) -> Limit | None:
         """After a run of ``ran``: the limit of the next run (a ponderhit's; ``rearm`` has made
@@ -172,6 +192,7 @@ class Controller:
         except ValueError as exc:  # set on the command line: reported, the previous one stays
             self.listener.error(str(exc))
         board = self.board.copy()
+        self.timemgr.set_game(board.root().fen(), board.move_stack)
         ok = self.ensure_network()
         search = None
         if ok:
@@ -304,7 +325,9 @@ class Controller:
     def _with_budget(self, limit: Limit) -> Limit:
         """``limit`` with the time manager's budget for the position to search."""
         black = self.board.turn == chess.BLACK
-        budget = self.timemgr.budget_ms(limit, black, self.board.ply())
+        visits = int(self.search.state.tree.nodes["n"][0]) if self.search is not None else 0
+        ply = self.timemgr.game_ply_for(self.board)
+        budget = self.timemgr.budget_ms(limit, black, ply, root_visits=visits)
         ceiling = self.timemgr.ceiling_ms(limit, black)
         return dataclasses.replace(limit, budget_ms=budget, ceiling_ms=ceiling)
 
@@ -323,29 +346,60 @@ class Controller:
                 "Backend, BackendOptions) to a network that loads"
             )
         limit: Limit | None = ran
+        result: SearchResult | None = None
+        watch: SmoothWatch | None = None
         while limit is not None:
             ran = limit
             if search is not None and legal:
-                best, ponder = _run(search, board, ran, listener, self.values)
+                watch = watch or _smooth_watch(self.timemgr, search, ran)
+                best, ponder, result = _run(search, board, ran, listener, self.values)
             limit = signals.next_limit(ran, search.rearm if search is not None else _nothing)
+            if limit is None and watch is not None and search is not None:
+                limit = signals.extend(watch.extension(ran, result), search.rearm)
+        if watch is not None:
+            watch.close()
         if search is None:
             best = ponder = None  # bestmove 0000: a GUI must not take this for play
         elif best is None or best not in board.legal_moves:
             best, ponder = next(iter(board.legal_moves), None), None
         if search is not None and not ran.until_stop and ran.movetime is None:
-            # The clock's budget less the time the last run took (lc0's piggy bank); a ponder
-            # go counts from its ponderhit, with the ponderhit's budget.
-            started = ran.started_at if ran.started_at is not None else time.monotonic()
-            self.timemgr.search_done(ran.budget_ms, (time.monotonic() - started) * 1000.0)
+            _search_done(self.timemgr, ran, result, watch)
         self._bestmove_sent.set()  # the thread only sends this answer and exits
         listener.bestmove(board, best, ponder)
 
 
+def _smooth_watch(timemgr: TimeManager, search: Search, ran: Limit) -> SmoothWatch | None:
+    """smooth's reading of the root for a run on its clock budget (lc0's SmoothStopper)."""
+    plan, params = timemgr.smooth_plan, timemgr.params
+    if plan is None or ran.until_stop or ran.started_at is None:
+        return None
+    assert isinstance(params, SmoothParams)
+    return SmoothWatch(search, params, plan[0], plan[1], ran.started_at)
+
+
+def _search_done(
+    timemgr: TimeManager, ran: Limit, result: SearchResult | None, watch: SmoothWatch | None
+) -> None:
+    """The clock's budget less the time the last run took (lc0's piggy bank); a ponder go counts
+    from its ponderhit, with the ponderhit's budget. smooth also learns the run's visits and
+    whether it searched on the bank."""
+    started = ran.started_at if ran.started_at is not None else time.monotonic()
+    first = watch.first_run if watch is not None else None  # the run before the bank's
+    timemgr.search_done(
+        ran.budget_ms,
+        (time.monotonic() - started) * 1000.0,
+        nodes=result.nodes if result is not None else 0,
+        playouts=(result.playouts if result is not None else 0) + (first.playouts if first else 0),
+        search_ms=result.time_ms if result is not None and first is None else None,
+        used_piggybank=watch is not None and watch.used_piggybank,
+    )
+
+
 def _run(
     search: Search, board: chess.Board, limit: Limit, listener: Listener, values: Mapping[str, Any]
-) -> tuple[chess.Move | None, chess.Move | None]:
-    """One run of ``limit`` from ``board``, its reports to ``listener``: its bestmove and ponder
-    move (None, None when it failed)."""
+) -> tuple[chess.Move | None, chess.Move | None, SearchResult | None]:
+    """One run of ``limit`` from ``board``, its reports to ``listener``: its bestmove, ponder
+    move and result (None, None, None when it failed)."""
 
     def on_verbose(lines: list[str]) -> None:
         for line in lines:
@@ -361,8 +415,8 @@ def _run(
         )
     except Exception as exc:
         listener.error(f"search failed: {type(exc).__name__}: {exc}")
-        return None, None
-    return result.bestmove, result.ponder
+        return None, None, None
+    return result.bestmove, result.ponder, result
 
 
 def _nothing() -> None:

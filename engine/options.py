@@ -781,9 +781,12 @@ OPTIONS: tuple[Option, ...] = (
         STRING,
         "legacy",
         "time-manager",
-        "lc0's legacy time manager, optionally with parameters: "
+        "Name and config of a time manager, as lc0's: legacy (default), smooth, alphazero or "
+        "simple, optionally with lc0's parameters in its syntax, e.g. "
         "legacy(slowmover=1.0,midpoint-move=51.5,steepness=7.0,immediate-use=1.0,"
-        "first-move-bonus=1.8,book-ply-bonus=0.25).",
+        "first-move-bonus=1.8,book-ply-bonus=0.25), alphazero(alphazero-time-pct=12.0), "
+        "smooth(init-piggybank=0.09,max-move-budget=0.42,mle-legacy(midpoint=45.2,steepness=5.93)) "
+        "(engine/timemgr.py lists every key). legacy keeps a larger reserve than lc0's.",
     ),
     _o(
         "Ponder",
@@ -969,11 +972,6 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
         ("NNCacheSize",),
         "default 200000 (lc0 2000000)",
         "lc0 0.30's default; 2000000 would be 384 MB here (192 bytes an entry)",
-    ),
-    Lc0Difference(
-        ("TimeManager",),
-        "legacy only (lc0 also smooth, alphazero, simple)",
-        NOT_YET,
     ),
     Lc0Difference(
         (

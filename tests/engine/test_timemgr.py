@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engine.search import Limit
 from engine.timemgr import (LOW_CLOCK_INCREMENT_SHARE, MAX_CLOCK_SHARE, RESERVE_INCREMENTS,
-                            LegacyParams, TimeManager, estimated_moves_to_go, parse_time_manager)
+                            AlphazeroParams, LegacyParams, SimpleParams, TimeManager,
+                            estimated_moves_to_go, parse_time_manager)
+from engine.timemgr_smooth import SmoothManager, SmoothParams
 
 OVERHEAD = 200
 
@@ -45,6 +49,15 @@ def test_movestogo_replaces_the_estimate_when_smaller_and_movetime_keeps_overhea
     assert TimeManager(OVERHEAD).budget_ms(Limit(infinite=True, wtime=5_000), False, 0) is None
 
 
+def test_legacy_reads_the_boards_ply_and_the_others_lc0s():
+    import chess
+
+    board = chess.Board("8/8/8/4k3/8/8/4K3/8 b - - 0 30")
+    board.push_uci("e5d5")
+    assert TimeManager(OVERHEAD).game_ply_for(board) == board.ply() == 60
+    assert TimeManager(OVERHEAD, parse_time_manager("smooth")).game_ply_for(board) == 31
+
+
 def test_first_move_bonus():
     params = LegacyParams()
     tm = TimeManager(OVERHEAD, params)
@@ -75,10 +88,52 @@ def test_no_move_plans_more_than_its_share_of_the_clock():
 
 def test_time_manager_spec_errors_name_the_key():
     assert parse_time_manager("legacy(slowmover=1.2,midpoint-move=40)").midpoint_move == 40
-    with pytest.raises(ValueError, match="expected key=value"):
+    with pytest.raises(ValueError, match="unknown key 'speed' for legacy; expected key=value"):
         parse_time_manager("legacy(speed=3)")
-    with pytest.raises(ValueError, match="expected legacy"):
-        parse_time_manager("smooth")
+    with pytest.raises(ValueError, match=r"unknown time manager 'bogus'; expected one of \['alphazero', "
+                                         r"'legacy', 'simple', 'smooth'\]"):
+        parse_time_manager("bogus")
+
+
+def test_time_manager_specs_in_lc0s_syntax():
+    """lc0's names, keys and defaults (stoppers/*.cc), its OptionsDict syntax (a nested
+    ``mle-legacy(...)`` for smooth, floats with ``.``/``e``, quoted strings), and an error that
+    names the key and what is allowed for anything lc0 would not read."""
+    assert parse_time_manager("smooth") == SmoothParams()
+    assert (SmoothParams().init_piggybank, SmoothParams().midpoint, SmoothParams().steepness,
+            SmoothParams().force_piggybank_ms) == (0.09, 45.2, 5.93, 1000)
+    got = parse_time_manager(" smooth( init-piggybank=0.1 , mle-legacy(midpoint=5e1), "
+                             "force-piggybank-ms=500)")
+    assert got == SmoothParams(init_piggybank=0.1, midpoint=50.0, force_piggybank_ms=500)
+    assert parse_time_manager("smooth(steepness=6.5)").steepness == 6.5
+    assert parse_time_manager("alphazero") == AlphazeroParams(12.0)
+    assert parse_time_manager("alphazero(alphazero-time-pct=20.0)").alphazero_time_pct == 20.0
+    assert parse_time_manager("simple()") == SimpleParams()
+    assert parse_time_manager("legacy") == LegacyParams()
+    bad = {
+        "smooth(foo=1.0)": "unknown key 'foo' for smooth; expected key=value with key in "
+                           "['bestmove-optimism', ",
+        "alphazero(alphazero-time-value=20.0)": "unknown key 'alphazero-time-value' for alphazero; "
+                                                "expected key=value with key in ['alphazero-time-pct']",
+        "smooth(mle-legacy(mid=3.0))": "unknown key 'mid' in smooth's mle-legacy",
+        "smooth(steepness=6.0,mle-legacy(steepness=5.0))": "steepness given both",
+        "legacy(mle-legacy(midpoint=3.0))": "unexpected mle-legacy",
+        "smooth(force-piggybank-ms=1.5)": "force-piggybank-ms expects an integer, got 1.5",
+        "legacy(slowmover=fast)": "slowmover expects a number, got 'fast'",
+        "legacy(slowmover='1.2')": "slowmover expects a number, got '1.2'",
+        "alphazero(alphazero-time-pct=120.0)": "alphazero-time-pct value to be in range [0.0, 100.0]",
+        "simple(base-pct=0.0)": "base-pct value to be in range",
+        "legacy,smooth": "exactly one time manager should be specified, 2 specified instead",
+        "": "exactly one time manager should be specified, 0 specified instead",
+        "slowmover=1.5": "slowmover= outside a manager",
+        "smooth(": "unable to parse 'smooth(' at offset 7 (expected ))",
+        "legacy(slowmover=1.2,)x": "unexpected token",
+        "legacy(slowmover=)": "expected value",
+        "smooth;": "unable to parse token",
+    }
+    for spec, message in bad.items():
+        with pytest.raises(ValueError, match=re.escape(message)):
+            parse_time_manager(spec)
 
 
 def test_low_clock_with_increment_spends_less_than_the_increment():
@@ -189,3 +244,115 @@ def test_ponderhit_banks_the_time_its_search_left_unused():
     spared = uci.controller.timemgr.time_spared_ms
     assert budget - 1_000 < spared <= budget, (spared, budget)
     uci.handle("quit")
+
+
+def test_alphazero_budget_is_lc0s_share_of_the_clock():
+    """lc0's log (``lc0 --time-manager=alphazero --move-overhead=150 --logfile=…``, go wtime 20000
+    then 7433): "Budgeted time for the move: 2382ms", "873.96ms"; its TimeLimitStopper takes
+    the whole milliseconds. No increment, no first-move bonus, no state."""
+    tm = TimeManager(150, parse_time_manager("alphazero"))
+    assert tm.budget_ms(Limit(wtime=20_000, btime=1, winc=200, binc=200), False, 0) == 2382
+    assert tm.budget_ms(Limit(wtime=7_433, btime=1, winc=200, binc=200), False, 2) == 873
+    tm.params = parse_time_manager("alphazero(alphazero-time-pct=20.0)")  # lc0: 3970, 1456.6
+    assert tm.budget_ms(Limit(wtime=1, btime=20_000), True, 1) == 3970
+    assert tm.budget_ms(Limit(wtime=1, btime=7_433), True, 3) == 1456
+    assert tm.budget_ms(Limit(wtime=1, btime=7_433, movetime=1_000), True, 3) == 1_000 - 150
+
+
+def test_simple_budget_is_lc0s_formula():
+    """simple.cc by hand: (base-pct + ply * ply-pct) % of the clock less the overhead, plus
+    time-factor * inc / time, plus what the previous move left of its budget."""
+    tm = TimeManager(OVERHEAD, parse_time_manager("simple(opening-bonus-pct=10.0)"))
+    first = tm.budget_ms(Limit(wtime=60_000, btime=1, winc=600, binc=0), False, 4)
+    pct = (1.4 + 4 * 0.049) * 0.01 + 600 / 60_000 * 1.5
+    assert first == pytest.approx((60_000 - OVERHEAD) * pct * 1.1)
+    # the clock fell by 500 ms less the 600 ms increment: 100 ms of the budget were left
+    second = tm.budget_ms(Limit(wtime=60_000 - first + 100 + 600, btime=1, winc=600, binc=0), False, 6)
+    available = 60_000 - first + 100 + 600 - OVERHEAD
+    pct = (1.4 + 6 * 0.049) * 0.01 + 600 / (available + OVERHEAD) * 1.5
+    assert second == pytest.approx(available * pct + (first - (60_000 - OVERHEAD - (available - 600))))
+
+
+def _replay_lc0_smooth() -> tuple[SmoothManager, list[tuple[int, int]]]:
+    """lc0's smooth on two moves, from its log (``lc0 --weights=maia-1100.pb.gz --threads=1
+    --time-manager=smooth --logfile=…``, move overhead 200): ``go wtime 20000 … winc 200`` from
+    the start; the search entered the piggy bank (asked for by the search), took 2625 ms,
+    2623 ms after its first batch, for 2786 playouts; then ``position startpos moves e2e4 e7e5``,
+    ``go wtime 19000 … winc 200`` with 447 visits reused: 817 ms on the bank again. The
+    figures asserted are the log's (TMGR lines)."""
+    sm = SmoothManager(SmoothParams(), 200)
+    plans = [sm.plan(20_000, 200, None, 1, 0)]  # lc0's game ply at the start: 1 (moves=44.7)
+    assert sm.last_plan["allocated"] == pytest.approx(1566.741089, abs=0.01)
+    assert sm.last_plan["expected_brutto"] == pytest.approx(1246.3, abs=0.05)
+    assert (sm.piggybank_time, plans[0]) == (1949, (1566, 1692))  # total=1949ms longthink=1692ms
+    assert sm.avg_ms_per_move == pytest.approx(598.210266, abs=1e-3)
+    sm.done(2625, 1566, nodes=2786, playouts=2786, search_ms=2623, extended=True)
+    assert sm.timeuse == pytest.approx(0.827263, abs=1e-5)
+    assert sm.piggybank_time == 1949 - 1059  # piggybank_used=1059ms
+    plans.append(sm.plan(19_000, 200, None, 3, 447))
+    assert sm.tree_reuse == pytest.approx(0.307136, abs=1e-5)
+    assert sm.last_plan["nps"] == pytest.approx(1062.1, abs=0.05)
+    assert sm.last_plan["allocated"] == pytest.approx(481.579498, abs=0.01)
+    assert (sm.piggybank_time, plans[1]) == (944, (481, 836))  # total=944ms longthink=836ms
+    sm.done(817, 481, nodes=1500, playouts=1053, search_ms=815, extended=True)
+    assert sm.timeuse == pytest.approx(0.854240, abs=1e-5)
+    assert sm.piggybank_time == 944 - 336  # piggybank_used=336ms
+    return sm, plans
+
+
+def test_smooth_follows_lc0s_log_over_two_moves():
+    _replay_lc0_smooth()
+
+
+def test_smooth_through_the_time_manager_keeps_its_state_within_a_game():
+    """The time manager runs smooth's plan with the clock, ply and reused visits; its budget
+    is the deadline, or up to 1000 ms (force-piggybank-ms) on the bank; a move's end updates
+    the estimates; a position of another game, ucinewgame or a changed spec start afresh."""
+    import chess
+
+    tm = TimeManager(200, parse_time_manager("smooth"))
+    tm.set_game(chess.STARTING_FEN, [])
+    go = Limit(wtime=20_000, btime=20_000, winc=200, binc=200)
+    assert tm.game_ply_for(chess.Board()) == 1  # lc0's GetGamePly: the FEN's full-move number
+    assert tm.budget_ms(go, False, 1, root_visits=0) == 1566  # the deadline, above 1000 ms
+    assert tm.smooth_plan == (1566.0, 1692.0)
+    tm.search_done(1566, 2625, nodes=2786, playouts=2786, search_ms=2623, used_piggybank=True)
+    moves = [chess.Move.from_uci(m) for m in ("e2e4", "e7e5")]
+    tm.set_game(chess.STARTING_FEN, moves)
+    assert tm.budget_ms(Limit(wtime=19_000, btime=20_000, winc=200, binc=200), False, 3, 447) == 1000
+    assert tm.smooth_plan == (481.0, 836.0)  # 481 ms deadline, forced use of the bank to 1000 ms
+    assert tm.smooth is not None and tm.smooth.tree_reuse == pytest.approx(0.307136, abs=1e-5)
+    tm.set_game(chess.STARTING_FEN, moves[:1])  # not a continuation: a new game for lc0
+    assert tm.smooth.is_first_move and tm.smooth.tree_reuse == 0.52
+    assert tm.budget_ms(Limit(infinite=True, wtime=5_000), False, 1) is None
+    assert tm.smooth_plan is None
+    tm.params = parse_time_manager("smooth(init-timeuse=0.5)")
+    assert tm.smooth.timeuse == 0.5
+
+
+def test_smooth_limit_with_the_forced_piggybank():
+    sm = SmoothManager(SmoothParams(), 200)
+    assert sm.static_limit(400, 300) == 700  # the deadline plus the bank's share
+    assert sm.static_limit(400, 2_000) == 1_000  # the bank is forced for the first second only
+    assert sm.static_limit(1_500, 2_000) == 1_500  # past the first second: the deadline
+
+
+def test_smooth_caps_a_move_at_max_move_budget_of_the_clock():
+    sm = SmoothManager(SmoothParams(init_timeuse=0.34), 200)
+    deadline, spare = sm.plan(2_000, 2_000, None, 0, 0)  # 2 s clock, 2 s increment
+    assert deadline == int(2_000 * 0.42)
+    assert spare <= 2_000 - 200 - 0.42 * 2_000
+
+
+def test_need_more_time_is_lc0s_rule():
+    from engine.timemgr_watch import TrendWatcher, need_more_time
+
+    assert not need_more_time([10, 5, 0], [0.1, 0.0, -0.5])
+    assert need_more_time([10, 5, 0], [0.1, 0.2, -0.5])  # the second has the better Q
+    assert not need_more_time([10, 10, 0], [0.1, 0.2, -0.5])  # either of the most visited
+    assert need_more_time([10, 5, 0], [0.1, 0.0, 0.3])  # an unvisited edge's Q (its FPU) counts
+    trend = TrendWatcher(SmoothParams())
+    trend.update(100.0, [50, 10])
+    trend.update(200.0, [60, 40])  # the second gains 30 visits per 100 ms, the best 10
+    assert trend.overtaken(by_ms=300.0)  # 40 + 4.0 * 0.3 * 100 > 60 + 0.2 * 0.1 * 100
+    assert not trend.overtaken(by_ms=201.0)
