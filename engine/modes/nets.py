@@ -18,18 +18,23 @@ _HLO = (
     "lc0's own ONNX->HLO conversion; bin/onnx2hlo NET.onnx --hlo-text-output=FILE writes the "
     "HLO that this project's backend compiles"
 )
-_NAMES = "the nodes keep lc0's default names, which the backend here reads"
 LEELA2ONNX_UNSUPPORTED = {
     "hlo-text-output": _HLO,
     "hlo-proto-output": _HLO,
     "hlo-batch-size": _HLO,
-    "input-planes-name": _NAMES,
-    "policy-head-name": _NAMES,
-    "wdl-head-name": _NAMES,
-    "value-head-name": _NAMES,
-    "mlh-head-name": _NAMES,
     "onnx2pytorch": "the graph is lc0's default one only",
 }
+
+
+NODE_NAMES = {
+    "input-planes": ("/input/planes", "the input planes node", ""),
+    "policy-head": ("/output/policy", "the policy head output node", ""),
+    "wdl-head": ("/output/wdl", "the WDL head output node", "WdlHeadName"),
+    "value-head": ("/output/value", "value policy head output node", ""),
+    "mlh-head": ("/output/mlh", "the MLH head output node", "MlhHeadName"),
+}
+"""leela2onnx's node-name flags (without ``-name``): lc0's default name, help and UCI name. The
+backend here reads the default names; other names are for other readers of the file."""
 
 
 def leela2onnx_mode() -> Mode:
@@ -39,6 +44,8 @@ def leela2onnx_mode() -> Mode:
         Flag("onnx-opset", INT, 17, "Opset to use in the ONNX model.", min=7, max=18),
         Flag("onnx-data-type", CHOICE, "f32", "Data type to use in the ONNX model.",
              choices=("f32", "f16", "bf16")),
+        *(Flag(f"{flag}-name", STRING, name, f"ONNX name to use for {what}.", uci=uci)
+          for flag, (name, what, uci) in NODE_NAMES.items()),
         Flag("value-head", STRING, "winner", "Value head to be used in the generated model. "
              "Typical values are 'winner', 'q' or 'st', but only 'winner' is always available."),
         Flag("policy-head", STRING, "vanilla", "Policy head to be used in the generated model. "
@@ -63,12 +70,27 @@ def leela2onnx(values: dict[str, Any]) -> int:
         model = build_onnx(read_weights(values["input"]), values["onnx-data-type"],
                            values["policy-head"], values["value-head"],
                            opset=values["onnx-opset"])  # fmt: skip
+        _rename(model, {name: values[f"{flag}-name"] for flag, (name, _, _) in NODE_NAMES.items()})
         Path(values["output"]).write_bytes(model.SerializeToString())
     except (WeightsError, OSError) as exc:
         raise ModeError(str(exc)) from exc
     fmt = {p.key: p.value for p in model.metadata_props}.get("lc0_input_format", "?")
     print(f"wrote {values['output']}: {len(model.graph.node)} nodes, input format {fmt}")
     return 0
+
+
+def _rename(model, names: dict[str, str]) -> None:
+    """The graph's inputs, outputs and the nodes' edges named ``names[old]`` (lc0's
+    --input-planes-name and the head names)."""
+    names = {old: new for old, new in names.items() if old != new}
+    if not names:
+        return
+    graph = model.graph
+    for value in (*graph.input, *graph.output):
+        value.name = names.get(value.name, value.name)
+    for node in graph.node:
+        node.input[:] = [names.get(x, x) for x in node.input]
+        node.output[:] = [names.get(x, x) for x in node.output]
 
 
 INPUT_FORMATS = ("INPUT_UNKNOWN", "INPUT_CLASSICAL_112_PLANE", "INPUT_112_WITH_CASTLING_PLANE",

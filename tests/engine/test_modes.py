@@ -210,3 +210,28 @@ def _names_flag(names: tuple[str, ...], flag: str) -> bool:
     """Whether an LC0_DIFFERENCES row covers lc0's ``--flag`` (an option absent here)."""
     lc0_flags = {"HistoryFill": "history-fill", "NodesPerSecondLimit": "nps-limit"}
     return any(lc0_flags.get(n) == flag for n in names)
+
+
+def test_leela2onnx_names_the_nodes_as_told(tmp_path):
+    """lc0's --input-planes-name and head names: the graph's inputs and outputs so named, every
+    edge renamed (and lc0's own file named the same, where lc0 runs here)."""
+    import onnx
+
+    from conftest import need_shared
+
+    src = need_shared("maia", "maia-1100.pb.gz")
+    flags = [f"--input={src}", "--input-planes-name=/in", "--policy-head-name=/pol",
+             "--wdl-head-name=/w"]
+    assert main(["leela2onnx", *flags, f"--output={tmp_path / 'ours.onnx'}"]) == 0
+    ours = onnx.load(tmp_path / "ours.onnx").graph
+    assert [i.name for i in ours.input] == ["/in"]
+    assert [o.name for o in ours.output] == ["/pol", "/w"]
+    edges = {x for n in ours.node for x in (*n.input, *n.output)}
+    assert "/in" in edges and not edges & {"/input/planes", "/output/policy", "/output/wdl"}
+    lc0 = SHARED / "tools" / "bin" / "lc0"
+    if lc0.exists():
+        subprocess.run([str(lc0), "leela2onnx", *flags, f"--output={tmp_path / 'lc0.onnx'}"],
+                       capture_output=True, timeout=120, check=True)
+        theirs = onnx.load(tmp_path / "lc0.onnx").graph
+        assert [(v.name) for v in (*theirs.input, *theirs.output)] == \
+            [(v.name) for v in (*ours.input, *ours.output)]
