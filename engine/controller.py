@@ -92,16 +92,6 @@ class GoSignals:
             self._halt()
             self._changed.set()
 
-    def extend(self, limit: Limit | None, rearm: Callable[[], None]) -> Limit | None:
-        """After the last run ended: ``limit`` as the next run's (smooth's search on its piggy
-        bank; ``rearm`` has made the search ready for it), unless a stop came first."""
-        with self._lock:
-            if limit is None or self._stopped:
-                return None
-            rearm()
-            self.limit = limit
-            return limit
-
     def next_limit(self, ran: Limit, rearm: Callable[[], None]) -> Limit | None:
         """After a run of ``ran``: the limit of the next run (a ponderhit's; ``rearm`` has made
         the search ready for it), or None: answer now. With ``ran`` infinite or pondering, waits
@@ -354,8 +344,6 @@ class Controller:
                 watch = watch or _smooth_watch(self.timemgr, search, ran)
                 best, ponder, result = _run(search, board, ran, listener, self.values)
             limit = signals.next_limit(ran, search.rearm if search is not None else _nothing)
-            if limit is None and watch is not None and search is not None:
-                limit = signals.extend(watch.extension(ran, result), search.rearm)
         if watch is not None:
             watch.close()
         if search is None:
@@ -384,13 +372,12 @@ def _search_done(
     from its ponderhit, with the ponderhit's budget. smooth also learns the run's visits and
     whether it searched on the bank."""
     started = ran.started_at if ran.started_at is not None else time.monotonic()
-    first = watch.first_run if watch is not None else None  # the run before the bank's
     timemgr.search_done(
         ran.budget_ms,
         (time.monotonic() - started) * 1000.0,
         nodes=result.nodes if result is not None else 0,
-        playouts=(result.playouts if result is not None else 0) + (first.playouts if first else 0),
-        search_ms=result.time_ms if result is not None and first is None else None,
+        playouts=result.playouts if result is not None else 0,
+        search_ms=result.time_ms if result is not None else None,
         used_piggybank=watch is not None and watch.used_piggybank,
     )
 

@@ -267,7 +267,9 @@ class TimeManager:
             self.smooth.move_overhead_ms = self.move_overhead_ms
             deadline, spare = self.smooth.plan(time_left, inc, go.movestogo, ply, root_visits)
             self.smooth_plan = (float(deadline), float(spare))
-            return max(MIN_BUDGET_MS, self.smooth.static_limit(deadline, spare))
+            # the most it may take: the controller's SmoothWatch stops it at the deadline
+            # unless the piggy bank is wanted (engine/timemgr_watch.py)
+            return max(MIN_BUDGET_MS, float(deadline + spare))
         return self._legacy_budget(p, go, time_left, inc, ply)
 
     def _legacy_budget(

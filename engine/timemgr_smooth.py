@@ -8,10 +8,9 @@ the moves expected (lc0's game-length model, ``mle-legacy``), grown for the reus
 the reused tree's worth of time, less the bank's share, divided by the time use, capped at
 ``max-move-budget`` of the clock.
 
-The stopper here is static: lc0's SmoothStopper may also draw on the bank when the search asks
-for more time (the most visited move is not the best by Q) or the best move's visit trend is
-being overtaken; only its forced use (during the first ``force-piggybank-ms`` of a move) is
-ported, as a longer limit (:meth:`SmoothManager.static_limit`).
+The stopper (lc0's SmoothStopper) is :class:`engine.timemgr_watch.SmoothWatch`: the search's
+budget is the deadline plus the bank's share, and the watch stops it at the deadline unless the
+bank is wanted.
 """
 
 from __future__ import annotations
@@ -139,11 +138,6 @@ class SmoothManager:
             "moves": remaining,
         }
         return int(allocated), allowed
-
-    def static_limit(self, deadline: int, allowed_piggybank: int) -> float:
-        """The time the search may take: the deadline, or while the bank's use is forced (the
-        first ``force-piggybank-ms`` of a move) up to the deadline plus the bank's share."""
-        return float(min(deadline + allowed_piggybank, max(deadline, self.p.force_piggybank_ms)))
 
     def done(
         self,

@@ -3,18 +3,17 @@ root while the search runs: the search asks for more time when its most visited 
 best by Q + M (lc0's ``kNeedMoreTime``, classic/search.cc PopulateCommonIterationStats), and the
 visit trend says the best move is being overtaken (lc0's VisitsTrendWatcher). A move that ends on
 its deadline while either holds searches on, up to the deadline plus the bank's share, and stops
-as soon as neither holds (the controller's second run, :class:`SmoothWatch` its stopper).
+as soon as neither holds (:class:`SmoothWatch`, beside the search the controller runs).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 
 import numpy as np
 
-from engine.search import Limit, Search, SearchResult
+from engine.search import Search
 from engine.search.core.params import pack
 from engine.search.core.view import NodeView, puct_terms
 from engine.timemgr_smooth import SmoothParams
@@ -33,6 +32,18 @@ def need_more_time(n: list[int], q_plus_m: list[float]) -> bool:
         if max_qm <= qm:
             flag, max_qm = max_n == ni, qm
     return not flag
+
+
+def should_stop(
+    elapsed_ms: float, deadline_ms: float, force_ms: float, wanted: bool
+) -> tuple[bool, bool]:
+    """lc0's SmoothStopper::ShouldStop under a budget of the deadline plus the bank: (stop now,
+    the bank is being used). The bank is used past the deadline while it is ``wanted`` (the
+    search asks for more time, or the trend) or forced (the first ``force_ms``)."""
+    use = wanted or elapsed_ms <= force_ms
+    if elapsed_ms < deadline_ms:
+        return False, False
+    return not use, use
 
 
 class TrendWatcher:
@@ -77,9 +88,11 @@ class TrendWatcher:
 
 
 class SmoothWatch:
-    """Reads the root every :data:`POLL_S` while a smooth move searches: whether the bank is
-    wanted (:meth:`wants_more`); in the extension (:meth:`extend`) it stops the search once
-    neither reason holds (past the deadline the search then stops at once, as lc0's)."""
+    """lc0's SmoothStopper over a run whose budget is the deadline plus the bank's share: reads
+    the root every :data:`POLL_S` and stops the search at the deadline unless the bank is wanted
+    (its first ``force-piggybank-ms``, the search asking for more time, or the best move's trend
+    being overtaken), and past the deadline as soon as it no longer is. The search's smart
+    pruning counts on the longer budget, as lc0's does while the bank may be used."""
 
     def __init__(
         self,
@@ -93,11 +106,7 @@ class SmoothWatch:
         self.deadline, self.spare, self.started_at = deadline_ms, spare_ms, started_at
         self.trend = TrendWatcher(p)
         self.used_piggybank = False
-        self.first_run: SearchResult | None = None
-        """The result of the run before the extension (its playouts count for the move)."""
-        self._extending = False
         self._packed: tuple[object, np.ndarray] | None = None
-        self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="smooth-watch", daemon=True)
         self._thread.start()
@@ -106,30 +115,9 @@ class SmoothWatch:
         self._done.set()
         self._thread.join()
 
-    def extension(self, ran: Limit, result: SearchResult | None) -> Limit | None:
-        """After the run of ``ran`` ended: the limit of the run on the piggy bank (its budget
-        the deadline plus the bank's share, within the go's ceiling) when the run ended on its
-        time and the bank is wanted now; else None. From then on the watch stops the search once
-        the bank is no longer wanted."""
-        if self._extending or ran.budget_ms is None or ran.started_at is None:
-            return None
-        elapsed = (time.monotonic() - ran.started_at) * 1000.0
-        end = self.deadline + self.spare
-        if ran.ceiling_ms is not None:
-            end = min(end, ran.ceiling_ms)
-        if elapsed < ran.budget_ms or elapsed >= end or not self.wants_more():
-            return None
-        self._extending = True
-        self.first_run = result
-        return dataclasses.replace(ran, budget_ms=end)
-
-    def wants_more(self) -> bool:
-        """lc0's use_piggybank now: the search asks for more time, or the best move's trend is
-        being overtaken by the deadline plus the bank's share."""
-        with self._lock:  # the watch's thread and the search's (at a run's end) both read
-            return self._wants_more()
-
-    def _wants_more(self) -> bool:
+    def poll(self) -> bool:
+        """One of lc0's ShouldStop calls: whether the search should stop now (never before the
+        root's first evaluation, as lc0's MaybeTriggerStop)."""
         elapsed = (time.monotonic() - self.started_at) * 1000.0
         state = self.search.state
         tree = state.tree
@@ -140,19 +128,19 @@ class SmoothWatch:
         terms = puct_terms(tree, self._packed[1], 0, True, state.draw_score(0))
         visits = NodeView(tree, 0).cn
         self.trend.update(elapsed, visits)
-        more = need_more_time(visits, list(terms.qm)) or self.trend.overtaken(
+        use = need_more_time(visits, list(terms.qm)) or self.trend.overtaken(
             self.deadline + self.spare
         )
-        if more and elapsed >= self.deadline:
-            self.used_piggybank = True
-        return more
+        stop, used = should_stop(elapsed, self.deadline, self.p.force_piggybank_ms, use)
+        self.used_piggybank = self.used_piggybank or used
+        return stop
 
     def _loop(self) -> None:
         while not self._done.wait(POLL_S):
             try:
-                more = self.wants_more()
+                stop = self.poll()
             except Exception:  # a tree being replaced under the reading: read it next time
                 continue
-            if self._extending and not more:
+            if stop:
                 self.search.stop()
                 return

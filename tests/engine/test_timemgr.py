@@ -306,21 +306,22 @@ def test_smooth_follows_lc0s_log_over_two_moves():
 
 def test_smooth_through_the_time_manager_keeps_its_state_within_a_game():
     """The time manager runs smooth's plan with the clock, ply and reused visits; its budget
-    is the deadline, or up to 1000 ms (force-piggybank-ms) on the bank; a move's end updates
-    the estimates; a position of another game, ucinewgame or a changed spec start afresh."""
+    is the deadline plus the bank's share (the watch stops the search at the deadline unless
+    the bank is wanted); a move's end updates the estimates; a position of another game,
+    ucinewgame or a changed spec start afresh."""
     import chess
 
     tm = TimeManager(200, parse_time_manager("smooth"))
     tm.set_game(chess.STARTING_FEN, [])
     go = Limit(wtime=20_000, btime=20_000, winc=200, binc=200)
     assert tm.game_ply_for(chess.Board()) == 1  # lc0's GetGamePly: the FEN's full-move number
-    assert tm.budget_ms(go, False, 1, root_visits=0) == 1566  # the deadline, above 1000 ms
+    assert tm.budget_ms(go, False, 1, root_visits=0) == 1566 + 1692  # deadline and bank
     assert tm.smooth_plan == (1566.0, 1692.0)
     tm.search_done(1566, 2625, nodes=2786, playouts=2786, search_ms=2623, used_piggybank=True)
     moves = [chess.Move.from_uci(m) for m in ("e2e4", "e7e5")]
     tm.set_game(chess.STARTING_FEN, moves)
-    assert tm.budget_ms(Limit(wtime=19_000, btime=20_000, winc=200, binc=200), False, 3, 447) == 1000
-    assert tm.smooth_plan == (481.0, 836.0)  # 481 ms deadline, forced use of the bank to 1000 ms
+    assert tm.budget_ms(Limit(wtime=19_000, btime=20_000, winc=200, binc=200), False, 3, 447) == 481 + 836
+    assert tm.smooth_plan == (481.0, 836.0)
     assert tm.smooth is not None and tm.smooth.tree_reuse == pytest.approx(0.307136, abs=1e-5)
     tm.set_game(chess.STARTING_FEN, moves[:1])  # not a continuation: a new game for lc0
     assert tm.smooth.is_first_move and tm.smooth.tree_reuse == 0.52
@@ -330,11 +331,17 @@ def test_smooth_through_the_time_manager_keeps_its_state_within_a_game():
     assert tm.smooth.timeuse == 0.5
 
 
-def test_smooth_limit_with_the_forced_piggybank():
-    sm = SmoothManager(SmoothParams(), 200)
-    assert sm.static_limit(400, 300) == 700  # the deadline plus the bank's share
-    assert sm.static_limit(400, 2_000) == 1_000  # the bank is forced for the first second only
-    assert sm.static_limit(1_500, 2_000) == 1_500  # past the first second: the deadline
+def test_smooth_stops_at_the_deadline_unless_the_bank_is_wanted():
+    """lc0's SmoothStopper: before the deadline never; past it, on while the search wants more
+    time (or the trend says so), or within the first force-piggybank-ms; the bank counts as
+    used then. The search's own budget is the deadline plus the bank's share."""
+    from engine.timemgr_watch import should_stop
+
+    assert should_stop(400.0, 481.0, 1000, wanted=False) == (False, False)
+    assert should_stop(500.0, 481.0, 1000, wanted=False) == (False, True)  # forced: the first second
+    assert should_stop(1001.0, 481.0, 1000, wanted=False) == (True, False)
+    assert should_stop(1200.0, 481.0, 1000, wanted=True) == (False, True)
+    assert should_stop(1600.0, 1566.0, 1000, wanted=False) == (True, False)
 
 
 def test_smooth_caps_a_move_at_max_move_budget_of_the_clock():
