@@ -39,7 +39,7 @@ def load_lc0_onnx(path, **heads_and_types):
 
 
 def describe(path) -> list[str]:
-    """See :func:`backend_xla.lc0.describe.describe`."""
-    from .describe import describe as _describe
+    """See :func:`backend_xla.lc0.description.describe`."""
+    from .description import describe as _describe
 
     return _describe(path)

@@ -233,9 +233,7 @@ def describenet(values: dict[str, Any]) -> int:
     path = values["weights"]
     try:
         if path.endswith((".pb.gz", ".pb")):
-            # The submodule's function: once imported, the package's name is the submodule.
-            from backend_xla.lc0 import load_lc0_onnx
-            from backend_xla.lc0.describe import describe
+            from backend_xla.lc0 import describe, load_lc0_onnx
 
             print("\n".join(describe(path)))
             print("-- as ONNX --")

@@ -125,7 +125,7 @@ def test_backendbench_prints_lc0s_csv(capsys):
 def test_onnx2leela_embeds_the_onnx_file_as_lc0_does(tmp_path, capsys):
     """The shipped ONNX network as an lc0 file: lc0's NETWORK_ONNX with the named nodes, and
     the model byte for byte, which describenet reads back."""
-    import backend_xla.lc0.describe  # noqa: F401  (imported first: once, describenet then failed)
+    import backend_xla.lc0.description  # noqa: F401  (the package's describe() stays a function)
     from backend_xla.lc0 import read_weights
 
     src = REPO_ROOT / "nets" / opts.DEFAULT_NETWORK_FILE
