@@ -117,9 +117,13 @@ class SearchWorker:
     ) -> None:
         """The compiled gather into ``batch``; ``limits``: int64 [cminibatch.GATHER_LIMITS],
         ``pad``: the prefetch table (int64)."""
-        state, res = self.state, self.res
-        tree, packed, cache = state.tree, res.packed, res.cache.arrays
-        gather_minibatch(tree, packed, self.tally.counters, cache, batch, walk, limits, pad)
+        gather_minibatch(self._shared(), batch, walk, limits, pad)
+
+    def _shared(self) -> cminibatch.Shared:
+        """The arrays every minibatch shares, as the compiled entry points take them (the tree's
+        as they are now: it grows by replacing them)."""
+        res = self.res
+        return cminibatch.Shared(self.state.tree, res.packed, self.tally.counters, res.cache.arrays)
 
     def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> NetworkOutput:
         """The network's answer for the batch's first ``n`` positions, on the calling thread
@@ -130,7 +134,7 @@ class SearchWorker:
     def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
         """Expand the batch's leaves with the network's answer and back their values up (or
         drop the batch when the search was stopped meanwhile)."""
-        state, res = self.state, self.res
+        state = self.state
         n = int(batch.meta[cgather.REQUESTS])
         if state.stop.is_set():
             self.abandon(batch)
@@ -138,19 +142,12 @@ class SearchWorker:
         state.tree = ctree.reserve(state.tree, 0, int(batch.req["count"][:n].sum()))
         # lc0's network_evaluations_ (eps): the batch's requests less the prefetched (node -1).
         self.tally.evaluations += int(np.count_nonzero(batch.req["node"][:n] >= 0))
-        expand_and_backup(
-            state.tree,
-            res.packed,
-            self.tally.counters,
-            res.cache.arrays,
-            batch,
-            # Read-only contiguous float32 whatever the backend returns (XLA's CPU buffers are
-            # read-only, a numpy backend's are not): the call skips numba's dispatch, so its
-            # argument types must never change (engine/search/core/calls.py).
-            network_heads(out.q),
-            network_heads(out.d),
-            network_heads(out.m),
-        )
+        shared = self._shared()
+        # The heads read-only contiguous float32 whatever the backend returns (XLA's CPU buffers
+        # are read-only, a numpy backend's are not): the call skips numba's dispatch, so its
+        # argument types must never change (engine/search/core/calls.py).
+        q, d, m = network_heads(out.q), network_heads(out.d), network_heads(out.m)
+        expand_and_backup(shared, batch, q, d, m)
         self.tally.batches += 1
 
     def abandon(self, batch: cgather.Batch) -> None:

@@ -2,10 +2,12 @@
 GatherMinibatch: rounds of selection from the root, :func:`engine.search.core.gather.select`,
 until the batch is full or the collisions' limits are reached), its evaluation's part (legal
 moves and planes, then the policies' sort) and its expansion and backup. Each takes the batch
-whole and at most eight arguments; its counts travel in the packed arrays of the layouts
-(core/layout.py)."""
+whole, the search's :data:`Shared` arrays as one bundle, and at most six arguments; its counts
+travel in the packed arrays of the layouts (core/layout.py)."""
 
 from __future__ import annotations
+
+from collections import namedtuple
 
 from numba import njit
 
@@ -31,12 +33,20 @@ BATCH_SIZE, MAX_OOO, COLLISIONS_LEFT, MAX_EVENTS, NODES_LEFT = GATHER_LIMITS.ind
 )
 
 
+Shared = namedtuple("Shared", "tree params counters cache")
+"""What every minibatch of a search reads and writes besides its own batch: the tree
+(core/tree.py's Tree), the packed parameters (core/params.py), the run's counters
+(core/backup.py's COUNTERS) and the NN cache (core/cache.py's Cache). Made anew for each call:
+the tree's arrays are replaced when it grows."""
+
+
 @njit(cache=True, nogil=True)
-def gather(tree, params, counters, cache, batch, walk, limits, pad):
+def gather(shared, batch, walk, limits, pad):
     """Collect up to ``limits[BATCH_SIZE]`` positions to evaluate, as lc0's GatherMinibatch.
     A minibatch cut short by collisions is filled with prefetched positions up to
     ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer).
     With the network idle it stops early, as lc0's (core/gather.py's ``_network_idle``)."""
+    tree, params, counters, cache = shared
     batch_size, max_ooo = limits[BATCH_SIZE], limits[MAX_OOO]
     collisions_left, max_events = limits[COLLISIONS_LEFT], limits[MAX_EVENTS]
     nodes_left = limits[NODES_LEFT]
@@ -76,8 +86,9 @@ def sort(batch, policy, indices, start, n, temperature):
 
 
 @njit(cache=True, nogil=True)
-def expand_and_backup(tree, params, counters, cache, batch, q, d, m):
+def expand_and_backup(shared, batch, q, d, m):
     """Expand and back up the batch's evaluated requests (``meta[REQUESTS]`` of them) in the
     order the selection made them: :func:`engine.search.core.backup.expand_and_backup_rows`."""
+    tree, params, counters, cache = shared
     expand_and_backup_rows(tree, params, counters, cache, batch.req, batch.sorted_moves,
                            batch.priors, q, d, m, batch.order, batch.meta[REQUESTS])  # fmt: skip
