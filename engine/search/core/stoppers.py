@@ -155,17 +155,17 @@ def summarize(tree, draw_score: float, mask: np.ndarray | None) -> RootSummary:
     expanded = int(tree.nodes["nedges"][0]) > 0
     if expanded:
         _summary_direct(tree, float(draw_score), m, use, out)
-    got = ROOT_SUMMARY.read(out)
+    # By the layout's constants, not ROOT_SUMMARY.read: this runs before every minibatch.
     return RootSummary(
         expanded,
         int(tree.nodes["n"][0]),
-        got["BEST"] if expanded else -1,
-        got["FIRST_N"],
-        got["SECOND_N"],
-        got["MOVES"],
-        got["LOST"],
-        bool(got["WON"]),
-        got["MATE"],
+        int(out[BEST]) if expanded else -1,
+        int(out[FIRST_N]),
+        int(out[SECOND_N]),
+        int(out[MOVES]),
+        int(out[LOST]),
+        bool(out[WON]),
+        int(out[MATE]),
     )
 
 

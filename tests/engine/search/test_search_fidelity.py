@@ -71,10 +71,7 @@ def _check(
     assert pace is not None, "expected the pace lc0 recorded the file at"
     results = fidelity.compare(net, from_options(OPTIONS), records, workers=FIDELITY_WORKERS, pace=pace)
     summary = fidelity.summarize(results)
-    worst = sorted(results, key=lambda c: -c.distance)[:5]
-    detail = "; ".join(
-        f"#{c.index} lc0 {c.bestmove_ref} ours {c.bestmove} d={c.distance:.3f}" for c in worst
-    )
+    detail = _worst(results, 5)
     assert summary.same_best_share >= same_best_min, f"{summary.line()}; worst: {detail}"
     assert summary.mean_distance <= distance_max, f"{summary.line()}; worst: {detail}"
     # Smart pruning stops where lc0's does: root visit totals alike (a proven win or a single
@@ -203,14 +200,19 @@ def _contempt(name: str) -> list[dict]:
     return _heldout(f"contempt-{name}")
 
 
+def _worst(results: list[fidelity.Comparison], k: int) -> str:
+    """The ``k`` positions furthest from lc0's visits, for an assertion's message."""
+    worst = sorted(results, key=lambda c: -c.distance)[:k]
+    return "; ".join(
+        f"#{c.index} lc0 {c.bestmove_ref} ours {c.bestmove} d={c.distance:.3f}" for c in worst
+    )
+
+
 def _check_contempt(net, name: str, records: list[dict], same_best_min: float) -> None:
     options = {**EXACT, **CONTEMPT.get(name, {})}
     results = fidelity.compare(net, from_options(options), records, workers=FIDELITY_WORKERS)
     summary = fidelity.summarize(results)
-    worst = sorted(results, key=lambda c: -c.distance)[:3]
-    detail = "; ".join(
-        f"#{c.index} lc0 {c.bestmove_ref} ours {c.bestmove} d={c.distance:.3f}" for c in worst
-    )
+    detail = _worst(results, 3)
     assert summary.same_best_share >= same_best_min, f"{name}: {summary.line()}; worst: {detail}"
     assert summary.mean_distance <= CONTEMPT_DISTANCE_MAX, f"{name}: {summary.line()}; {detail}"
 
