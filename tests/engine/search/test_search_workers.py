@@ -101,9 +101,12 @@ def test_a_batch_gathered_while_another_is_in_flight_is_full():
     (It stopped at the first pass without a new leaf: 14-60 of 256.) The tree is unchanged
     after both are abandoned: no visit left in flight, and the root's
     visits add up."""
-    search = Search(RandomNetwork(), from_options(NO_CLOCK | {"MinibatchSize": 256}))
+    # The tree grown by one thread (two make a different one each run: once the first batch
+    # came to 238), then two batches gathered as two threads would.
+    search = Search(RandomNetwork(), from_options(NO_CLOCK | {"MinibatchSize": 256, "Threads": 1}))
     search.set_position(chess.Board())
     search.run(Limit(nodes=40_000))
+    search.params = from_options(NO_CLOCK | {"MinibatchSize": 256, "Threads": 2})
     tree = search.state.tree
     before = int(tree.nodes["n"][0])
     n1, n2 = _gather_two_without_backup(search, 256)
