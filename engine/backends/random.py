@@ -164,6 +164,33 @@ def _evaluate_packed(masks, value_bits, hash_words, seed_word, logits, wdl, poli
 
 
 @njit(cache=True, nogil=True)
+def _evaluate_packed_gathered(masks, value_bits, hash_words, seed_word, logits, wdl, legal, policy,
+                              q, d):  # fmt: skip
+    """:func:`_evaluate_packed` answering only ``legal``'s indices (int32 [N, K]) into ``policy``
+    [N, K], as lc0's random backend computes a policy value only when asked for it: the same
+    logits as the full policy's at those indices (an index outside 0..1857 reads the nearest
+    end, as :func:`engine.backend.gathered`)."""
+    n, planes, width = masks.shape[0], masks.shape[1], legal.shape[1]
+    last = logits.shape[0] - TABLE_SIZE - 1  # the policy's last index
+    for r in range(n):
+        h = seed_word
+        for p in range(planes):
+            mask, bits = masks[r, p], value_bits[r, p]
+            if bits & np.uint32(0x7FFFFFFF) == 0:
+                mask = np.uint64(0)
+            h += _reverse_bytes_bits(mask) * hash_words[p]
+            h += (np.uint64(bits) if mask & np.uint64(1) else np.uint64(0)) * hash_words[planes + p]
+        h ^= h >> np.uint64(29)
+        start = np.int64(h % np.uint64(TABLE_SIZE))
+        for j in range(width):
+            index = legal[r, j]
+            policy[r, j] = logits[start + (0 if index < 0 else (last if index > last else index))]
+        row = (h >> np.uint64(32)) % np.uint64(TABLE_SIZE)
+        q[r] = wdl[row, 0] - wdl[row, 2]
+        d[r] = wdl[row, 1]
+
+
+@njit(cache=True, nogil=True)
 def _reverse_bytes_bits(x):
     """``x`` with the bits of each byte in reverse order (files a <-> h of a bitboard)."""
     x = ((x >> np.uint64(1)) & np.uint64(0x5555555555555555)) | (
@@ -220,12 +247,21 @@ class RandomNetwork:
             np.empty((1, POLICY_SIZE), np.float32), np.empty(1, np.float32),
             np.empty(1, np.float32),
         )  # fmt: skip
+        RandomNetwork.evaluate_packed(
+            self,
+            np.zeros((1, INPUT_PLANES), np.uint64),
+            np.zeros((1, INPUT_PLANES), np.float32),
+            legal=np.zeros((1, 1), np.int32),
+        )
 
     def attributes(self) -> BackendAttributes:
         """Without a delay, a CPU backend's (minibatch 7, batches padded to multiples of it);
         with one, an accelerator's: lc0's GPU minibatch, and a batch costs ``delay`` whatever
         its rows, as if each call computed that minibatch, so the search fills the rest."""
         accelerator = self.delay_ms > 0
+        # A subclass that wraps evaluate() (tests' networks) is given float planes and the
+        # whole policy.
+        own = type(self).evaluate is RandomNetwork.evaluate
         return BackendAttributes(
             name=self.name,
             description=self._description(),
@@ -233,9 +269,9 @@ class RandomNetwork:
             preferred_batch=ACCELERATOR_MINIBATCH if accelerator else self.preferred_batch,
             padded_size=_device_rows if accelerator else self.padded_size,
             concurrency=self.concurrency,
-            # A subclass that wraps evaluate() (tests' networks) is given float planes.
-            packed_input=type(self).evaluate is RandomNetwork.evaluate,
-            policy_gather=False,
+            packed_input=own,
+            # As lc0's random backend, which computes a move's policy value only when asked.
+            policy_gather=own and type(self).evaluate_packed is RandomNetwork.evaluate_packed,
             prepare=None,
         )
 
@@ -269,16 +305,20 @@ class RandomNetwork:
         [N, 112]): the same outputs as for the expanded planes, with the same delay."""
         start = time.perf_counter()
         n = masks.shape[0]
-        policy = np.empty((n, POLICY_SIZE), np.float32)
         q = np.empty(n, np.float32)
         d = np.empty(n, np.float32)
-        _evaluate_packed(
-            np.ascontiguousarray(masks, np.uint64),
-            np.ascontiguousarray(values, np.float32).view(np.uint32),
-            _HASH_WORDS, self._seed_word, _LOGITS, _WDL, policy, q, d,
-        )  # fmt: skip
+        masks = np.ascontiguousarray(masks, np.uint64)
+        bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
+        if legal is None:
+            policy = np.empty((n, POLICY_SIZE), np.float32)
+            _evaluate_packed(masks, bits, _HASH_WORDS, self._seed_word, _LOGITS, _WDL, policy, q, d)
+        else:
+            legal = np.ascontiguousarray(legal, np.int32)
+            policy = np.empty(legal.shape, np.float32)
+            _evaluate_packed_gathered(masks, bits, _HASH_WORDS, self._seed_word, _LOGITS, _WDL,
+                                      legal, policy, q, d)  # fmt: skip
         self._device.run(start)
-        return NetworkOutput(policy=gathered(policy, legal), q=q, d=d, m=np.zeros(n, np.float32))
+        return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
 
     def _outputs(self, planes: np.ndarray) -> NetworkOutput:
         """The outputs, without the delay."""

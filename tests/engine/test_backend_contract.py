@@ -138,7 +138,7 @@ def test_the_record_is_frozen_and_the_random_backend_fills_every_field():
     assert attributes == BackendAttributes(name="random", description=(), max_batch=1024,
                                            preferred_batch=7, padded_size=net.padded_size,
                                            concurrency=ANY_CALLS, packed_input=True,
-                                           policy_gather=False, prepare=None)
+                                           policy_gather=True, prepare=None)
     assert attributes.padded_size is not None and attributes.padded_size(5) == 7
     with pytest.raises(AttributeError):
         attributes.max_batch = 1  # type: ignore[misc]  # frozen: the point of the test
