@@ -77,14 +77,14 @@ def lookup(cache, key):
     if cache.meta[CAPACITY] <= 0:
         return -1
     slots = cache.entries.key.shape[0]
-    home = np.int64(key % np.uint64(slots))
-    for p in range(PROBES):
-        s = (home + p) % slots
+    s = np.int64(key % np.uint64(slots))
+    for _ in range(PROBES):
         found = cache.entries.key[s]
         if found == key and _live(cache, s):
             return s
         if found == 0:
             return -1
+        s = s + 1 if s + 1 < slots else 0  # no division a probe
     return -1
 
 
@@ -97,21 +97,23 @@ def insert(cache, key, q, d, m, moves, priors, count):
     ring = cache.ring.move.shape[0]
     if count > ring:
         return
-    home = np.int64(key % np.uint64(slots))
+    s = np.int64(key % np.uint64(slots))
     victim, oldest = -1, np.int64(1) << 62
-    for p in range(PROBES):
-        s = (home + p) % slots
+    for _ in range(PROBES):
         if cache.entries.key[s] == key or not _live(cache, s):
             victim = s
             break
         if cache.entries.start[s] < oldest:
             victim, oldest = s, cache.entries.start[s]
+        s = s + 1 if s + 1 < slots else 0
     if cache.entries.key[victim] == 0:
         cache.meta[USED] += 1
     write = cache.meta[WRITE]
+    at = write % ring  # one division an entry, not two a move
     for j in range(count):
-        cache.ring.move[(write + j) % ring] = moves[j]
-        cache.ring.prior[(write + j) % ring] = priors[j]
+        cache.ring.move[at] = moves[j]
+        cache.ring.prior[at] = priors[j]
+        at = at + 1 if at + 1 < ring else 0
     cache.entries.key[victim] = key
     cache.entries.q[victim] = q
     cache.entries.d[victim] = d
@@ -127,7 +129,9 @@ def read_moves(cache, slot, moves, priors):
     ring = cache.ring.move.shape[0]
     start = cache.entries.start[slot]
     k = cache.entries.count[slot]
+    at = start % ring
     for j in range(k):
-        moves[j] = cache.ring.move[(start + j) % ring]
-        priors[j] = cache.ring.prior[(start + j) % ring]
+        moves[j] = cache.ring.move[at]
+        priors[j] = cache.ring.prior[at]
+        at = at + 1 if at + 1 < ring else 0
     return k
