@@ -171,7 +171,7 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
     (lc0's Node::SortEdges; ties keep the generation order, as its insertion sort of a short
     list). ``scratch``: the (float64, int64, float32) [>= count] arrays of
     :func:`sort_policies`."""
-    x, order, probs = scratch
+    _, order, probs = scratch
     top = np.float32(-np.inf)
     for j in range(count):
         probs[j] = logits[indices[j]]
@@ -180,12 +180,19 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
         probs[j] = np.float32(probs[j] - top)
     fast_softmax(probs, count, np.float32(1.0 / np.float32(temperature)))
     compress_priors(probs, out_priors, count)  # lc0: float, then 16 bits
+    # Sorted as one int64 key a move, the complement of its prior above its index: ascending
+    # keys are decreasing priors with ties in index order, compared without indirection.
     for j in range(count):
-        x[j] = out_priors[j]
-    order_descending(x, np.int64(count), order)
+        key = (np.int64(65535 - np.int64(out_priors[j])) << 16) | j
+        k = j
+        while k > 0 and order[k - 1] > key:
+            order[k] = order[k - 1]
+            k -= 1
+        order[k] = key
     for j in range(count):
-        out_moves[j] = moves[order[j]]
-        out_priors[j] = np.uint16(x[order[j]])
+        key = order[j]
+        out_moves[j] = moves[key & 65535]
+        out_priors[j] = np.uint16(65535 - (key >> 16))
 
 
 @njit(cache=True, nogil=True)
