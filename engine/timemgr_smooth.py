@@ -9,8 +9,8 @@ the reused tree's worth of time, less the bank's share, divided by the time use,
 ``max-move-budget`` of the clock.
 
 The stopper (lc0's SmoothStopper) is :class:`engine.timemgr_watch.SmoothWatch`: the search's
-budget is the deadline plus the bank's share, and the watch stops it at the deadline unless the
-bank is wanted.
+budget is the deadline plus the bank's share, and the stopper, asked before every minibatch as
+lc0's, stops it at the deadline unless the bank is wanted.
 """
 
 from __future__ import annotations

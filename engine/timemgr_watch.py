@@ -1,25 +1,17 @@
 """lc0's SmoothStopper's use of the piggy bank past a move's deadline (smooth.cc), read from the
-root while the search runs: the search asks for more time when its most visited move is not the
-best by Q + M (lc0's ``kNeedMoreTime``, classic/search.cc PopulateCommonIterationStats), and the
-visit trend says the best move is being overtaken (lc0's VisitsTrendWatcher). A move that ends on
-its deadline while either holds searches on, up to the deadline plus the bank's share, and stops
-as soon as neither holds (:class:`SmoothWatch`, beside the search the controller runs).
+root as one of the search's stoppers: the search asks for more time when its most visited move
+is not the best by Q + M (lc0's ``kNeedMoreTime``, classic/search.cc
+PopulateCommonIterationStats), and the visit trend says the best move is being overtaken (lc0's
+VisitsTrendWatcher). A move that ends on its deadline while either holds searches on, up to the
+deadline plus the bank's share, and stops at the first minibatch where neither holds
+(:class:`SmoothWatch`, set on the search by the controller for one move).
 """
 
 from __future__ import annotations
 
-import threading
-import time
-
-import numpy as np
-
 from engine.search import Search
-from engine.search.core.params import pack
 from engine.search.core.view import NodeView, puct_terms
 from engine.timemgr_smooth import SmoothParams
-
-POLL_S = 0.005
-"""How often the watch reads the root (lc0 asks its stoppers after every minibatch)."""
 
 
 def need_more_time(n: list[int], q_plus_m: list[float]) -> bool:
@@ -35,12 +27,17 @@ def need_more_time(n: list[int], q_plus_m: list[float]) -> bool:
 
 
 def should_stop(
-    elapsed_ms: float, deadline_ms: float, force_ms: float, wanted: bool
+    elapsed_ms: float,
+    since_first_batch_ms: float,
+    deadline_ms: float,
+    force_ms: float,
+    wanted: bool,
 ) -> tuple[bool, bool]:
     """lc0's SmoothStopper::ShouldStop under a budget of the deadline plus the bank: (stop now,
     the bank is being used). The bank is used past the deadline while it is ``wanted`` (the
-    search asks for more time, or the trend) or forced (the first ``force_ms``)."""
-    use = wanted or elapsed_ms <= force_ms
+    search asks for more time, or the trend) or forced (the first ``force_ms`` after the first
+    playout: lc0's ``time_since_first_batch``)."""
+    use = wanted or since_first_batch_ms <= force_ms
     if elapsed_ms < deadline_ms:
         return False, False
     return not use, use
@@ -88,11 +85,15 @@ class TrendWatcher:
 
 
 class SmoothWatch:
-    """lc0's SmoothStopper over a run whose budget is the deadline plus the bank's share: reads
-    the root every :data:`POLL_S` and stops the search at the deadline unless the bank is wanted
-    (its first ``force-piggybank-ms``, the search asking for more time, or the best move's trend
-    being overtaken), and past the deadline as soon as it no longer is. The search's smart
-    pruning counts on the longer budget, as lc0's does while the bank may be used."""
+    """lc0's SmoothStopper over a run whose budget is the deadline plus the bank's share: one of
+    the search's stoppers (``Resources.time_stopper``, asked before every minibatch and by the
+    run's watching thread, nodes lock held, as lc0 asks its stoppers after every minibatch and
+    in its watchdog) from its making to :meth:`close`. It stops the search at the deadline
+    unless the bank is wanted (its first ``force-piggybank-ms`` after the first playout, the
+    search asking for more time, or the best move's trend being overtaken), and past the
+    deadline as soon as it no longer is. The search's smart pruning counts on the longer
+    budget, as lc0's does while the bank may be used. ``started_at`` (the go's arrival) is
+    where the run's clock counts from already: the run passes its own readings."""
 
     def __init__(
         self,
@@ -100,47 +101,38 @@ class SmoothWatch:
         p: SmoothParams,
         deadline_ms: float,
         spare_ms: float,
-        started_at: float,
+        started_at: float | None = None,
     ) -> None:
         self.search, self.p = search, p
         self.deadline, self.spare, self.started_at = deadline_ms, spare_ms, started_at
         self.trend = TrendWatcher(p)
         self.used_piggybank = False
-        self._packed: tuple[object, np.ndarray] | None = None
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="smooth-watch", daemon=True)
-        self._thread.start()
+        search.resources.time_stopper = self.poll
 
     def close(self) -> None:
-        self._done.set()
-        self._thread.join()
+        """The search's later runs are not this move's: the stopper is taken out."""
+        resources = self.search.resources
+        if resources.time_stopper == self.poll:
+            resources.time_stopper = None
 
-    def poll(self) -> bool:
-        """One of lc0's ShouldStop calls: whether the search should stop now (never before the
-        root's first evaluation, as lc0's MaybeTriggerStop)."""
-        elapsed = (time.monotonic() - self.started_at) * 1000.0
-        state = self.search.state
-        tree = state.tree
+    def poll(self, elapsed_ms: float, since_first_batch_ms: float) -> bool:
+        """lc0's SmoothStopper::ShouldStop (nodes lock held): whether the search should stop
+        now, ``elapsed_ms`` into the move and ``since_first_batch_ms`` after its first playout
+        (never before the root's first evaluation, as lc0's MaybeTriggerStop)."""
+        resources = self.search.resources
+        tree = resources.state.tree
         if int(tree.nodes["nedges"][0]) == 0 or int(tree.nodes["n"][0]) == 0:
             return False
-        if self._packed is None or self._packed[0] is not state.params:
-            self._packed = (state.params, pack(state.params, bool(state.network.has_mlh)))
-        terms = puct_terms(tree, self._packed[1], 0, True, state.draw_score(0))
         visits = NodeView(tree, 0).cn
-        self.trend.update(elapsed, visits)
-        use = need_more_time(visits, list(terms.qm)) or self.trend.overtaken(
+        self.trend.update(elapsed_ms, visits)
+        if elapsed_ms < self.deadline:
+            return False  # the rest decides only past the deadline (should_stop)
+        terms = puct_terms(tree, resources.packed, 0, True, resources.state.draw_score(0))
+        wanted = need_more_time(visits, list(terms.qm)) or self.trend.overtaken(
             self.deadline + self.spare
         )
-        stop, used = should_stop(elapsed, self.deadline, self.p.force_piggybank_ms, use)
+        stop, used = should_stop(
+            elapsed_ms, since_first_batch_ms, self.deadline, self.p.force_piggybank_ms, wanted
+        )
         self.used_piggybank = self.used_piggybank or used
         return stop
-
-    def _loop(self) -> None:
-        while not self._done.wait(POLL_S):
-            try:
-                stop = self.poll()
-            except Exception:  # a tree being replaced under the reading: read it next time
-                continue
-            if stop:
-                self.search.stop()
-                return

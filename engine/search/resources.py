@@ -28,6 +28,11 @@ from engine.search.state import NNCache, SearchState
 from engine.search.timeline import Timeline
 from engine.tablebase import Tablebase
 
+TimeStopper = Callable[[float, float], bool]
+"""A time manager's stopper (lc0's ``SearchStopper::ShouldStop``) over the run's milliseconds
+since the go and since its first playout (lc0's ``time_since_movestart`` and
+``time_since_first_batch``, 0 before it): whether the search should stop now."""
+
 HISTORY_ROOM = 1024
 """Plies of path the history buffer holds beyond the game (grown when a search goes deeper)."""
 
@@ -58,6 +63,10 @@ class Resources:
         self.pages = PagesAhead()  # the tree's and the cache's next pages, backed in advance
         self.stop_flag = np.zeros(1, np.uint8)
         """The stop as the compiled gather reads it."""
+        self.time_stopper: TimeStopper | None = None
+        """The time manager's own stopper (smooth's, lc0's SmoothStopper), when one is set:
+        asked with the stoppers before every minibatch and at each look of the run's watching
+        thread, nodes lock held (engine/search/run.py); True ends a run that has a limit."""
         self._pad_key: tuple[int, int] | None = None
         self._pad = np.zeros(1, np.int64)
         self._packed_for: SearchParams | None = None

@@ -174,6 +174,7 @@ class SearchRun:
         reached, remaining, tally.first_eval_time = cstop.limit_reached(
             self.go.limit, self.params, summary, progress
         )
+        reached = reached or self._time_stopper(progress.elapsed_ms)
         full = summary.visits >= self.params.max_tree_nodes or (
             0 < self.params.ram_limit_bytes <= progress.memory_bytes
         )
@@ -194,11 +195,24 @@ class SearchRun:
         state = self.state
         if state.stop.is_set():
             return False
-        if cstop.time_up(self.go.limit, self._elapsed_ms(), int(state.tree.nodes["n"][0])):
+        elapsed = self._elapsed_ms()
+        if cstop.time_up(self.go.limit, elapsed, int(state.tree.nodes["n"][0])):
             return False
         self._note_first_playout()
+        if self._time_stopper(elapsed):
+            return False
         self._maybe_report(self._summary())
         return True
+
+    def _time_stopper(self, elapsed_ms: float) -> bool:
+        """The time manager's own stopper (Resources.time_stopper, smooth's), as lc0 chains it
+        with the other stoppers: asked before every minibatch and by the watching thread (lc0's
+        watchdog), never in a run until stop."""
+        stopper = self.res.time_stopper
+        if stopper is None or self.go.limit.until_stop:
+            return False
+        first = self.tally.nps_start_ms
+        return stopper(elapsed_ms, 0.0 if first is None else max(elapsed_ms - first, 0.0))
 
     # ----------------------------------------------------------------------------- info lines
     def _note_first_playout(self) -> None:

@@ -333,15 +333,17 @@ def test_smooth_through_the_time_manager_keeps_its_state_within_a_game():
 
 def test_smooth_stops_at_the_deadline_unless_the_bank_is_wanted():
     """lc0's SmoothStopper: before the deadline never; past it, on while the search wants more
-    time (or the trend says so), or within the first force-piggybank-ms; the bank counts as
-    used then. The search's own budget is the deadline plus the bank's share."""
+    time (or the trend says so), or within the first force-piggybank-ms after the first batch
+    (lc0's time_since_first_batch); the bank counts as used then. The search's own budget is
+    the deadline plus the bank's share."""
     from engine.timemgr_watch import should_stop
 
-    assert should_stop(400.0, 481.0, 1000, wanted=False) == (False, False)
-    assert should_stop(500.0, 481.0, 1000, wanted=False) == (False, True)  # forced: the first second
-    assert should_stop(1001.0, 481.0, 1000, wanted=False) == (True, False)
-    assert should_stop(1200.0, 481.0, 1000, wanted=True) == (False, True)
-    assert should_stop(1600.0, 1566.0, 1000, wanted=False) == (True, False)
+    assert should_stop(400.0, 400.0, 481.0, 1000, wanted=False) == (False, False)
+    assert should_stop(500.0, 500.0, 481.0, 1000, wanted=False) == (False, True)  # forced
+    assert should_stop(1001.0, 1001.0, 481.0, 1000, wanted=False) == (True, False)
+    assert should_stop(1200.0, 1000.0, 481.0, 1000, wanted=False) == (False, True)  # 1st batch late
+    assert should_stop(1200.0, 1200.0, 481.0, 1000, wanted=True) == (False, True)
+    assert should_stop(1600.0, 1600.0, 1566.0, 1000, wanted=False) == (True, False)
 
 
 def test_smooth_caps_a_move_at_max_move_budget_of_the_clock():
@@ -363,3 +365,72 @@ def test_need_more_time_is_lc0s_rule():
     trend.update(200.0, [60, 40])  # the second gains 30 visits per 100 ms, the best 10
     assert trend.overtaken(by_ms=300.0)  # 40 + 4.0 * 0.3 * 100 > 60 + 0.2 * 0.1 * 100
     assert not trend.overtaken(by_ms=201.0)
+
+
+def _one_move_search(stopper_ms: int | None = None):
+    """A search (random network, one thread, minibatches of 8, no smart pruning) whose clock is
+    its playouts (1 ms each), at a position of one legal move: lc0's kNeedMoreTime and the
+    visit trend never hold there (one edge), so only the deadline and the forced bank decide."""
+    import chess
+
+    from engine.backends.random import RandomNetwork
+    from engine.search import PlayoutClock, Search, from_options
+
+    search = Search(
+        RandomNetwork(),
+        from_options({"Threads": 1, "MinibatchSize": 8, "SmartPruningFactor": 0.0}),
+    )
+    search.state.clock = PlayoutClock(1000.0)
+    board = chess.Board("7k/8/8/8/8/8/3R1PPP/q5K1 w - - 0 1")
+    assert board.legal_moves.count() == 1  # the truth the docstring leans on (python-chess)
+    search.set_position(board)
+    return search
+
+
+# A minibatch's playouts at most: MinibatchSize plus its out-of-order backups (factor 2.4).
+ONE_MINIBATCH = 8 + int(8 * 2.4)
+
+
+def test_a_time_managers_stopper_is_asked_before_every_minibatch():
+    """lc0 asks its stoppers (the time manager's among them) after every minibatch: a stopper
+    that says stop from 100 ms on (by the search's clock: 100 playouts) ends the search within
+    one minibatch of it, where a watch reading the host's clock every few ms would not (the
+    random network searches thousands of playouts a second here)."""
+    search = _one_move_search()
+    calls: list[tuple[float, float]] = []
+
+    def stopper(elapsed_ms: float, since_first_batch_ms: float) -> bool:
+        calls.append((elapsed_ms, since_first_batch_ms))
+        return elapsed_ms >= 100.0
+
+    search.resources.time_stopper = stopper
+    try:
+        result = search.run(Limit(nodes=50_000))
+    finally:
+        search.close()
+    assert 100 <= result.playouts <= 100 + ONE_MINIBATCH, result.playouts
+    assert calls[0] == (0.0, 0.0)  # before the first minibatch: nothing searched yet
+    assert all(since <= elapsed for elapsed, since in calls)
+    assert len(calls) >= result.playouts // ONE_MINIBATCH  # at least one call a minibatch
+
+
+@pytest.mark.parametrize("force_ms", [0, 300])
+def test_smooth_stopper_ends_the_search_at_the_first_minibatch_past_its_limit(force_ms):
+    """lc0's SmoothStopper as one of the search's stoppers: with neither kNeedMoreTime nor the
+    trend holding, the search stops at the first minibatch past the deadline (100 ms), or,
+    the bank forced for force-piggybank-ms after the first batch, past that (the bank counted
+    as used: lc0's used_piggybank_); closed, it is no longer the search's stopper."""
+    from engine.timemgr_watch import SmoothWatch
+
+    search = _one_move_search()
+    watch = SmoothWatch(search, SmoothParams(force_piggybank_ms=force_ms), 100.0, 10_000.0)
+    assert search.resources.time_stopper == watch.poll
+    try:
+        result = search.run(Limit(nodes=50_000))
+        watch.close()
+        assert search.resources.time_stopper is None
+    finally:
+        search.close()
+    limit = max(100, force_ms)
+    assert limit <= result.playouts <= limit + 2 * ONE_MINIBATCH, result.playouts
+    assert watch.used_piggybank == (force_ms > 100)
