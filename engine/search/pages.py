@@ -52,6 +52,10 @@ class PagesAhead:
     def __init__(self) -> None:
         self._madvise = _madvise()
         self._ready: dict[int, int] = {}  # array address -> bytes from its start made ready
+        self._quiet: dict[tuple[int, int], int] = {}
+        """(id, bytes) of an array -> the elements in use below which :meth:`ahead` has
+        nothing to do: the check a batch makes without the lock or ``array.ctypes`` (which
+        builds an object: a few microseconds, four times a batch)."""
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
 
@@ -60,12 +64,19 @@ class PagesAhead:
         Cheap when they already are (called once a batch)."""
         if self._madvise is None:
             return
+        quiet = (id(array), array.nbytes)
+        if used < self._quiet.get(quiet, 0):
+            return
         start = array.ctypes.data
         end = array.nbytes
         used_bytes = used * array.itemsize
         with self._lock:
             ready = self._ready.get(start, used_bytes)
             if ready >= min(end, used_bytes + WINDOW // 2):
+                if len(self._quiet) >= 16:
+                    self._quiet.clear()  # arrays the tree and the cache have replaced since
+                # Nothing to do until the part in use passes half a window below what is ready.
+                self._quiet[quiet] = (ready - WINDOW // 2) // array.itemsize + 1
                 return
             upto = min(end, max(ready, used_bytes) + WINDOW)
             if start not in self._ready and len(self._ready) >= 16:
