@@ -211,11 +211,11 @@ class TimeManager:
         self._game = (start_fen, list(moves))
 
     def game_ply_for(self, board: chess.Board) -> int:
-        """The game ply the manager reads: the board's for legacy (as before); for the others
-        lc0's GetGamePly, which since v0.33 starts from the FEN's full-move number (1 at the
-        start position: ``Position::FromFen`` keeps it as the ply count) plus the moves played."""
-        if isinstance(self._params, LegacyParams):
-            return board.ply()
+        """The game ply every manager reads: lc0's ``Position::GetGamePly``, which since v0.33
+        starts from the FEN's full-move number (``Position::FromFen`` passes ChessBoard::SetFromFen
+        its ply count to hold the full-move number: 1 at the start position, where the board's
+        ply is 0) plus one a move played (``Position(parent, move)``). legacy's first-move bonus
+        at the start position is then lc0's 1 + 1.8 + 0.25 x 1 = 3.05x."""
         return board.root().fullmove_number + len(board.move_stack)
 
     def budget_ms(

@@ -49,13 +49,47 @@ def test_movestogo_replaces_the_estimate_when_smaller_and_movetime_keeps_overhea
     assert TimeManager(OVERHEAD).budget_ms(Limit(infinite=True, wtime=5_000), False, 0) is None
 
 
-def test_legacy_reads_the_boards_ply_and_the_others_lc0s():
+def test_every_manager_reads_lc0s_game_ply():
+    """lc0 v0.33's Position::GetGamePly: the FEN's full-move number (ChessBoard::SetFromFen
+    writes it into the ply count), plus one a move played: 31 here, where the board's ply is
+    60."""
     import chess
 
     board = chess.Board("8/8/8/4k3/8/8/4K3/8 b - - 0 30")
     board.push_uci("e5d5")
-    assert TimeManager(OVERHEAD).game_ply_for(board) == board.ply() == 60
-    assert TimeManager(OVERHEAD, parse_time_manager("smooth")).game_ply_for(board) == 31
+    assert board.ply() == 60
+    for spec in ("legacy", "smooth", "alphazero", "simple"):
+        assert TimeManager(OVERHEAD, parse_time_manager(spec)).game_ply_for(board) == 31, spec
+
+
+def _lc0_legacy_first_move_ms(time_ms: int, fen_fullmove: int) -> float:
+    """lc0 v0.33's LegacyTimeManager::GetStopper (legacy.cc) on a game's first move, no
+    increment, no movestogo, defaults (midpoint-move 51.5, steepness 7, first-move-bonus 1.8,
+    book-ply-bonus 0.25, slowmover 1), with the ply it reads: the FEN's full-move number."""
+    ply = fen_fullmove
+    movestogo = _lc0_moves_to_go(ply)
+    this_move = max(0.0, time_ms - OVERHEAD) / movestogo
+    return this_move * (1.0 + 1.8 + 0.25 * min(12, ply))
+
+
+@pytest.mark.parametrize(
+    "fen",
+    [
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",  # 3.05x: ply 1, not 0
+        "r1bq1rk1/pp2bppp/2n1pn2/3p4/3P4/2NBPN2/PP3PPP/R2Q1RK1 w - - 0 30",  # ply 30, not 58
+    ],
+)
+def test_legacy_first_move_budget_is_lc0s_at_lc0s_ply(fen):
+    """legacy's first move on a 60 s clock, the ply read as the controller reads it, against
+    lc0's formula at lc0's ply (the start position: 59.8 s / 51.0 moves x 3.05, where the
+    board's ply gave / 51.5 x 2.8)."""
+    import chess
+
+    board = chess.Board(fen)
+    tm = TimeManager(OVERHEAD)
+    go = Limit(wtime=60_000, btime=60_000)
+    got = tm.budget_ms(go, black_to_move=False, game_ply=tm.game_ply_for(board))
+    assert got == pytest.approx(_lc0_legacy_first_move_ms(60_000, board.fullmove_number))
 
 
 def test_first_move_bonus():
@@ -192,7 +226,8 @@ def test_a_go_line_reaches_search_and_time_manager_as_one_limit(monkeypatch):
     uci.handle("ponderhit")
     uci.controller.wait(10)
     finite = dataclasses.replace(limit, ponder=False)
-    budget = TimeManager(OVERHEAD).budget_ms(finite, black_to_move=True, game_ply=1)
+    # lc0's game ply after 1.e4: the start FEN's full-move number 1, plus one move
+    budget = TimeManager(OVERHEAD).budget_ms(finite, black_to_move=True, game_ply=2)
     assert budget is not None and budget > 0
     hits = runs[1:]
     assert hits == [dataclasses.replace(finite, started_at=hits[0].started_at, budget_ms=budget,
@@ -239,7 +274,8 @@ def test_ponderhit_banks_the_time_its_search_left_unused():
     uci.handle("ponderhit")
     uci.controller.wait(10)
     assert out.getvalue().splitlines()[-1].startswith("bestmove ")
-    budget = TimeManager(OVERHEAD).budget_ms(Limit(wtime=60_000, btime=60_000), True, 1)
+    # lc0's game ply after 1.e4: the start FEN's full-move number 1, plus one move
+    budget = TimeManager(OVERHEAD).budget_ms(Limit(wtime=60_000, btime=60_000), True, 2)
     assert budget is not None and budget > 1_000
     spared = uci.controller.timemgr.time_spared_ms
     assert budget - 1_000 < spared <= budget, (spared, budget)
