@@ -41,6 +41,12 @@ from engine.search.result import (
 from engine.search.threads import SearchThreads
 from engine.search.worker import SearchWorker
 
+LIMIT_WARNING = "WARNING: Search has reached limit and does not make any progress."
+"""lc0's ``info string`` after each info line of a run until stop (``go infinite``, ``go
+ponder``) whose limit is reached (go nodes or depth, the tree or RAM limit): it searches no
+further but waits for ``stop`` (classic/search.cc MaybeOutputInfo: ``stop_`` set, no bestmove
+to send)."""
+
 WATCH_SLICE_S = 0.02
 """How often the run's own thread looks at its search threads (a deadline is noticed within it
 while every thread waits for the network; the threads see a stop and their limits at once)."""
@@ -80,6 +86,9 @@ class SearchRun:
         """The root's best edge when it was sent (lc0's ``last_outputted_info_edge_``)."""
         self._ending = False
         """A limit is reached: the next report is the final one (lc0's ``bestmove_is_sent_``)."""
+        self._stalled = False
+        """A limit is reached in a run until stop: it waits for ``stop`` (lc0's ``stop_``
+        without ``ok_to_respond_bestmove_``); each info line then comes with LIMIT_WARNING."""
 
     # ----------------------------------------------------------------------------- the run
     def execute(self) -> SearchResult:
@@ -186,6 +195,7 @@ class SearchRun:
         if reached and not self.go.limit.until_stop:
             self._ending = True  # the run's end sends the final report
         else:
+            self._stalled = self._stalled or reached
             self._maybe_report(summary)
         return reached, remaining, summary.best
 
@@ -225,7 +235,8 @@ class SearchRun:
         """lc0's MaybeOutputInfo, after every minibatch and at every look of the watching
         thread (nodes lock held): the info lines when the root has a best move and it, the
         average depth or the seldepth changed since the last report, or that report is
-        INFO_HEARTBEAT_MS old; never once a limit is reached (the final report follows)."""
+        INFO_HEARTBEAT_MS old; never once a limit is reached (the final report follows), but
+        in a run until stop, where each line is followed by lc0's LIMIT_WARNING."""
         if self.on_info is None or self._ending:
             return
         if not summary.expanded or summary.best < 0 or summary.first_visits == 0:
@@ -246,6 +257,8 @@ class SearchRun:
         self.on_info(infos)
         if self.live_stats and self.on_verbose is not None:
             self.on_verbose(verbose_stats(self.state))
+        if self._stalled and self.on_verbose is not None:
+            self.on_verbose([LIMIT_WARNING])  # lc0: after the line and its live stats
         self._sent, self._sent_best = infos[0], summary.best
 
     # ----------------------------------------------------------------------------- helpers

@@ -12,6 +12,8 @@ search had reached after k playouts. lc0's own counts, side by side: bin/check/i
 from __future__ import annotations
 
 import re
+import time
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +145,50 @@ def test_fields_in_lc0s_order():
     for line in final:
         keys = [k for k in line.split() if k in LC0_FIELDS]
         assert keys == list(LC0_FIELDS), line
+
+
+LC0_LIMIT_RECORDING = Path(__file__).parents[1] / "data" / "lc0-go-infinite-nodes-limit.txt"
+"""lc0's reply to ``go infinite nodes 50`` then ``stop`` 6.5 s later (the command in its header)."""
+
+
+def _until_stop_lines(go: str, wait_s: float) -> list[str]:
+    session = Session(**ONE_AT_A_TIME)
+    try:
+        session.uci.handle("position startpos")
+        before = len(session.out.lines)
+        session.uci.handle(go)
+        time.sleep(wait_s)
+        session.uci.handle("stop")
+        deadline = time.monotonic() + 30
+        while not any(ln.startswith("bestmove") for ln in session.out.lines[before:]):
+            assert time.monotonic() < deadline, session.out.lines[before:]
+            time.sleep(0.005)
+        return session.out.lines[before:]
+    finally:
+        session.close()
+
+
+def test_a_run_until_stop_past_its_limit_warns_as_lc0(monkeypatch):
+    """lc0 (recorded): ``go infinite nodes N`` stops searching at N but waits for ``stop``; each
+    info line from then on (a change, or the 5 s heartbeat: here 60 ms) is followed by lc0's
+    ``info string WARNING: Search has reached limit and does not make any progress.``. A run
+    with no limit reached, or one that is not until stop, sends no warning."""
+    lc0 = [ln for ln in LC0_LIMIT_RECORDING.read_text().splitlines() if not ln.startswith("#")]
+    warning = next(ln for ln in lc0 if ln.startswith("info string"))
+    assert warning == f"info string {search_run.LIMIT_WARNING}"
+
+    def pattern(lines: list[str], limit: int) -> None:
+        warned = [i for i, ln in enumerate(lines) if ln == warning]
+        assert warned, lines
+        for i in warned:  # right after an info line of the stalled search
+            assert lines[i - 1].startswith("info depth"), lines
+            assert parse(lines[i - 1])["nodes"] >= limit, lines  # type: ignore[operator]
+        assert lines[-1].startswith("bestmove"), lines
+
+    pattern(lc0[lc0.index("uciok") + 1 :], 50)
+    monkeypatch.setattr(search_run, "INFO_HEARTBEAT_MS", 60)
+    ours = _until_stop_lines("go infinite nodes 30", 0.5)
+    pattern(ours, 30)
+    assert len([ln for ln in ours if ln == warning]) >= 2, ours  # with each heartbeat's line
+    assert warning not in search_lines("go nodes 30")
+    assert warning not in _until_stop_lines("go infinite", 0.3)
