@@ -1,5 +1,5 @@
 """``python -m engine``, ``bin/xlazero`` and the installed ``xlazero`` script: the process's set-up
-(engine/startup.py), then, as lc0's command line, one of lc0's modes when the first argument
+(engine/startup/), then, as lc0's command line, one of lc0's modes when the first argument
 names one (``xlazero benchmark --nodes=100``: engine/modes/), else the UCI engine, whose imports
 load the compiled search (``classic``, lc0's default search, is the engine too)."""
 

@@ -8,7 +8,7 @@ every compiled source rules that out: a changed source starts a new, empty cache
 
 The directory is numba's documented override, ``NUMBA_CACHE_DIR``: under the one the user set,
 else under the user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``), so a read-only
-install caches too. :func:`configure` (run by the process's set-up, engine/startup.py) only sets
+install caches too. :func:`configure` (run by the process's set-up, engine/startup/) only sets
 that variable; it writes nothing. The engine process calls :func:`remove_stale` when it starts: other versions'
 directories unused for a week are removed (not sooner: another checkout may be using one right
 now).

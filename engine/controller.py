@@ -13,7 +13,6 @@ instead of silently weak moves.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -42,6 +41,7 @@ from engine.search import (
     from_options,
 )
 from engine.search.contempt import INFINITE_CONTEMPT_WARNING, PLAY, contempt_of
+from engine.startup import collector
 from engine.tablebase import Tablebase
 from engine.timemgr import TimeManager, parse_time_manager
 from engine.timemgr_smooth import SmoothParams
@@ -253,7 +253,7 @@ class Controller:
         self.search = None
         self._network_key = None
         self.cache.clear()
-        gc.unfreeze()  # what the dropped network left in reference cycles can be collected
+        collector.unfreeze()  # what the dropped network left in reference cycles can be collected
 
     def ensure_network(self) -> bool:
         """Load the network named by the options if needed; report failures to the listener."""
@@ -269,10 +269,9 @@ class Controller:
             return False
         self._network_key = key
         self._load_error = None
-        # What start-up and the load made (JAX, the network, the compiled search: about a
-        # million objects) leaves the collector's generations, which a search's collections
-        # would otherwise traverse: 4-12 % of the search thread's time with the random backend.
-        gc.freeze()
+        # What start-up and the load made leaves the collector's generations (the start-up's
+        # collector policy: engine/startup/collector.py).
+        collector.freeze()
         return True
 
     def _prepare_network(self, params: SearchParams) -> None:

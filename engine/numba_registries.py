@@ -18,7 +18,7 @@ The BLAS check runs with ``scipy.linalg`` hidden: the engine's compiled code nev
 
 Where numba's internals differ from what this expects (another numba version), nothing is
 changed and numba behaves as it always does; :func:`deferral_in_place` says which (the engine's
-start-up, engine/startup.py, calls :func:`defer_until_a_compile`; tests/test_private_hooks.py
+start-up, engine/startup/, calls :func:`defer_until_a_compile`; tests/test_private_hooks.py
 asserts that it takes effect on the pinned numba).
 """
 

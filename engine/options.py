@@ -1,7 +1,8 @@
 """Every engine option, declared once.
 
 The table :data:`OPTIONS` drives the ``uci`` option list, ``setoption``, the command line
-(``--lc0-style-name=value``) and the README table (``python -m engine.options --markdown``).
+(``--lc0-style-name=value``, parsed by engine/startup/cmdline.py) and the README table
+(``python -m engine.options --markdown``).
 Names, flags, types, defaults and ranges follow lc0's (src/search/classic/params.cc,
 src/engine.cc) where lc0 has the option; :data:`LC0_DIFFERENCES` lists each exception with its
 reason (tests/engine/test_lc0_options.py checks lc0's recorded replies against both).
@@ -24,7 +25,7 @@ DEFAULT_WEIGHTS = "<default>"
 DEFAULT_NETWORK_FILE = "xlazero-sf6x64.onnx"
 """The shipped trained network in ``nets/`` (provenance and strength: nets/README.md)."""
 DEFAULT_CONFIG_FILE = "lc0.config"
-"""ConfigFile's default, lc0's: that file beside the engine if there (engine.uci.config_flags)."""
+"""ConfigFile's default, lc0's: that file beside the engine if there (engine.startup.cmdline)."""
 AUTODISCOVER = "<autodiscover>"
 """WeightsFile value asking for lc0's search: the newest network file in the working directory,
 then beside the engine."""
@@ -1041,71 +1042,6 @@ def parse_pairs(pairs: Iterable[str]) -> dict[str, Any]:
         option = find(name)
         values[option.name] = option.parse(text)
     return values
-
-
-SHORT_FLAGS = {
-    "-w": "weights",
-    "-b": "backend",
-    "-o": "backend-opts",
-    "-t": "threads",
-    "-l": "logfile",
-    "-s": "syzygy-paths",
-    "-v": "verbose-move-stats",
-    "-c": "config",
-}
-"""lc0's short command-line flags: ``-w NET``, ``-b xla``, ``-o max_batch=64``, ``-t 2``,
-``-l FILE``, ``-s PATHS``, ``-v``, ``-c FILE``."""
-
-
-def parse_command_line(argv: Iterable[str]) -> dict[str, Any]:
-    """``--flag=value`` / ``--flag value`` / ``--flag`` (booleans) / ``--no-flag`` -> {name: value}.
-
-    Raises OptionError naming an unknown flag or a bad value.
-    """
-    values: dict[str, Any] = {}
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg in SHORT_FLAGS or arg[:2] in SHORT_FLAGS and arg[2:3] == "=":
-            arg = "--" + SHORT_FLAGS[arg[:2]] + arg[2:]
-        if not arg.startswith("--"):
-            raise OptionError(
-                f"unexpected argument {arg!r}: expected --option=value "
-                f"(or one of lc0's short flags {', '.join(SHORT_FLAGS)})"
-            )
-        body = arg[2:]
-        name, eq, text = body.partition("=")
-        option = BY_FLAG.get(name)
-        if option is None and name.startswith("no-") and not eq:
-            negated = BY_FLAG.get(name[3:])
-            if negated is not None and negated.kind == CHECK:
-                values[negated.name] = False
-                continue
-        if option is None:
-            raise OptionError(_unknown_flag(name))
-        if not eq:
-            if option.kind == CHECK and (i >= len(args) or args[i].startswith("-")):
-                values[option.name] = True
-                continue
-            if i >= len(args):
-                raise OptionError(f"flag --{name}: expected a value")
-            text = args[i]
-            i += 1
-        values[option.name] = option.parse(text)
-    return values
-
-
-def _unknown_flag(name: str) -> str:
-    """The error for ``--name``: the nearest flag, every flag, and where they are described
-    (the program's own ``--help``, which works from any directory)."""
-    import difflib  # here: only an error needs it
-
-    near = difflib.get_close_matches(name, list(BY_FLAG), n=1)
-    guess = f" (did you mean --{near[0]}?)" if near else ""
-    known = ", ".join(f"--{flag}" for flag in BY_FLAG)
-    return f"unknown flag --{name}{guess}: expected one of {known} (--help describes them)"
 
 
 def markdown_table() -> str:

@@ -20,7 +20,6 @@ import sys
 import threading
 import time
 from collections import deque
-from pathlib import Path
 from typing import Any, TextIO
 
 import chess
@@ -31,6 +30,7 @@ from engine.backend import prepare_backend
 from engine.controller import Controller
 from engine.loading import start_warm_up
 from engine.search import ThinkingInfo
+from engine.startup import cmdline, configure, write_bytecode
 from engine.uci_format import bestmove_line, format_info, parse_go, parse_position
 
 
@@ -234,142 +234,38 @@ class _StderrLog:
         pass
 
 
-CONFIG_FOLDER = Path(__file__).resolve().parent.parent / "bin"
-"""Where the default ConfigFile, lc0.config, is looked for: beside bin/xlazero (lc0: beside its
-binary)."""
-DEFAULT_CONFIG = "<default>"
-
-
-def config_file_of(argv: list[str]) -> str:
-    """The configuration file ``argv`` names (lc0's ProcessConfigFlag: the last ``--config=FILE``
-    or ``-c FILE``; ``--config FILE`` too here), else ``<default>``; ``""``: none."""
-    name = DEFAULT_CONFIG
-    for i, arg in enumerate(argv):
-        if arg.startswith("--config="):
-            name = arg.split("=", 1)[1]
-        elif arg in ("-c", "--config") and i + 1 < len(argv):
-            name = argv[i + 1]
-    return name
-
-
-def config_flags(argv: list[str], folder: Path | None = None) -> list[str]:
-    """The flags of the configuration file ``argv`` names, as lc0's ConfigFile reads it: one
-    flag a line, blank lines and ``#`` comments skipped, ``--`` added where a line has no
-    leading ``-``; a line with one ``-`` is an error. ``<default>``: lc0.config in ``folder``
-    (CONFIG_FOLDER), nothing if it is not there. OptionError says why a file does not read."""
-    name = config_file_of(argv)
-    if name == "":
-        return []
-    path = Path(name).expanduser()
-    if name == DEFAULT_CONFIG:
-        path = (folder or CONFIG_FOLDER) / opts.DEFAULT_CONFIG_FILE
-        if not path.is_file():
-            return []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise opts.OptionError(
-            f"could not open configuration file {path}: {exc.strerror or exc}"
-        ) from None
-    print(f"Found configuration file: {path}", file=sys.stderr, flush=True)  # as lc0
-    flags = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        line = line if line.startswith("-") else "--" + line
-        if not line.startswith("--"):
-            raise opts.OptionError(
-                f"only '--' arguments are supported in the configuration file {path}: {line!r}"
-            )
-        flags.append(line)
-    return flags
-
-
-def expand_config(argv: list[str], folder: Path | None = None) -> list[str]:
-    """``argv`` after its configuration file's flags (lc0's order: the file's first, so the
-    command line's win); ``--config``/``-c`` stay, setting ConfigFile."""
-    return config_flags(argv, folder) + argv
-
-
-def command_line_values(argv: list[str]) -> dict[str, Any]:
-    """The option values that ``xlazero ARGS`` sets: its flags, after a ``--config`` file's;
-    OptionError names a bad one."""
-    return opts.parse_command_line(expand_config(argv))
-
-
 def register_backends() -> None:
     """Import the backends, which register themselves by name: the protocol (engine.backend)
     knows no implementation, so the program's entry point brings them in. The process's set-up
-    (engine/startup.py: numba's cache, XLA's CPU devices, one per core) comes first."""
-    from engine.startup import configure
-
+    (engine/startup/: numba's cache, XLA's CPU devices, one per core) comes first."""
     configure()  # done already where the program started here; for a caller of main
     import backend_xla  # noqa: F401  (registers "xla")
     import engine.backends  # noqa: F401  (random)
 
 
-WARM_UP_FLAG = "--warm-up"
-WARM_UP_HELP = (
-    "make ready what the options name (compile the search's functions and the network's "
-    "programs into the caches, as isready does, and the engine's Python bytecode), then exit: "
-    "run once after an install or "
-    "update, so that the first start a GUI makes is a warm one (a cold one compiles for tens "
-    "of seconds, which a GUI may take for a hung engine)"
-)
-
-
-PRELOAD_FLAG, NO_PRELOAD = "--preload", "--no-preload"
-PRELOAD_HELP = "Initialize backend and load net on engine startup (lc0's --preload)."
-SHOW_HIDDEN_FLAG = "--show-hidden"
-"""lc0's flag that adds its hidden options to --help; every option is listed here: accepted."""
-
-
-BYTECODE_PACKAGES = ("engine", "backend_xla")
-PROJECT_ROOT = Path(engine.__file__).resolve().parent.parent
-
-
-def write_bytecode(root: Path = PROJECT_ROOT) -> bool:
-    """Compile the engine's own modules to bytecode (``__pycache__``), which later starts read
-    instead of compiling the sources: 0.05 s of a warm start. Python writes it itself on the
-    first import unless told not to (``PYTHONDONTWRITEBYTECODE``, ``-B``), as some setups do;
-    an install that is not writable just goes without. Returns whether every module compiled."""
-    import compileall
-
-    ok = True
-    for package in BYTECODE_PACKAGES:
-        folder = root / package
-        if folder.is_dir():
-            ok = bool(compileall.compile_dir(folder, quiet=2, workers=1)) and ok
-    return ok
-
-
 def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None) -> int:
-    """Console entry point: ``xlazero [--flag=value ...]``; exit code 2 on a bad flag."""
+    """Console entry point: ``xlazero [--flag=value ...]`` (the command line read by
+    engine/startup/cmdline.py), then the UCI session; exit code 2 on a bad flag."""
     register_backends()
     argv = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help") for a in argv):
-        print("usage: xlazero [--option=value ...] [--warm-up]\n")
-        print(f"{WARM_UP_FLAG}: {WARM_UP_HELP}\n")
-        print(opts.markdown_table())
+    if cmdline.wants_help(argv):
+        print(cmdline.help_text())
         return 0
-    warm_up_only, preload = WARM_UP_FLAG in argv, PRELOAD_FLAG in argv
-    argv = [a for a in argv if a not in (WARM_UP_FLAG, PRELOAD_FLAG, NO_PRELOAD, SHOW_HIDDEN_FLAG)]
     try:
-        values = command_line_values(argv)
+        command = cmdline.parse(argv)
     except opts.OptionError as exc:
         print(f"xlazero: error: {exc}", file=sys.stderr)
         return 2
     out = stdout or sys.stdout
-    uci = UciEngine(out, values)
-    if warm_up_only:
+    uci = UciEngine(out, command.values)
+    if command.warm_up:
         start_loading(uci)
         uci.handle("isready")
         write_bytecode()
         return 0
     stream = stdin or sys.stdin.buffer
-    loading = preload
-    if preload:  # lc0's --preload: the backend and the network loaded before the first command
+    loading = command.preload
+    if command.preload:  # lc0's: the backend and the network loaded before the first command
         start_loading(uci)
         uci.controller.ready()
     for raw in stream:
@@ -403,9 +299,7 @@ def run(argv: list[str] | None = None) -> None:
     Interpreter teardown (XLA's and numba's finalizers) takes most of a second, which a GUI
     would wait for after ``quit``; the search thread has stopped and the output is flushed, so
     nothing is lost."""
-    from engine.startup import configure
-
-    configure(clean=True)  # as ``python -m engine.uci`` did before its imports (engine/startup.py)
+    configure(clean=True)  # as ``python -m engine.uci`` did before its imports (engine/startup/)
     code = main(argv)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -6,7 +6,6 @@ Tests that need it skip with a reason when it is absent (it lives beside the rep
 from __future__ import annotations
 
 import functools
-import gc
 import gzip
 import json
 import os
@@ -45,10 +44,10 @@ os.environ.setdefault("XLAZERO_XLA_COMPILE_CORES", "all")
 other test process leaves idle. What the engine ships, one core in view, only changes speed; its
 own test sets it back."""
 
-from engine.startup import configure  # noqa: E402  (after the XLA settings above)
+from engine.startup import collector, configure  # noqa: E402  (after the XLA settings above)
 
 configure()
-"""The process's set-up, as the engine's (engine/startup.py): numba's cache folder, which the
+"""The process's set-up, as the engine's (engine/startup/): numba's cache folder, which the
 engines and tools the tests start inherit through the environment, numba's registries left to the
 first compile, XLA's device count (the one set above: a device count already in ``XLA_FLAGS`` wins)."""
 
@@ -218,12 +217,12 @@ USES_THE_SEARCH = ("tests/engine/", "tests/bin/test_", "tests/nets/test_shipped_
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Between test modules, what the test process holds (JAX, numba, onnx, compiled networks:
     half a million objects and more) leaves the collector's generations, as the engine does
-    once its network is loaded (engine/controller.py): each full collection would otherwise
-    traverse it again, 0.1-0.7 s each, about 55 of them a run. What the module left in cycles
-    is collected first (a pass over what is not frozen yet), so that it is not kept."""
+    once its network is loaded (the start-up's collector policy, engine/startup/collector.py):
+    each full collection would otherwise traverse it again, 0.1-0.7 s each, about 55 of them a
+    run. What the module left in cycles is collected first (a pass over what is not frozen yet),
+    so that it is not kept."""
     if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
-        gc.collect()
-        gc.freeze()
+        collector.freeze(collect=True)
 
 
 def pytest_runtest_call(item: pytest.Item) -> None:

@@ -386,7 +386,7 @@ def test_a_name_in_a_file_is_checked_and_a_moved_one_caught():
     assert problems(
         "`Evaluator` in `engine/search/evaluation.py`, `legal` in\n`engine/backend/__init__.py`, "
         "`UNCOUNTED` (`engine/search/core/calls.py`), `core/calls.py`'s `direct()`, "
-        "`gc.freeze` in `engine/controller.py`"
+        "`gc.freeze` in `engine/startup/collector.py`"
     ) == [None] * 5
     # docs/architecture.md at 487450d (issue 67): the encoding's chunks had moved out of
     # worker.py (and since gone); and a constant that moved from run.py to threads.py.
@@ -394,5 +394,8 @@ def test_a_name_in_a_file_is_checked_and_a_moved_one_caught():
     assert chunks is not None and chunks.startswith("definition 'Chunks' not in engine/search/")
     (stall,) = problems("`NETWORK_STALL_S` (`engine/search/run.py`)")
     assert stall == "definition 'NETWORK_STALL_S' not in engine/search/run.py"
+    # docs/engine.md when the collector's freeze moved into the start-up (issue 67 item 2).
+    (freeze,) = problems("frozen (`gc.freeze` in `engine/controller.py`)")
+    assert freeze == "definition 'gc.freeze' not in engine/controller.py"
     # Not a claim: inside a fenced block, or a path that is not Python.
     assert problems("```\n`Chunks` in `worker.py`\n```\n`Chunks` in `docs/engine.md`") == []

@@ -109,7 +109,7 @@ def engine_help() -> str:
 
     from engine import options as opts
     from engine.modes.flags import BOOL, HELP_INDENT, HELP_WIDTH, Flag, option_flag
-    from engine.uci import PRELOAD_HELP, WARM_UP_FLAG, WARM_UP_HELP
+    from engine.startup.cmdline import PRELOAD_HELP, WARM_UP_FLAG, WARM_UP_HELP
 
     indent = " " * HELP_INDENT
     lines = help_modes() + ["Allowed command line flags for current mode:",

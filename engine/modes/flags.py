@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine import options as opts
+from engine.startup.cmdline import SHORT_FLAGS
 
 INT, FLOAT, STRING, BOOL, CHOICE = "int", "float", "string", "bool", "choice"
 HELP_INDENT = 15
@@ -116,7 +117,7 @@ _KINDS = {
     opts.COMBO: CHOICE,
     opts.STRING: STRING,
 }
-_SHORT = {long: short[1:] for short, long in opts.SHORT_FLAGS.items()}
+_SHORT = {long: short[1:] for short, long in SHORT_FLAGS.items()}
 
 
 def option_flag(name: str, default: Any = None, help: str = "", **bounds: Any) -> Flag:

@@ -25,7 +25,7 @@ def _run(code: str, env_extra: dict[str, str] | None = None, drop_xla_flags: boo
     return out.stdout.strip().splitlines()[-1]
 
 
-# {pre} comes first: a first configure_host_devices() (the set-up, engine/startup.py, makes one per
+# {pre} comes first: a first configure_host_devices() (the set-up, engine/startup/, makes one per
 # core) may be overridden by a later explicit call as long as jax has not started.
 CONFIGURE = """
 import json, os, sys

@@ -1,5 +1,5 @@
 """numba's cache is keyed by every compiled source (engine/compiled_cache.py), and the process's
-set-up (engine/startup.py) writes nothing to disk (issue 40: a guarded boundary)."""
+set-up (engine/startup/) writes nothing to disk (issue 40: a guarded boundary)."""
 
 from __future__ import annotations
 

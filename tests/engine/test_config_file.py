@@ -13,7 +13,8 @@ import pytest
 from conftest import REPO_ROOT
 
 from engine import options as opts
-from engine.uci import UciEngine, command_line_values, config_flags, expand_config
+from engine.startup.cmdline import command_line_values, config_flags, expand_config
+from engine.uci import UciEngine
 
 LC0_STYLE = """# lc0.config as an lc0 user writes it
 --backend=random

@@ -56,23 +56,25 @@ def test_chess960_castling_is_written_as_king_takes_rook_in_bestmove_and_ponder(
 def test_a_loaded_network_leaves_the_collectors_generations_until_it_is_dropped(monkeypatch):
     """After a load, what start-up made is frozen (a search's garbage collections skip it); a
     network change unfreezes first, so what the old network left in reference cycles can be
-    collected, then freezes again."""
+    collected, then freezes again. The controller does it through the start-up's collector
+    policy (engine/startup/collector.py), recorded here around the real calls."""
     import gc
 
     import engine.controller
+    from engine.startup import collector
 
     calls: list[str] = []
 
     class Recorder:
-        def freeze(self) -> None:
+        def freeze(self, *, collect: bool = False) -> None:
             calls.append("freeze")
-            gc.freeze()
+            collector.freeze(collect=collect)
 
         def unfreeze(self) -> None:
             calls.append("unfreeze")
-            gc.unfreeze()
+            collector.unfreeze()
 
-    monkeypatch.setattr(engine.controller, "gc", Recorder())
+    monkeypatch.setattr(engine.controller, "collector", Recorder())
     gc.unfreeze()
     uci = UciEngine(io.StringIO(), {"Backend": "random"})
     try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from conftest import need_shared
 from engine import options as opts
+from engine.startup.cmdline import SHORT_FLAGS
 from engine.timemgr import parse_time_manager
 
 
@@ -142,7 +143,7 @@ def _same_value(lc0: str | None, ours: str | None) -> bool:
 
 def short_flags() -> dict[str, str]:
     """This engine's short flags: ``-w`` -> ``--weights``."""
-    return {short: f"--{long}" for short, long in opts.SHORT_FLAGS.items()}
+    return {short: f"--{long}" for short, long in SHORT_FLAGS.items()}
 
 
 def differences(lc0: Declared, ours: Declared | None) -> list[str]:
@@ -230,7 +231,8 @@ def test_the_uci_reply_shows_the_command_line_and_sending_it_back_changes_nothin
     """Issue 66 item 5, as lc0: the ``uci`` reply advertises the values the command line and
     its config file set as the options' defaults, and a GUI that sends every advertised
     default back (``setoption name N value D``) changes no setting and keeps the network."""
-    from engine.uci import UciEngine, command_line_values
+    from engine.startup.cmdline import command_line_values
+    from engine.uci import UciEngine
 
     config = tmp_path / "lc0.config"
     config.write_text("--minibatch-size=16\nnncache=5000\n")

@@ -20,6 +20,7 @@ import chess
 import pytest
 
 from engine import options as opts
+from engine.startup.cmdline import parse_command_line
 from option_harness import NETWORK_PACE, Reply, Session, top_share, visited_moves
 
 EFFECTS: dict[str, list[str]] = {}
@@ -910,7 +911,7 @@ def test_lc0_internals_are_accepted_and_leave_the_search_identical():
     far = {o.name: _far_from_default(o) for o in INERT}
     for o in INERT:
         text = str(far[o.name]).lower()
-        assert opts.parse_command_line([f"--{o.flag}={text}"]) == {o.name: far[o.name]}, o.name
+        assert parse_command_line([f"--{o.flag}={text}"]) == {o.name: far[o.name]}, o.name
     base = search("go nodes 120")
     session = Session(**far)
     try:
@@ -933,7 +934,7 @@ def test_every_option_has_an_effect_test(name):
 def test_config_file_sets_the_options_at_the_start(tmp_path):
     """Read at the start, as lc0's (tests/engine/test_config_file.py: its format): the file's
     flags set the options; ``--config=`` reads none."""
-    from engine.uci import command_line_values
+    from engine.startup.cmdline import command_line_values
 
     config = tmp_path / "my.config"
     config.write_text("cpuct=2.5\n--threads=1\n")

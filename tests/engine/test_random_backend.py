@@ -110,10 +110,10 @@ def test_uci_reports_a_bad_backend_opts_and_goes_on():
 
     import chess
 
-    from engine import options as opts
+    from engine.startup.cmdline import parse_command_line
     from engine.uci import UciEngine
 
-    values = opts.parse_command_line(["--backend=random", "--backend-opts=delay=5,speed=2"])
+    values = parse_command_line(["--backend=random", "--backend-opts=delay=5,speed=2"])
     out = io.StringIO()
     uci = UciEngine(out, values)
 

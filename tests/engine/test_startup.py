@@ -15,6 +15,7 @@ import pytest
 from conftest import REPO_ROOT
 
 import engine.uci as uci
+from engine import startup
 from engine.backends.random import RandomNetwork
 from engine import backend
 from engine.search import warmup
@@ -125,12 +126,12 @@ def test_the_xla_backend_prepares_by_importing_jax():
 
 @pytest.mark.parametrize("dont_write", [True, False])
 def test_write_bytecode_compiles_every_module_of_both_packages(tmp_path, monkeypatch, dont_write):
-    for package in uci.BYTECODE_PACKAGES:
+    for package in startup.BYTECODE_PACKAGES:
         shutil.copytree(
             REPO_ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
         )
     monkeypatch.setattr(sys, "dont_write_bytecode", dont_write)  # PYTHONDONTWRITEBYTECODE=1
-    assert uci.write_bytecode(tmp_path)
+    assert startup.write_bytecode(tmp_path)
     sources = sorted(tmp_path.rglob("*.py"))
     assert len(sources) > 50
     for source in sources:
@@ -189,7 +190,7 @@ PURE_IMPORTS = textwrap.dedent(
 
 def test_importing_engine_and_backend_xla_changes_nothing_global():
     """``import engine`` and ``import backend_xla`` leave os.environ, numba's configuration and
-    patches, and JAX's configuration as they were; engine/startup.py's configure() is what sets
+    patches, and JAX's configuration as they were; engine/startup/'s configure() is what sets
     the process up (here: numba's cache folder, its registries' deferral, XLA's devices); the
     compiled board imported before it warns."""
     env = {k: v for k, v in os.environ.items()

@@ -15,6 +15,7 @@ import chess.engine
 import pytest
 
 from engine import options as opts
+from engine.startup.cmdline import parse_command_line
 from conftest import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -349,13 +350,13 @@ def test_every_go_gets_a_bestmove_even_malformed_or_overlapping(raw):
 
 def test_lc0_command_line_habits(tmp_path):
     """lc0's short flags, LogFile=<stderr>, movesleft only with UCI_ShowMovesLeft, Threads."""
-    values = opts.parse_command_line(["-w", "net.pb.gz", "-b", "random", "-o=max_batch=64", "-t", "2"])
+    values = parse_command_line(["-w", "net.pb.gz", "-b", "random", "-o=max_batch=64", "-t", "2"])
     assert values == {"WeightsFile": "net.pb.gz", "Backend": "random",
                       "BackendOptions": "max_batch=64", "Threads": 2}
-    assert opts.parse_command_line(["-v", "-l", "x.log", "-s", "/tb"]) == {
+    assert parse_command_line(["-v", "-l", "x.log", "-s", "/tb"]) == {
         "VerboseMoveStats": True, "LogFile": "x.log", "SyzygyPath": "/tb"}
     with pytest.raises(opts.OptionError, match="short flags -w, -b, -o, -t, -l, -s, -v"):
-        opts.parse_command_line(["-x", "1"])
+        parse_command_line(["-x", "1"])
     proc = subprocess.run(ENGINE_CMD + ["--logfile=<stderr>"], cwd=REPO, capture_output=True,
                           text=True, input="uci\nisready\nquit\n", timeout=60)
     assert "] >> isready" in proc.stderr and "] << readyok" in proc.stderr  # lc0's arrows
@@ -401,9 +402,9 @@ def test_weights_autodiscover_and_config_file(tmp_path):
                            "--minibatch-size=8"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, input="isready\nquit\n", timeout=60)
     assert f"loaded network random ({newest}) with backend random" in proc.stdout, proc.stdout
-    from engine.uci import expand_config
+    from engine.startup.cmdline import expand_config
 
-    values = opts.parse_command_line(expand_config([f"--config={config}", "--minibatch-size=8"]))
+    values = parse_command_line(expand_config([f"--config={config}", "--minibatch-size=8"]))
     assert values["MinibatchSize"] == 8 and values["Backend"] == "random"
     proc = subprocess.run(ENGINE_CMD + [f"--config={tmp_path / 'missing.config'}"], cwd=REPO,
                           capture_output=True, text=True, input="quit\n", timeout=60)
@@ -434,7 +435,7 @@ def test_a_go_that_cannot_start_a_search_still_gets_a_legal_bestmove(monkeypatch
     from engine.uci import UciEngine
 
     out = io.StringIO()
-    uci = UciEngine(out, opts.parse_command_line(["--backend=random"]))
+    uci = UciEngine(out, parse_command_line(["--backend=random"]))
 
     def broken(limit):
         raise RuntimeError("injected")
