@@ -173,8 +173,9 @@ class Resources:
         row = len(self._game) - 1
         moves = np.zeros(MAX_MOVES, np.int32)
         priors = np.zeros(MAX_MOVES, np.uint16)
-        slot = steps.cached_slot(self.hist, row, -1, self.packed, self._cache.arrays)
-        count = 0 if slot < 0 else ccache.read_moves(self._cache.arrays, slot, moves, priors)
+        with self._cache.lock:
+            slot = steps.cached_slot(self.hist, row, -1, self.packed, self._cache.arrays)
+            count = 0 if slot < 0 else ccache.read_moves(self._cache.arrays, slot, moves, priors)
         return moves[:count].tolist()
 
     def _cached_q(self, move: chess.Move | None) -> float | None:
@@ -182,8 +183,9 @@ class Resources:
         row = len(self._game) - 1
         board = self.state.root_board
         word = -1 if move is None else move_from_chess(self.hist[row], board, move)
-        slot = steps.cached_slot(self.hist, row, word, self.packed, self._cache.arrays)
-        return None if slot < 0 else float(self._cache.arrays.entries["q"][slot])
+        with self._cache.lock:
+            slot = steps.cached_slot(self.hist, row, word, self.packed, self._cache.arrays)
+            return None if slot < 0 else float(self._cache.arrays.entries["q"][slot])
 
     def set_game(self, board: chess.Board, rows: np.ndarray) -> None:
         """The game up to the root: ``board`` and its rows (engine.board.game_rows)."""

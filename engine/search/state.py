@@ -24,6 +24,10 @@ class NNCache:
 
     def __init__(self, capacity: int) -> None:
         self.arrays = ccache.new_cache(capacity)
+        self.lock = threading.Lock()
+        """Held by whoever writes the arrays (a batch's evaluation storing its results, a clear)
+        or reads them from Python; the gathers read them under the nodes lock without it
+        (core/cache.py's seqlock)."""
         self.values_key: tuple[float, float, float] | None = None
         """The WDL rescaling its values were stored with (WdlRescale.cache_key; None: the
         network's own values)."""
@@ -42,13 +46,15 @@ class NNCache:
     def clear(self) -> None:
         """Forget every entry, keeping the arrays: freeing hundreds of MB would delay the
         ``ucinewgame`` that asks for it."""
-        self.arrays.entries["key"][:] = 0
-        self.arrays.meta[ccache.WRITE] = 0
-        self.arrays.meta[ccache.USED] = 0
+        with self.lock:
+            self.arrays.entries["key"][:] = 0
+            self.arrays.meta[ccache.WRITE] = 0
+            self.arrays.meta[ccache.USED] = 0
 
     def resize(self, capacity: int) -> None:
-        if capacity != int(self.arrays.meta[ccache.CAPACITY]):
-            self.arrays = ccache.new_cache(capacity)
+        with self.lock:
+            if capacity != int(self.arrays.meta[ccache.CAPACITY]):
+                self.arrays = ccache.new_cache(capacity)
 
     def __len__(self) -> int:
         return int(self.arrays.meta[ccache.USED])

@@ -34,6 +34,7 @@ from engine.search.params import SearchParams
 from engine.search.resources import Resources
 
 gather_minibatch = direct(cminibatch.gather)
+store_results = direct(cminibatch.store_results)
 expand_and_backup = direct(cminibatch.expand_and_backup)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
 
@@ -129,7 +130,17 @@ class SearchWorker:
         """The network's answer for the batch's first ``n`` positions, on the calling thread
         (no lock needed: it touches only the batch); their moves sorted by prior into it."""
         temperature = self.params.policy_softmax_temp
-        return self.res.evaluator.evaluate(Job.of(batch, n, seq, self._walk_consts[0], temperature))
+        out = self.res.evaluator.evaluate(Job.of(batch, n, seq, self._walk_consts[0], temperature))
+        self.store(batch, out)
+        return out
+
+    def store(self, batch: cgather.Batch, out: NetworkOutput) -> None:
+        """The batch's results into the NN cache, outside the nodes lock: the gathers read the
+        cache meanwhile (core/cache.py's seqlock), one evaluation writes at a time."""
+        q, d, m = network_heads(out.q), network_heads(out.d), network_heads(out.m)
+        cache = self.res.cache
+        with cache.lock:
+            store_results(cache.arrays, batch, q, d, m)
 
     def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
         """Expand the batch's leaves with the network's answer and back their values up (or
@@ -220,6 +231,7 @@ class SearchWorker:
             try:
                 temperature = self.params.policy_softmax_temp
                 out = res.evaluator.evaluate(Job.of(batch, n, 0, walk.info, temperature))
+                self.store(batch, out)
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable
                 raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .cache import insert
 from .calls import UNCOUNTED
 from .layout import Layout
 from .params import STICKY
@@ -217,15 +216,15 @@ def sort_policies(req, moves, indices, policy, start, n, temperature, out_moves,
 
 
 @njit(cache=True, nogil=True)
-def expand_and_backup_rows(tree, params, counters, cache, req, moves, priors, q, d, m, order, n):
+def expand_and_backup_rows(tree, params, counters, req, moves, priors, q, d, m, order, n):
     """Expand and back up the ``n`` evaluated requests of a batch (node -1: a prefetched
-    position, cached only) with their moves and priors as :func:`sort_policies` wrote them,
-    rows in ``order``; every result goes into the NN cache. Room for the edges has been
-    reserved."""
+    position, in the NN cache only) with their moves and priors as :func:`sort_policies` wrote
+    them, rows in ``order``. The evaluation has put every result into the NN cache
+    (:func:`engine.search.core.cache.insert_rows`, outside the nodes lock). Room for the edges
+    has been reserved."""
     for i in range(n):
         r = order[i]
         k = req.count[r]
-        insert(cache, req.key[r], q[r], d[r], m[r], moves[r], priors[r], k)
         node = req.node[r]
         if node < 0:
             continue

@@ -7,6 +7,11 @@ prior (moves sorted by decreasing prior), compact: 8 bytes a move in a ring of m
 oldest (a 16-way set, least recently stored out first). An entry whose moves the ring has since
 written over counts as gone. Both arrays are allocated once: NNCacheSize bounds the entries
 and the memory, as in lc0.
+
+One thread writes at a time (:func:`insert`, under ``NNCache.lock``), outside the nodes lock,
+while gathers read under it: each entry has a sequence number, odd while the entry is being
+written (a seqlock), and a reader copies an entry out with :func:`read_entry`, which gives
+it up when the number changed meanwhile or the ring wrote over its moves.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from collections import namedtuple
 
 import numpy as np
 from numba import njit
+
+from .atomic import fence, load, store
 
 PROBES = 16
 MOVES_PER_ENTRY = 40
@@ -33,10 +40,10 @@ ENTRY = np.dtype(
 )
 SLOT = np.dtype([("move", np.uint16), ("prior", np.uint16)], align=True)
 """A legal move's 16-bit word and its prior in lc0's 16-bit form (core/tree.py)."""
-Cache = namedtuple("Cache", "entries ring meta")
+Cache = namedtuple("Cache", "entries ring meta seqs")
 """entries: ENTRY records [slots] (key 0: free; start: the entry's first ring slot, counted
 from the ring's creation); ring: SLOT records; meta int64 [3]: ring write position, slots ever
-filled, capacity."""
+filled, capacity; seqs int64 [slots]: each entry's sequence number (odd while written)."""
 WRITE, USED, CAPACITY = 0, 1, 2
 
 
@@ -47,13 +54,14 @@ def new_cache(capacity: int) -> Cache:
         np.zeros(slots, ENTRY),
         np.zeros(ring if capacity > 0 else 1, SLOT),
         np.array([0, 0, capacity], np.int64),
+        np.zeros(slots, np.int64),
     )
 
 
 def memory_in_use(cache: Cache) -> int:
     """Bytes of the entries and ring slots written so far (the arrays' pages in use)."""
     ring = min(int(cache.meta[WRITE]), len(cache.ring)) * cache.ring.dtype.itemsize
-    return ring + int(cache.meta[USED]) * cache.entries.dtype.itemsize
+    return ring + int(cache.meta[USED]) * (cache.entries.dtype.itemsize + cache.seqs.itemsize)
 
 
 def hashfull(cache: Cache) -> int:
@@ -84,7 +92,7 @@ def lookup(cache, key):
             return s
         if found == 0:
             return -1
-        s = s + 1 if s + 1 < slots else 0  # no division a probe
+        s = s + 1 if s + 1 < slots else np.int64(0)  # no division a probe
     return -1
 
 
@@ -98,29 +106,35 @@ def insert(cache, key, q, d, m, moves, priors, count):
     if count > ring:
         return
     s = np.int64(key % np.uint64(slots))
-    victim, oldest = -1, np.int64(1) << 62
+    victim, oldest = np.int64(-1), np.int64(1) << 62
     for _ in range(PROBES):
         if cache.entries.key[s] == key or not _live(cache, s):
             victim = s
             break
         if cache.entries.start[s] < oldest:
             victim, oldest = s, cache.entries.start[s]
-        s = s + 1 if s + 1 < slots else 0
+        s = s + 1 if s + 1 < slots else np.int64(0)
     if cache.entries.key[victim] == 0:
         cache.meta[USED] += 1
+    seq = cache.seqs[victim]
+    store(cache.seqs, victim, seq + 1)  # odd: a reader gives the entry up
     write = cache.meta[WRITE]
+    # The write position moves before the ring is written: a reader that copied moves being
+    # written over finds its entry's start below it then (read_entry).
+    store(cache.meta, WRITE, write + count)
+    fence()
     at = write % ring  # one division an entry, not two a move
     for j in range(count):
         cache.ring.move[at] = moves[j]
         cache.ring.prior[at] = priors[j]
-        at = at + 1 if at + 1 < ring else 0
+        at = at + 1 if at + 1 < ring else np.int64(0)
     cache.entries.key[victim] = key
     cache.entries.q[victim] = q
     cache.entries.d[victim] = d
     cache.entries.m[victim] = m
     cache.entries.start[victim] = write
     cache.entries.count[victim] = count
-    cache.meta[WRITE] = write + count
+    store(cache.seqs, victim, seq + 2)  # after every write of the entry
 
 
 @njit(cache=True)
@@ -133,5 +147,40 @@ def read_moves(cache, slot, moves, priors):
     for j in range(k):
         moves[j] = cache.ring.move[at]
         priors[j] = cache.ring.prior[at]
-        at = at + 1 if at + 1 < ring else 0
+        at = at + 1 if at + 1 < ring else np.int64(0)
     return k
+
+
+@njit(cache=True)
+def read_entry(cache, slot, key, moves, priors):
+    """Copy out the entry at ``slot`` (from :func:`lookup`) if it still holds ``key``: its
+    moves and priors into ``moves`` and ``priors``, and (count, q, d, m); count -1 when the
+    entry changed while it was read (a writer on another thread), holds another key now, or
+    the ring wrote over its moves."""
+    seq = load(cache.seqs, slot)
+    if seq & 1 or cache.entries.key[slot] != key:
+        return -1, 0.0, 0.0, 0.0
+    ring = cache.ring.move.shape[0]
+    start, k = cache.entries.start[slot], np.int64(cache.entries.count[slot])
+    q, d, m = cache.entries.q[slot], cache.entries.d[slot], cache.entries.m[slot]
+    if k < 0 or k > moves.shape[0] or start < 0:  # torn: given up below
+        k = np.int64(0)
+    at = start % ring
+    for j in range(k):
+        moves[j] = cache.ring.move[at]
+        priors[j] = cache.ring.prior[at]
+        at = at + 1 if at + 1 < ring else np.int64(0)
+    fence()
+    if load(cache.seqs, slot) != seq or start < load(cache.meta, WRITE) - ring:
+        return -1, 0.0, 0.0, 0.0
+    return k, np.float64(q), np.float64(d), np.float64(m)
+
+
+@njit(cache=True, nogil=True)
+def insert_rows(cache, req, moves, priors, q, d, m, order, n):
+    """Store the results of a batch's ``n`` evaluated requests (moves by decreasing prior, as
+    the evaluation sorted them), rows in ``order``: the evaluation's, outside the nodes lock
+    (the caller holds ``NNCache.lock``, so one thread writes at a time)."""
+    for i in range(n):
+        r = order[i]
+        insert(cache, req.key[r], q[r], d[r], m[r], moves[r], priors[r], req.count[r])

@@ -46,7 +46,7 @@ from engine.encoding.rows import (
 )
 
 from .backup import backup, cancel, order_descending
-from .cache import lookup, read_moves
+from .cache import lookup, read_entry
 from .calls import UNCOUNTED
 from .layout import Layout
 from .params import (
@@ -431,12 +431,11 @@ def _drawn(params, pos, reps, since, depth):
 
 
 @njit(cache=True)
-def expand_cached(tree, params, counters, cache, node, depth, slot, moves, priors):
-    """An out-of-order evaluation from the NN cache: ``node`` expanded with the moves of cache
-    slot ``slot`` (read into ``moves`` and ``priors``, free room) and its value backed up."""
-    got = read_moves(cache, slot, moves, priors)
+def expand_cached(tree, params, counters, node, depth, got, moves, priors, q, d, m):
+    """An out-of-order evaluation from the NN cache: ``node`` expanded with the ``got`` moves
+    and priors copied out of it (:func:`engine.search.core.cache.read_entry`) and its value
+    (q, d, m) backed up."""
     expand(tree, I(node), moves, priors, I(got))
-    q, d, m = cache.entries.q[slot], cache.entries.d[slot], cache.entries.m[slot]
     backup(tree, params, counters, I(node), I(1), -F(q), F(d), F(m), I(depth))
 
 
@@ -502,7 +501,10 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     key = cache_key(walk.hist, row, reps, np.int64(params[CACHE_HISTORY]))
     slot = lookup(cache, key)
     r = batch.meta[REQUESTS]  # the next row: the request's, scratch until then
-    if slot < 0:
+    got, q, d, m = -1, 0.0, 0.0, 0.0
+    if slot >= 0:  # copied out at once: an evaluation may write the entry meanwhile
+        got, q, d, m = read_entry(cache, slot, key, batch.moves[r], batch.priors[r])
+    if got < 0:
         # Mate or stalemate now; the moves themselves are the evaluation's to generate, out of
         # the nodes lock (:func:`encode_requests`; lc0's ExtendNode outside its mutex).
         if not has_legal_move(pos, batch.moves[r], batch.indices[r]):
@@ -523,9 +525,9 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         and popcount(pos[0] | pos[1]) <= walk.info[TB_PIECES]
     )
     room = tree.count[1] + MAX_MOVES <= tree.edges.move.shape[0]
-    if slot >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
-        expand_cached(tree, params, counters, cache, node, depth, slot, batch.moves[r],
-                      batch.priors[r])  # fmt: skip
+    if got >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
+        expand_cached(tree, params, counters, node, depth, got, batch.moves[r], batch.priors[r],
+                      q, d, m)  # fmt: skip
         batch.meta[OUT_OF_ORDER_DONE] += 1
     else:
         batch.req.node[r] = node

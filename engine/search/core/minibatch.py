@@ -1,7 +1,8 @@
 """A minibatch's compiled entry points, the ones Python calls for each batch: its gather (lc0's
 GatherMinibatch: rounds of selection from the root, :func:`engine.search.core.gather.select`,
 until the batch is full or the collisions' limits are reached), its evaluation's part (legal
-moves and planes, then the policies' sort) and its expansion and backup. Each takes the batch
+moves and planes, then the policies' sort, then its results into the NN cache) and its
+expansion and backup. Each takes the batch
 whole, the search's :data:`Shared` arrays as one bundle, and at most six arguments; its counts
 travel in the packed arrays of the layouts (core/layout.py)."""
 
@@ -12,6 +13,7 @@ from collections import namedtuple
 from numba import njit
 
 from .backup import expand_and_backup_rows, sort_policies
+from .cache import insert_rows
 from .gather import (
     COLLISIONS,
     OUT_OF_ORDER_DONE,
@@ -86,9 +88,18 @@ def sort(batch, policy, indices, start, n, temperature):
 
 
 @njit(cache=True, nogil=True)
+def store_results(cache, batch, q, d, m):
+    """The NN cache given the batch's evaluated requests (``meta[REQUESTS]`` of them) in the
+    order the selection made them, outside the nodes lock (the caller holds the cache's own):
+    :func:`engine.search.core.cache.insert_rows`."""
+    insert_rows(cache, batch.req, batch.sorted_moves, batch.priors, q, d, m, batch.order,
+                batch.meta[REQUESTS])  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
 def expand_and_backup(shared, batch, q, d, m):
     """Expand and back up the batch's evaluated requests (``meta[REQUESTS]`` of them) in the
     order the selection made them: :func:`engine.search.core.backup.expand_and_backup_rows`."""
-    tree, params, counters, cache = shared
-    expand_and_backup_rows(tree, params, counters, cache, batch.req, batch.sorted_moves,
+    tree, params, counters, _cache = shared
+    expand_and_backup_rows(tree, params, counters, batch.req, batch.sorted_moves,
                            batch.priors, q, d, m, batch.order, batch.meta[REQUESTS])  # fmt: skip

@@ -37,6 +37,7 @@ def test_the_search_modules_call_their_compiled_entry_points_directly():
     wrapped = _wrapped_in_search_module() | _wrapped_in_search_module(evaluation_module)
     assert wrapped == {
         "gather_minibatch": minibatch.gather,
+        "store_results": minibatch.store_results,
         "expand_and_backup": minibatch.expand_and_backup,
         "expand_planes": rows.expand_batch,
         "encode_planes": minibatch.encode,
