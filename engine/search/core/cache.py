@@ -70,6 +70,13 @@ def hashfull(cache: Cache) -> int:
     return 0 if cap <= 0 else min(1000, int(cache.meta[USED]) * 1000 // cap)
 
 
+@njit(cache=True, inline="always")
+def _home(key, slots):
+    """The first slot probed for ``key``: its high 32 bits scaled to the table (a multiply and
+    a shift, where ``key % slots`` took a 64-bit division a lookup)."""
+    return np.int64(((key >> np.uint64(32)) * np.uint64(slots)) >> np.uint64(32))
+
+
 @njit(cache=True)
 def _live(cache, slot):
     ring = cache.ring.move.shape[0]
@@ -85,7 +92,7 @@ def lookup(cache, key):
     if cache.meta[CAPACITY] <= 0:
         return -1
     slots = cache.entries.key.shape[0]
-    s = np.int64(key % np.uint64(slots))
+    s = _home(key, slots)
     for _ in range(PROBES):
         found = cache.entries.key[s]
         if found == key and _live(cache, s):
@@ -105,7 +112,7 @@ def insert(cache, key, q, d, m, moves, priors, count):
     ring = cache.ring.move.shape[0]
     if count > ring:
         return
-    s = np.int64(key % np.uint64(slots))
+    s = _home(key, slots)
     victim, oldest = np.int64(-1), np.int64(1) << 62
     for _ in range(PROBES):
         if cache.entries.key[s] == key or not _live(cache, s):

@@ -168,8 +168,9 @@ def _scan_every_probe(cache, key: int) -> int:
     """The NN cache's lookup without its early end: every probe of the key's set read."""
     slots = len(cache.entries)
     ring = len(cache.ring)
+    home = ((key >> 32) * slots) >> 32  # the key's high half scaled to the table
     for p in range(ccache.PROBES):
-        s = (key % slots + p) % slots
+        s = (home + p) % slots
         entry = cache.entries[s]
         live = entry["start"] >= cache.meta[ccache.WRITE] - ring
         if int(entry["key"]) == key and live:
@@ -189,11 +190,13 @@ def test_nn_cache_lookup_ends_at_a_never_filled_slot_and_finds_what_a_full_scan_
     f = np.float32
     inserted: list[int] = []
     for step in range(600):
-        key = int(rng.integers(0, 6)) + slots * int(rng.integers(1, 40))
+        # One of six neighbouring homes (the high half), one of 40 keys there (the low half).
+        high = ((int(rng.integers(0, 6)) << 32) + slots - 1) // slots
+        key = (high << 32) | int(rng.integers(1, 40))
         count = np.int32(rng.integers(1, 120))
         ccache.insert(cache, np.uint64(key), f(0.1), f(0.2), f(3.0), moves, priors, count)
         inserted.append(key)
-        for probe in set(inserted[-30:]) | {key + slots * 1000}:
+        for probe in set(inserted[-30:]) | {key + 1000}:
             assert ccache.lookup(cache, np.uint64(probe)) == _scan_every_probe(cache, probe), step
     assert any(ccache.lookup(cache, np.uint64(k)) >= 0 for k in inserted[-5:])
 
