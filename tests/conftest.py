@@ -149,6 +149,25 @@ def maia1100_net():
     return xla_network("maia", "maia-1100.onnx")
 
 
+BATCHES_OF_16 = "batch_buckets=16,cache_dir=none,background_compile=0"
+"""One batch size of 16, the minibatch of the searches that compare two forms of Maia-1100
+(packed and float planes, the policy gathered or whole); a batch of 40 or 64 positions runs in
+calls of 16, the last padded. No executable cache: each compile is the test's own."""
+
+
+@pytest.fixture(scope="session")
+def maia1100_b16():
+    """Maia-1100 (ONNX) compiled for batches of 16, float planes: one compile for the
+    packed-input and policy-gather tests (one SAME_PROCESS group)."""
+    return xla_network("maia", "maia-1100.onnx", options=BATCHES_OF_16)
+
+
+@pytest.fixture(scope="session")
+def maia1100_b16_packed():
+    """The same network taking packed planes (``packed_input=on``), shared as above."""
+    return xla_network("maia", "maia-1100.onnx", options=BATCHES_OF_16 + ",packed_input=on")
+
+
 WARM_UP_DONE = "XLAZERO_TEST_WARM_UP_DONE"
 """Environment variable naming the file that says the search's and the random backend's numba
 functions are compiled."""
@@ -301,9 +320,10 @@ SAME_PROCESS = {
     # compiles it (about 2 s with numba's own helpers) for all the perft tests.
     "tests/engine/board/test_board_movegen.py": "perft",
     "tests/backend_xla/test_backend_exec_cache.py": "exec-cache",  # one first load (a fixture)
-    # Maia-1100 packed and plain (module fixtures), and Maia-1100 and -1900 for the switch: each
-    # compiled once, not once in each test process.
+    # Maia-1100 packed and plain (maia1100_b16, maia1100_b16_packed), and Maia-1100 and -1900
+    # for the switch: each compiled once, not once in each test process.
     "tests/backend_xla/test_packed_input.py": "packed",
+    "tests/backend_xla/test_policy_gather.py": "packed",
     "tests/engine/test_uci_network_switch.py": "network-switch",
 }
 """Tests that share what a process compiled (session or module fixtures, JAX's in-process

@@ -15,19 +15,19 @@ from backend_xla.errors import NetworkError
 from backend_xla.packed import pack_planes
 from engine.search import SearchParams
 
-FLOAT = "batch_buckets=16,cache_dir=none,background_compile=0"
-"""One batch size, the search's minibatch below (a batch of 64 refs is evaluated in four)."""
-PACKED = FLOAT + ",packed_input=on"
+
+@pytest.fixture(scope="module")
+def packed_maia(maia1100_b16_packed):
+    """Maia-1100 with packed_input=on, one batch size (BATCHES_OF_16: the search's minibatch
+    below; a batch of 64 refs is evaluated in four): conftest's one compile, which the
+    policy-gather tests share."""
+    return maia1100_b16_packed
 
 
 @pytest.fixture(scope="module")
-def packed_maia():
-    return backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), PACKED)
-
-
-@pytest.fixture(scope="module")
-def plain_maia():
-    return backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), FLOAT)
+def plain_maia(maia1100_b16):
+    """The same with float planes (conftest's one compile, shared likewise)."""
+    return maia1100_b16
 
 
 def test_packed_network_matches_lc0(packed_maia, maia1100_ref):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import lc0_planes_batch
+from conftest import BATCHES_OF_16, lc0_planes_batch
 from test_backend_maia import MAIA_LOGIT_TOL
 from xla_testutil import need_shared, root_visits
 
@@ -17,7 +17,7 @@ from backend_xla.packed import pack_planes
 from engine.backend import GATHER_WIDTHS
 from engine.search import SearchParams
 
-OPTIONS = "batch_buckets=16,cache_dir=none,background_compile=0"
+OPTIONS = BATCHES_OF_16
 """One batch size: a batch of 40 runs in three calls, the last padded."""
 
 
@@ -32,21 +32,20 @@ def legal_indices(records: list[dict], width: int = 256) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def maia():
-    return backend_xla.load_network(need_shared("maia", "maia-1100.onnx"), OPTIONS)
+def maia(maia1100_b16):
+    """Maia-1100 with OPTIONS (conftest's one compile, which the packed-input tests share)."""
+    return maia1100_b16
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["float", "packed"])
-def test_gathered_logits_are_the_policys_own(maia, maia1100_ref, packed):
+def test_gathered_logits_are_the_policys_own(maia, maia1100_b16_packed, maia1100_ref, packed):
     refs = [r for r in maia1100_ref if r["policy_indices"]][:40]
     planes = lc0_planes_batch(refs)
     legal = legal_indices(refs)
     legal[0, -1], legal[1, -1] = -5, 4000  # past a row's moves anything may lie: read clipped
     net = maia
     if packed:
-        net = backend_xla.load_network(
-            need_shared("maia", "maia-1100.onnx"), OPTIONS + ",packed_input=on"
-        )
+        net = maia1100_b16_packed  # OPTIONS with packed_input=on
         whole = net.evaluate_packed(*pack_planes(planes))
         gathered = net.evaluate_packed(*pack_planes(planes), legal=legal)
     else:
