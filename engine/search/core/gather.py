@@ -224,10 +224,10 @@ def _cpuct(n, init, base, factor):
     return np.float64(f32(f32(init) + f32(f32(factor) * _fast_log(ratio))))
 
 
-@njit(cache=True, **UNCOUNTED)
-def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
-    """Q+M and P * cpuct * sqrt(N - 1) of the first ``width`` children of ``node`` into
-    ``qm`` and ``pu``; the PUCT score is ``qm + pu / (1 + N_i + n_in_flight_i)``."""
+@njit(cache=True, inline="always")
+def _puct_terms(tree, params, node, at_root, draw_score):
+    """What every child of ``node`` shares in its score: (P's multiplier cpuct * sqrt(N - 1),
+    the first-play urgency, whether moves-left utility applies)."""
     n = tree.nodes.n[node]
     if at_root:
         init, base, factor = params[CPUCT_ROOT], params[CPUCT_BASE_ROOT], params[CPUCT_FACTOR_ROOT]
@@ -243,17 +243,50 @@ def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
         fpu = -(tree.nodes.wl[node] - draw_score * tree.nodes.d[node]) - value * np.sqrt(
             tree.nodes.vpol[node]
         )
-    f, ks = tree.nodes.first[node], tree.nodes.kids[node]
     use_mu = params[USE_MLH] != 0.0 and abs(tree.nodes.wl[node]) > params[ML_THRESHOLD]
+    return puct_mult, fpu, use_mu
+
+
+@njit(cache=True, inline="always")
+def _child_q(tree, params, node, c, draw_score, fpu, use_mu):
+    """Q+M of child ``c`` of ``node`` (-1: never visited, FPU)."""
+    visited = c >= 0 and tree.nodes.n[c] > 0
+    q = tree.nodes.wl[c] + draw_score * tree.nodes.d[c] if visited else fpu
+    if use_mu and visited:
+        q += _moves_left_utility(params, tree.nodes.m[c] - tree.nodes.m[node], q)
+    return q
+
+
+@njit(cache=True, **UNCOUNTED)
+def child_scores(tree, params, node, at_root, draw_score, width, qm, pu):
+    """Q+M and P * cpuct * sqrt(N - 1) of the first ``width`` children of ``node`` into
+    ``qm`` and ``pu``; the PUCT score is ``qm + pu / (1 + N_i + n_in_flight_i)``."""
+    puct_mult, fpu, use_mu = _puct_terms(tree, params, node, at_root, draw_score)
+    f, ks = tree.nodes.first[node], tree.nodes.kids[node]
     for j in range(width):
         c = tree.kids[ks + j] if ks >= 0 else -1
-        visited = c >= 0 and tree.nodes.n[c] > 0
-        q = tree.nodes.wl[c] + draw_score * tree.nodes.d[c] if visited else fpu
-        if use_mu and visited:
-            q += _moves_left_utility(params, tree.nodes.m[c] - tree.nodes.m[node], q)
-        qm[j] = q
+        qm[j] = _child_q(tree, params, node, c, draw_score, fpu, use_mu)
         pu[j] = puct_mult * prior(tree.edges.prior[f + j])
     return puct_mult
+
+
+@njit(cache=True, **UNCOUNTED)
+def best_child(tree, params, node, at_root, draw_score, width, mask, use_mask):
+    """The child of the first ``width`` that one visit goes to: the highest PUCT score
+    (:func:`child_scores`' terms, the same arithmetic), ties to the lower index; one pass over
+    the children, where most nodes below the root take a single visit."""
+    puct_mult, fpu, use_mu = _puct_terms(tree, params, node, at_root, draw_score)
+    f, ks = tree.nodes.first[node], tree.nodes.kids[node]
+    best, top = 0, -np.inf
+    for j in range(width):
+        c = tree.kids[ks + j] if ks >= 0 else -1
+        q = _child_q(tree, params, node, c, draw_score, fpu, use_mu)
+        pu = puct_mult * prior(tree.edges.prior[f + j])
+        visited = 1.0 + (tree.nodes.n[c] + tree.nodes.nif[c] if c >= 0 else 0.0)
+        score = -np.inf if use_mask and mask[j] == 0 else q + pu / visited
+        if score > top:  # strictly: ties stay with the lower index
+            best, top = j, score
+    return best
 
 
 @njit(cache=True)
@@ -298,7 +331,8 @@ def _sift_down(order, scratch, i, size):
 
 @njit(cache=True, **UNCOUNTED)
 def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
-    """Share ``visits`` among the first ``width`` children as lc0's multi-visit picking: the
+    """Share ``visits`` (more than one: :func:`best_child` takes a single one) among the first
+    ``width`` children as lc0's multi-visit picking: the
     best child takes as many as it can before its score falls below the second best's; ties
     go to the lowest index. Writes (edge offset, visits) pairs in the order given into
     ``order[GIVEN_CHILD]``, ``order[GIVEN_K]``; returns how many. ``scratch`` float64
@@ -307,16 +341,6 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
     best in O(log width) a step, where a scan took O(width): at the root a step often takes
     one visit), and each child's output slot."""
     ks = tree.nodes.kids[node]
-    if visits == 1:  # most nodes below the root: the best child alone, no heap
-        best, top = 0, -np.inf
-        for j in range(width):
-            c = tree.kids[ks + j] if ks >= 0 else -1
-            visited = 1.0 + (tree.nodes.n[c] + tree.nodes.nif[c] if c >= 0 else 0.0)
-            score = -np.inf if use_mask and mask[j] == 0 else qm[j] + pu[j] / visited
-            if score > top:  # strictly: ties stay with the lower index
-                best, top = j, score
-        order[GIVEN_CHILD, 0], order[GIVEN_K, 0] = best, 1
-        return 1
     for j in range(width):
         c = tree.kids[ks + j] if ks >= 0 else -1
         scratch[_CN, j] = tree.nodes.n[c] if c >= 0 else 0.0
@@ -559,8 +583,15 @@ def share_visits(tree, params, batch, walk, node, k, depth):
     width = nedges if masked else min(nedges, tree.nodes.touched[node] + k + 1)
     qm, pu, scratch = batch.pick_values[0], batch.pick_values[1], batch.pick_values[2:]
     order = batch.pick_order
-    child_scores(tree, params, I(node), at_root, walk.draw_scores[depth & 1], I(width), qm, pu)
-    given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, scratch, order)
+    draw_score = walk.draw_scores[depth & 1]
+    if k == 1:  # most nodes below the root: the best child alone, no heap
+        order[GIVEN_CHILD, 0] = best_child(tree, params, I(node), at_root, draw_score, I(width),
+                                           walk.root_filter, masked)  # fmt: skip
+        order[GIVEN_K, 0] = 1
+        given = 1
+    else:
+        child_scores(tree, params, I(node), at_root, draw_score, I(width), qm, pu)
+        given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, scratch, order)
     for g in range(given):
         if order[GIVEN_CHILD, g] + 1 > tree.nodes.touched[node]:
             tree.nodes.touched[node] = order[GIVEN_CHILD, g] + 1

@@ -285,7 +285,7 @@ def test_assign_visits_equals_one_at_a_time():
 def test_assign_visits_equals_numpy_reference_with_ties():
     """The picking gives exactly the plain argmax/partition algorithm's visits and order, also
     with equal scores (coarse values) where one-at-a-time picking may differ at the boundary;
-    every other trial a single visit (most nodes below the root: _assign's short path)."""
+    every other trial a single visit (the search gives one to best_child instead)."""
     rng = np.random.default_rng(8)
     for trial in range(400):
         k = int(rng.integers(1, 40))
@@ -301,6 +301,33 @@ def test_assign_visits_equals_numpy_reference_with_ties():
         expected = _assign_visits_numpy(qm, pu, cn, cnif_b, visits, mask)
         assert list(got.items()) == list(expected.items())
         np.testing.assert_array_equal(cnif_a, cnif_b)
+
+
+def test_one_visit_goes_to_the_best_score_of_child_scores():
+    """best_child (a node's single visit, in one pass) picks the child with the highest score
+    of child_scores' terms, qm + pu / (1 + N + n_in_flight), ties to the lower index, masked
+    children never; unvisited children (FPU), at the root and below, draw scores either way."""
+    rng = np.random.default_rng(9)
+    params = pack(SearchParams(), False)
+    for trial in range(300):
+        k = int(rng.integers(1, 30))
+        priors = list(rng.integers(1, 5, k) / (4.0 * k))  # coarse: ties happen
+        cn = [int(v) for v in rng.integers(0, 4, k)]
+        cq = [float(v) for v in rng.integers(-2, 3, k) / 4.0]
+        cnif = [int(v) for v in rng.integers(0, 3, k)]
+        tree = star(priors, cn=cn, cq=cq, cnif=cnif, n=sum(cn) + 1, wl=0.25, d=0.1, vpol=0.5)
+        at_root, draw = bool(trial % 2), float(rng.choice([0.0, -0.3]))
+        mask = (rng.random(k) < 0.7).astype(np.uint8) if trial % 3 == 0 else None
+        if mask is not None and not mask.any():
+            mask[0] = 1
+        qm, pu = np.zeros(k), np.zeros(k)
+        cgather.child_scores(tree, params, 0, at_root, draw, k, qm, pu)
+        score = qm + pu / (1.0 + np.array(cn, float) + np.array(cnif, float))
+        if mask is not None:
+            score = np.where(mask > 0, score, -np.inf)
+        flags = mask if mask is not None else np.zeros(0, np.uint8)
+        got = cgather.best_child(tree, params, 0, at_root, draw, k, flags, mask is not None)
+        assert got == int(np.argmax(score)), (trial, got, score)
 
 
 def test_nodes_one_plays_top_prior():
