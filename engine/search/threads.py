@@ -10,7 +10,8 @@ counts (``nif``), changed under the lock only, so every visit is accounted for; 
 the batches still on the network out of flight at once (a stop does not wait for a network
 call), and their threads, once back, touch nothing.
 
-Who writes what (:class:`SearchThreads`; everything under ``nodes`` but ``_done``):
+Who writes what (:class:`SearchThreads`; everything under ``nodes`` but ``_done`` and the
+NN cache):
 
 =================== ==================================== =====================================
 state               written by                           read by
@@ -25,6 +26,8 @@ the tree, the run's each thread (gather, backup, a       the threads, the watchi
 ``failure``         the thread whose call failed, the    the run (its report)
                     watching thread (a hung call)
 ``_done``           :meth:`end`                          the watching thread (wakes)
+the NN cache        each thread's evaluation, unlocked   the gathers, under the nodes lock
+(not ``nodes``)     (one at a time: ``NNCache.lock``)    (a seqlock: core/cache.py)
 =================== ==================================== =====================================
 """
 
