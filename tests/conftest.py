@@ -276,7 +276,7 @@ SLOW_FIRST = {
     "tests/nets/training/test_train.py::test_a_new_run_can_start_from_a_weight_file": 5,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_heldout_random_positions": 13,
     "tests/engine/search/test_search_fidelity.py::test_fidelity_on_shared_positions": 8,
-    "tests/engine/search/test_search_fidelity.py::test_contempt_follows_lc0s_visits[": 6,
+    "tests/engine/search/test_search_fidelity.py::test_contempt_follows_lc0s_visits": 6,
     "tests/engine/search/test_search_maia.py::test_maia1900_nodes_one_plays_lc0_onnx_top_move": 2,
     "tests/test_lint.py::test_mypy_is_clean": 9,
     "tests/nets/training/test_model_export.py": 1,
