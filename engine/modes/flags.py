@@ -43,37 +43,23 @@ class Flag:
     """The engine option this flag sets (its value parsed as the option parses it)."""
 
     def parse(self, text: str) -> Any:
-        if self.option is not None:
-            try:
-                return self.option.parse(text)
-            except opts.OptionError as exc:
-                raise ModeError(f"flag --{self.name}: {exc}") from None
-        if self.kind == BOOL:
-            low = text.strip().lower()
-            if low in ("true", "1", "on", "yes"):
-                return True
-            if low in ("false", "0", "off", "no"):
-                return False
-            raise ModeError(f"flag --{self.name}: expected true or false, got {text!r}")
-        if self.kind in (INT, FLOAT):
-            try:
-                value: float = int(text) if self.kind == INT else float(text)
-            except ValueError:
-                what = "an integer" if self.kind == INT else "a number"
-                raise ModeError(f"flag --{self.name}: expected {what}, got {text!r}") from None
-            if (self.min is not None and value < self.min) or (
-                self.max is not None and value > self.max
-            ):
-                raise ModeError(
-                    f"flag --{self.name}: expected a value in [{_num(self, self.min)}, "
-                    f"{_num(self, self.max)}], got {text}"
-                )
-            return value
-        if self.kind == CHOICE and text not in self.choices:
-            raise ModeError(
-                f"flag --{self.name}: expected one of {', '.join(self.choices)}, got {text!r}"
-            )
-        return text
+        """``text`` as the flag's value, parsed as the engine's options parse theirs
+        (:meth:`engine.options.Option.parse`: one parser for UCI, the command line and the
+        modes); ModeError names the flag."""
+        option = self.option or self.as_option()
+        try:
+            return option.parse(text)
+        except opts.OptionError as exc:
+            reason = str(exc)
+            if self.option is None:  # the mode's own flag: its name once
+                reason = reason.removeprefix(f"option {option.name}: ")
+            raise ModeError(f"flag --{self.name}: {reason}") from None
+
+    def as_option(self) -> opts.Option:
+        """The flag as an option of the engine's table would be declared (its kind, default,
+        bounds and choices), for the flags that set no engine option."""
+        return opts.Option(self.name, _OPTION_KINDS[self.kind], self.default, self.help,
+                           self.name, self.min, self.max, self.choices)  # fmt: skip
 
     def help_lines(self) -> list[str]:
         """The flag as lc0's ``--help`` lists it."""
@@ -118,6 +104,7 @@ _KINDS = {
     opts.STRING: STRING,
 }
 _SHORT = {long: short[1:] for short, long in SHORT_FLAGS.items()}
+_OPTION_KINDS = {kind: option_kind for option_kind, kind in _KINDS.items()}
 
 
 def option_flag(name: str, default: Any = None, help: str = "", **bounds: Any) -> Flag:

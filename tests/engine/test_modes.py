@@ -73,6 +73,24 @@ def test_an_unknown_flag_is_named_with_the_flags_expected(name, capsys):
     assert f"--{MODES[name].flags[0].name}" in err, err
 
 
+def test_a_modes_own_flags_parse_as_the_engines_options_do():
+    """One parser for values (engine.options.Option.parse): a mode's own flag takes what an
+    option of its kind takes (booleans as on/yes/1, integers within lc0's bounds), and a bad
+    value names the flag and what it expected."""
+    from engine.modes.flags import ModeError
+
+    bench, backendbench = MODES["benchmark"], MODES["backendbench"]
+    assert bench.parse(["--nodes=100"])["nodes"] == 100
+    assert backendbench.parse(["--header-only-once=on"])["header-only-once"] is True
+    assert backendbench.parse(["--header-only-once", "no"])["header-only-once"] is False
+    with pytest.raises(ModeError, match=r"^flag --nodes: expected a value in \[-1, 999999999\], got -2$"):
+        bench.parse(["--nodes=-2"])
+    with pytest.raises(ModeError, match="^flag --batches: expected an integer, got 'many'$"):
+        backendbench.parse(["--batches=many"])
+    with pytest.raises(ModeError, match="^flag --threads: option Threads: expected a value in"):
+        bench.parse(["--threads=0"])  # an engine option's flag, with the benchmark's bounds
+
+
 def test_an_unsupported_lc0_flag_says_why(capsys):
     assert main(["leela2onnx", "--hlo-text-output=x.hlo"]) == 2
     err = capsys.readouterr().err
