@@ -134,9 +134,30 @@ def _outputs_of_hash(h, logits, wdl, r, policy, q, d):
     start = np.int64(h % np.uint64(TABLE_SIZE))
     for i in range(policy.shape[1]):  # a plain loop: numba's slice assignment copies it twice
         policy[r, i] = logits[start + i]
+    _value_of_hash(h, wdl, r, q, d)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _value_of_hash(h, wdl, r, q, d):
+    """Row ``r``'s q and d from its position's (mixed) hash ``h``: a row of ``wdl``."""
     row = (h >> np.uint64(32)) % np.uint64(TABLE_SIZE)
     q[r] = wdl[row, 0] - wdl[row, 2]
     d[r] = wdl[row, 1]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _packed_hash(masks, value_bits, r, hash_words, seed_word):
+    """Row ``r``'s position hash from its packed planes, as :func:`_evaluate` hashes the
+    expanded ones (see :func:`_evaluate_packed`)."""
+    h = seed_word
+    planes = masks.shape[1]
+    for p in range(planes):
+        mask, bits = masks[r, p], value_bits[r, p]
+        if bits & np.uint32(0x7FFFFFFF) == 0:
+            mask = np.uint64(0)
+        h += _reverse_bytes_bits(mask) * hash_words[p]
+        h += (np.uint64(bits) if mask & np.uint64(1) else np.uint64(0)) * hash_words[planes + p]
+    return h
 
 
 def _device_rows(n: int) -> int:
@@ -151,15 +172,8 @@ def _evaluate_packed(masks, value_bits, hash_words, seed_word, logits, wdl, poli
     value_bits uint32 [N, 112], the values' float32 bit patterns): the same hash. A plane's
     mask there has each byte's bits reversed (bit 8 * rank + 7 - file), is empty when its
     value is zero, and its first value is the value on a1, if any."""
-    n, planes = masks.shape[0], masks.shape[1]
-    for r in range(n):
-        h = seed_word
-        for p in range(planes):
-            mask, bits = masks[r, p], value_bits[r, p]
-            if bits & np.uint32(0x7FFFFFFF) == 0:
-                mask = np.uint64(0)
-            h += _reverse_bytes_bits(mask) * hash_words[p]
-            h += (np.uint64(bits) if mask & np.uint64(1) else np.uint64(0)) * hash_words[planes + p]
+    for r in range(masks.shape[0]):
+        h = _packed_hash(masks, value_bits, r, hash_words, seed_word)
         _outputs_of_hash(h, logits, wdl, r, policy, q, d)
 
 
@@ -170,24 +184,15 @@ def _evaluate_packed_gathered(masks, value_bits, hash_words, seed_word, logits, 
     [N, K], as lc0's random backend computes a policy value only when asked for it: the same
     logits as the full policy's at those indices (an index outside 0..1857 reads the nearest
     end, as :func:`engine.backend.gathered`)."""
-    n, planes, width = masks.shape[0], masks.shape[1], legal.shape[1]
     last = logits.shape[0] - TABLE_SIZE - 1  # the policy's last index
-    for r in range(n):
-        h = seed_word
-        for p in range(planes):
-            mask, bits = masks[r, p], value_bits[r, p]
-            if bits & np.uint32(0x7FFFFFFF) == 0:
-                mask = np.uint64(0)
-            h += _reverse_bytes_bits(mask) * hash_words[p]
-            h += (np.uint64(bits) if mask & np.uint64(1) else np.uint64(0)) * hash_words[planes + p]
+    for r in range(masks.shape[0]):
+        h = _packed_hash(masks, value_bits, r, hash_words, seed_word)
         h ^= h >> np.uint64(29)
         start = np.int64(h % np.uint64(TABLE_SIZE))
-        for j in range(width):
+        for j in range(legal.shape[1]):
             index = legal[r, j]
             policy[r, j] = logits[start + (0 if index < 0 else (last if index > last else index))]
-        row = (h >> np.uint64(32)) % np.uint64(TABLE_SIZE)
-        q[r] = wdl[row, 0] - wdl[row, 2]
-        d[r] = wdl[row, 1]
+        _value_of_hash(h, wdl, r, q, d)
 
 
 @njit(cache=True, nogil=True)
