@@ -18,7 +18,8 @@ side that moved into the node. That sign is a function of the position's side to
 here each batch's values are rescaled as they come from the network (:meth:`WdlRescale.apply`)
 and the NN cache keeps them rescaled; a search whose rescaling differs from the one the cache's
 values were made with clears the cache first (:meth:`engine.search.state.NNCache.hold_values_of`).
-Arithmetic is lc0's: float32 with its FastLog and FastLogistic (utils/fastmath.h).
+Arithmetic is lc0's: float32 with its FastLog (the selection's own, core/fastmath.py) and
+FastLogistic (utils/fastmath.h).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from engine.backend import NetworkOutput, OptionError
+from engine.search.core.fastmath import fast_log_each
 
 F32 = np.float32
 EPS = F32(0.0001)
@@ -185,12 +187,10 @@ def rescale_params(v: Mapping[str, Any]) -> WdlRescaleParams:
 
 # -------------------------------------------------------------------- lc0's fast math, float32
 def fast_log(a: np.ndarray) -> np.ndarray:
-    """lc0's FastLog: ln 2 * FastLog2 (its exponent bits plus a quadratic of the mantissa)."""
-    bits = np.ascontiguousarray(a, F32).view(np.uint32)
-    expb = (bits >> np.uint32(23)).astype(F32)
-    out = ((bits & np.uint32(0x7FFFFF)) | np.uint32(0x7F << 23)).view(F32) - F32(1.0)
-    log2 = out * (F32(1.3465552) - F32(0.34655523) * out) - F32(127) + expb
-    return F32(0.6931471805599453) * log2
+    """lc0's FastLog of each element (float32): engine/search/core/fastmath.py's, the one the
+    selection's cpuct uses."""
+    a32 = np.ascontiguousarray(a, F32)
+    return np.asarray(fast_log_each(a32.reshape(-1))).reshape(a32.shape)
 
 
 def fast_exp2(a: np.ndarray) -> np.ndarray:
