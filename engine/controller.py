@@ -361,7 +361,7 @@ def _smooth_watch(timemgr: TimeManager, search: Search, ran: Limit) -> SmoothWat
     if plan is None or ran.until_stop or ran.started_at is None:
         return None
     assert isinstance(params, SmoothParams)
-    return SmoothWatch(search, params, plan[0], plan[1], ran.started_at)
+    return SmoothWatch(search, params, plan[0], plan[1])
 
 
 def _search_done(

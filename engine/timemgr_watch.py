@@ -92,19 +92,14 @@ class SmoothWatch:
     unless the bank is wanted (its first ``force-piggybank-ms`` after the first playout, the
     search asking for more time, or the best move's trend being overtaken), and past the
     deadline as soon as it no longer is. The search's smart pruning counts on the longer
-    budget, as lc0's does while the bank may be used. ``started_at`` (the go's arrival) is
-    where the run's clock counts from already: the run passes its own readings."""
+    budget, as lc0's does while the bank may be used. :meth:`poll` is given the run's own clock
+    readings, which count from the go's arrival."""
 
     def __init__(
-        self,
-        search: Search,
-        p: SmoothParams,
-        deadline_ms: float,
-        spare_ms: float,
-        started_at: float | None = None,
+        self, search: Search, p: SmoothParams, deadline_ms: float, spare_ms: float
     ) -> None:
         self.search, self.p = search, p
-        self.deadline, self.spare, self.started_at = deadline_ms, spare_ms, started_at
+        self.deadline, self.spare = deadline_ms, spare_ms
         self.trend = TrendWatcher(p)
         self.used_piggybank = False
         search.resources.time_stopper = self.poll
