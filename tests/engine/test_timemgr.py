@@ -282,6 +282,25 @@ def test_ponderhit_banks_the_time_its_search_left_unused():
     uci.handle("quit")
 
 
+def test_ucinewgame_starts_legacys_state_afresh():
+    """lc0's ucinewgame makes a new time manager (classic/wrapper.cc NewGame): the time banked
+    by the last game's moves and its spent first-move bonus do not carry into the next game."""
+    import io
+
+    import engine.backends  # noqa: F401  (registers the random backend)
+    from engine.uci import UciEngine
+
+    uci = UciEngine(io.StringIO(), {"Backend": "random", "MoveOverheadMs": OVERHEAD})
+    uci.handle("position startpos moves e2e4")
+    uci.handle("go wtime 60000 btime 60000 nodes 50")
+    uci.controller.wait(10)
+    tm = uci.controller.timemgr
+    assert tm.time_spared_ms > 1_000 and not tm.first_move_of_game  # banked, bonus spent
+    uci.handle("ucinewgame")
+    assert tm.time_spared_ms == 0.0 and tm.first_move_of_game
+    uci.handle("quit")
+
+
 def test_alphazero_budget_is_lc0s_share_of_the_clock():
     """lc0's log (``lc0 --time-manager=alphazero --move-overhead=150 --logfile=…``, go wtime 20000
     then 7433): "Budgeted time for the move: 2382ms", "873.96ms"; its TimeLimitStopper takes
