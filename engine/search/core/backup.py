@@ -202,6 +202,12 @@ def sort_policies(req, moves, indices, policy, start, n, temperature, out_moves,
     runs it beside the search's, and the search thread takes rows too while it waits."""
     width = moves.shape[1]
     scratch = (np.empty(width), np.empty(width, np.int64), np.empty(width, np.float32))
+    _sort_rows(req, moves, indices, policy, start, n, temperature, out_moves, out_priors, scratch)
+
+
+@njit(cache=True, **UNCOUNTED)  # a row's eight views a call, uncounted
+def _sort_rows(req, moves, indices, policy, start, n, temperature, out_moves, out_priors, scratch):
+    """:func:`sort_policies`' rows, given its scratch."""
     for r in range(start, n):
         softmax_sorted(
             policy[r],

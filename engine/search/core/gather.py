@@ -24,7 +24,6 @@ that a search's allocations are all freed).
 
 from __future__ import annotations
 
-import math
 from collections import namedtuple
 
 import numpy as np
@@ -48,6 +47,7 @@ from engine.encoding.rows import (
 from .backup import backup, cancel, order_descending
 from .cache import lookup, read_entry
 from .calls import UNCOUNTED
+from .fastmath import fast_log as _fast_log
 from .layout import Layout
 from .params import (
     CACHE_HISTORY,
@@ -200,20 +200,6 @@ def new_batch(size: int) -> Batch:
 
 
 # ----------------------------------------------------------------------------- PUCT terms
-@njit(cache=True, inline="always")
-def _fast_log(a):
-    """lc0's FastLog (utils/fastmath.h) of a positive float32: ln 2 * FastLog2, where FastLog2
-    is the exponent plus a quadratic of the mantissa, in float32 arithmetic as lc0's. Off the
-    exact log by up to ~0.0006: at N = 400 lc0's cpuct is 0.1 % below the exact formula's, enough
-    to reorder two moves whose scores are that close."""
-    f32 = np.float32
-    m, e = math.frexp(f32(a))  # a = m * 2**e, 0.5 <= m < 1: lc0's mantissa 1 + out, exponent e - 1
-    out = f32(f32(f32(2.0) * f32(m)) - f32(1.0))
-    log2 = f32(out * f32(f32(1.3465552) - f32(f32(0.34655523) * out)))
-    log2 = f32(f32(log2 - f32(127.0)) + f32(e + 126))
-    return f32(f32(0.6931471805599453) * log2)
-
-
 @njit(cache=True, inline="always")
 def _cpuct(n, init, base, factor):
     """lc0's ComputeCpuct in its float32 arithmetic: init + factor * FastLog((N + base) / base)."""

@@ -14,6 +14,7 @@ from numba import njit
 
 from .backup import expand_and_backup_rows, sort_policies
 from .cache import insert_rows
+from .calls import UNCOUNTED
 from .gather import (
     COLLISIONS,
     OUT_OF_ORDER_DONE,
@@ -70,7 +71,7 @@ def gather(shared, batch, walk, limits, pad):
     gather_end(tree, params, cache, batch, walk, pad)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **UNCOUNTED)
 def encode(batch, fmt, fill, start, n):
     """The legal moves and input planes of requests ``start`` to ``n - 1`` (input format
     ``fmt``, history fill ``fill``): :func:`engine.search.core.gather.encode_requests`."""
@@ -87,7 +88,7 @@ def sort(batch, policy, indices, start, n, temperature):
                   batch.sorted_moves, batch.priors)  # fmt: skip
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **UNCOUNTED)
 def store_results(cache, batch, q, d, m):
     """The NN cache given the batch's evaluated requests (``meta[REQUESTS]`` of them) in the
     order the selection made them, outside the nodes lock (the caller holds the cache's own):
@@ -96,7 +97,7 @@ def store_results(cache, batch, q, d, m):
                 batch.meta[REQUESTS])  # fmt: skip
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **UNCOUNTED)
 def expand_and_backup(shared, batch, q, d, m):
     """Expand and back up the batch's evaluated requests (``meta[REQUESTS]`` of them) in the
     order the selection made them: :func:`engine.search.core.backup.expand_and_backup_rows`."""
