@@ -13,6 +13,7 @@ when each phase runs is :class:`engine.search.run.SearchRun`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -41,6 +42,31 @@ expand_and_backup = direct(cminibatch.expand_and_backup)
 _ALL_MOVES = np.zeros(0, np.uint8)
 """The empty root filter: every root move may get visits."""
 
+GatherCall = tuple[cminibatch.Shared, cgather.Batch, cgather.Walk, np.ndarray, np.ndarray]
+"""The compiled gather's arguments: the shared arrays, the batch, the walk, the limits and the
+prefetch table."""
+
+
+def run_gather(call: GatherCall) -> None:
+    """The compiled gather (lc0's GatherMinibatch), without the nodes lock: gathers on other
+    threads may run at once (core/tree.py's claims, core/gather.py's atomics), never a backup
+    or the tree's growth (engine/search/threads.py)."""
+    gather_minibatch(*call)
+
+
+BackupCall = tuple[cminibatch.Shared, cgather.Batch, np.ndarray, np.ndarray, np.ndarray]
+"""The compiled backup's arguments: the shared arrays, the batch and the heads q, d, m."""
+
+
+def run_backup(call: BackupCall) -> None:
+    """The compiled expansion and backup of a batch, without the nodes lock: gathers and
+    backups on other threads may run at once (core/backup.py)."""
+    expand_and_backup(*call)
+
+
+def _alone() -> None:
+    """``exclusive`` of a gather with no other thread: nothing to wait for."""
+
 
 class SearchWorker:
     """Gathers, evaluates and backs up the minibatches of one search (``batch_size`` leaves at
@@ -53,6 +79,7 @@ class SearchWorker:
         self.batch_size = batch_size
         self.go, self.tally = go, tally
         self._walk_consts = (np.zeros(5, np.int64), np.zeros(2))
+        self._histories: dict[int, np.ndarray] = {}
 
     def prepare(self) -> list[cgather.Batch]:
         """The batch buffers (``Threads`` of them) and the selection's constants for this run;
@@ -69,15 +96,27 @@ class SearchWorker:
     def gather(
         self, batch: cgather.Batch, remaining: float = math.inf, best: int = -1
     ) -> tuple[int, int]:
-        """Gather a minibatch into ``batch``; returns (requests, out-of-order backups).
-        ``remaining``: the playouts the stoppers expect to remain (smart pruning's hint);
-        ``best``: the root's best edge on this tree (-1: none), both from this step's summary."""
+        """Gather a minibatch into ``batch`` on this thread alone; returns (requests,
+        out-of-order backups). ``remaining``: the playouts the stoppers expect to remain (smart
+        pruning's hint); ``best``: the root's best edge on this tree (-1: none), both from this
+        step's summary."""
+        run_gather(self.begin_gather(batch, remaining, best))
+        return self.end_gather(batch)
+
+    def begin_gather(
+        self,
+        batch: cgather.Batch,
+        remaining: float = math.inf,
+        best: int = -1,
+        exclusive: Callable[[], None] = _alone,
+    ) -> GatherCall:
+        """A gather's first part (under the nodes lock): room in the tree for every thread's
+        gather at once (grown after ``exclusive``, which returns once no gather runs), and the
+        compiled gather's arguments (:func:`run_gather`), which may run beside other threads'."""
         state, res, p = self.state, self.res, self.params
         size = self.batch_size
         max_ooo = max(1, int(p.max_out_of_order_evals_factor * size))
-        state.tree = ctree.reserve(
-            state.tree, 2 * size + max_ooo + p.max_prefetch + 64, (max_ooo + 2) * MAX_MOVES
-        )
+        self.make_room(exclusive)
         res.pages.ahead(state.tree.nodes, int(state.tree.count[ctree.NODES]))
         res.pages.ahead(state.tree.edges, int(state.tree.count[ctree.EDGES]))
         res.pages.ahead(state.tree.kids, int(state.tree.count[ctree.KIDS]))
@@ -89,7 +128,7 @@ class SearchWorker:
         info, draw_scores = self._walk_consts
         root_filter = self.root_filter(remaining, best)
         walk = cgather.Walk(
-            res.hist,
+            self._history_of(batch),
             info,
             draw_scores,
             root_filter,
@@ -103,15 +142,44 @@ class SearchWorker:
             MAX_EVENTS=p.max_collision_events,
             NODES_LEFT=nodes_left,
         )
-        self._run_gather(batch, walk, limits, pad)
+        return self._shared(), batch, walk, limits, pad
+
+    def end_gather(
+        self, batch: cgather.Batch, exclusive: Callable[[], None] = _alone
+    ) -> tuple[int, int]:
+        """A gather's last part (under the nodes lock): the history grown if it ran short, and
+        the Syzygy probes of its candidates (after ``exclusive``: a hit is backed up at once).
+        Returns (requests, out-of-order backups)."""
+        res = self.res
         requests = int(batch.meta[cgather.REQUESTS])
         ooo = int(batch.meta[cgather.OUT_OF_ORDER_DONE])
         if batch.meta[cgather.NO_ROOM]:
             res.grow_history()
         if res.tablebase is not None and requests:
+            exclusive()
             requests, hits = self.probe(batch, requests)
             ooo += hits
         return requests, ooo
+
+    def make_room(self, exclusive: Callable[[], None]) -> None:
+        """Room in the tree for every thread's gather or backup at once: what each can add at
+        most (a gather's new nodes and out-of-order expansions, a batch's edges), for each
+        thread; grown after ``exclusive`` (no gather or backup runs) when short."""
+        p, size = self.params, self.batch_size
+        max_ooo = max(1, int(p.max_out_of_order_evals_factor * size))
+        nodes = p.threads * (2 * size + max_ooo + p.max_prefetch + 64)
+        edges = p.threads * (max_ooo + 2 + max(size, p.max_prefetch)) * MAX_MOVES
+        if not ctree.has_room(self.state.tree, nodes, edges):
+            exclusive()
+            self.state.tree = ctree.reserve(self.state.tree, nodes, edges)
+
+    def _history_of(self, batch: cgather.Batch) -> np.ndarray:
+        """The rows a gather into ``batch`` walks with: the game's, then its path's, which it
+        writes (so one copy a batch, made anew when the resources' history grows)."""
+        hist = self._histories.get(id(batch))
+        if hist is None or hist.shape != self.res.hist.shape:
+            hist = self._histories[id(batch)] = self.res.hist.copy()
+        return hist
 
     def _run_gather(
         self, batch: cgather.Batch, walk: cgather.Walk, limits: np.ndarray, pad: np.ndarray
@@ -144,22 +212,32 @@ class SearchWorker:
 
     def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
         """Expand the batch's leaves with the network's answer and back their values up (or
-        drop the batch when the search was stopped meanwhile)."""
+        drop the batch when the search was stopped meanwhile), on this thread alone."""
+        call = self.begin_backup(batch, out)
+        if call is not None:
+            run_backup(call)
+            self.tally.batches += 1
+
+    def begin_backup(
+        self, batch: cgather.Batch, out: NetworkOutput, exclusive: Callable[[], None] = _alone
+    ) -> BackupCall | None:
+        """A backup's first part (under the nodes lock): room in the tree (as
+        :meth:`begin_gather`) and the compiled backup's arguments (:func:`run_backup`, which may
+        run beside other threads' gathers and backups); None when the search was stopped
+        meanwhile (the batch dropped)."""
         state = self.state
         n = int(batch.meta[cgather.REQUESTS])
         if state.stop.is_set():
             self.abandon(batch)
-            return
-        state.tree = ctree.reserve(state.tree, 0, int(batch.req["count"][:n].sum()))
+            return None
+        self.make_room(exclusive)
         # lc0's network_evaluations_ (eps): the batch's requests less the prefetched (node -1).
         self.tally.evaluations += int(np.count_nonzero(batch.req["node"][:n] >= 0))
-        shared = self._shared()
         # The heads read-only contiguous float32 whatever the backend returns (XLA's CPU buffers
         # are read-only, a numpy backend's are not): the call skips numba's dispatch, so its
         # argument types must never change (engine/search/core/calls.py).
         q, d, m = network_heads(out.q), network_heads(out.d), network_heads(out.m)
-        expand_and_backup(shared, batch, q, d, m)
-        self.tally.batches += 1
+        return self._shared(), batch, q, d, m
 
     def abandon(self, batch: cgather.Batch) -> None:
         """Drop an unfinished batch: its visits out of flight."""

@@ -21,6 +21,83 @@ def _int64_array(array) -> bool:
     return isinstance(array, types.Array) and array.ndim == 1 and array.dtype == types.int64
 
 
+def _int_array(array) -> bool:
+    """A one-dimensional array of integers, of any layout (a record array's field is strided)."""
+    return (
+        isinstance(array, types.Array)
+        and array.ndim == 1
+        and isinstance(array.dtype, types.Integer)
+        and array.mutable
+    )
+
+
+def _rmw(op):
+    """An atomic read-modify-write ``op`` (LLVM's atomicrmw) of ``array[index]`` with
+    ``value``: returns the item's value before it."""
+
+    def typer(typingctx, array, index, value):
+        if not _int_array(array) or not isinstance(value, types.Integer):
+            return None
+
+        def codegen(context, builder, sig, args):
+            arrayty = sig.args[0]
+            ptr = _item_pointer(context, builder, arrayty, args[0], args[1])
+            val = context.cast(builder, args[2], sig.args[2], arrayty.dtype)
+            return builder.atomic_rmw(op, ptr, val, "seq_cst")
+
+        return array.dtype(array, types.int64, value), codegen
+
+    return typer
+
+
+def _cas(typingctx, array, index, expected, new):
+    """``array[index] = new`` if it holds ``expected`` (LLVM's cmpxchg), at once for every
+    thread: returns the value it held (``expected`` when the swap took place)."""
+    if not _int_array(array) or not isinstance(expected, types.Integer):
+        return None
+    if not isinstance(new, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        arrayty = sig.args[0]
+        ptr = _item_pointer(context, builder, arrayty, args[0], args[1])
+        cmp = context.cast(builder, args[2], sig.args[2], arrayty.dtype)
+        val = context.cast(builder, args[3], sig.args[3], arrayty.dtype)
+        pair = builder.cmpxchg(ptr, cmp, val, "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 0)
+
+    return array.dtype(array, types.int64, expected, new), codegen
+
+
+def _load_any(typingctx, array, index):
+    """``array[index]`` of any integer array, read anew (an acquire load)."""
+    if not _int_array(array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        arrayty = sig.args[0]
+        ptr = _item_pointer(context, builder, arrayty, args[0], args[1])
+        return builder.load_atomic(ptr, "acquire", arrayty.dtype.bitwidth // 8)
+
+    return array.dtype(array, types.int64), codegen
+
+
+def _store_any(typingctx, array, index, value):
+    """``array[index] = value`` of any integer array, after every write before it (a release
+    store)."""
+    if not _int_array(array) or not isinstance(value, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        arrayty = sig.args[0]
+        ptr = _item_pointer(context, builder, arrayty, args[0], args[1])
+        val = context.cast(builder, args[2], sig.args[2], arrayty.dtype)
+        builder.store_atomic(val, ptr, "release", arrayty.dtype.bitwidth // 8)
+        return context.get_dummy_value()
+
+    return types.void(array, types.int64, value), codegen
+
+
 def _load(typingctx, array, index):
     """``array[index]`` read anew each time (an acquire load: what was written before the
     matching :func:`store` is seen after it, and no later read moves before it)."""
@@ -62,3 +139,10 @@ def _fence(typingctx):
 load: Any = intrinsic(_load)
 store: Any = intrinsic(_store)
 fence: Any = intrinsic(_fence)
+fetch_add: Any = intrinsic(_rmw("add"))
+"""``fetch_add(array, i, v)``: ``array[i] += v`` at once for every thread; the value before."""
+fetch_or: Any = intrinsic(_rmw("or"))
+"""``fetch_or(array, i, v)``: ``array[i] |= v`` at once for every thread; the value before."""
+compare_swap: Any = intrinsic(_cas)
+load_int: Any = intrinsic(_load_any)
+store_int: Any = intrinsic(_store_any)

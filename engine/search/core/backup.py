@@ -11,10 +11,22 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .atomic import fetch_add, store_int
 from .calls import UNCOUNTED
 from .layout import Layout
 from .params import STICKY
-from .tree import NONE, PENDING, PROVEN, TABLEBASE, child, compress_priors, expand, prior
+from .tree import (
+    NONE,
+    PENDING,
+    PROVEN,
+    TABLEBASE,
+    child,
+    compress_priors,
+    expand,
+    lock_values,
+    prior,
+    unlock_values,
+)
 
 COUNTERS = Layout("counters", "PLAYOUTS DEPTH_SUM MAX_DEPTH TB_HITS")
 """A search's counts: its playouts, their depth sum, the deepest, its tablebase hits."""
@@ -58,11 +70,12 @@ def prove(tree, node):
         return False
     if best_wl > 0.0:  # proven lost for the side that moved into it
         clear_loss_prior(tree, node)
-    # A result resting on a table is a tablebase result, not a mate distance.
-    tree.nodes.kind[node] = TABLEBASE if from_tb else PROVEN
     tree.nodes.t_wl[node] = -best_wl
     tree.nodes.t_d[node] = best_d
     tree.nodes.t_m[node] = best_m + 1.0
+    # A result resting on a table is a tablebase result, not a mate distance. The kind last:
+    # a gather that sees it reads the proven value.
+    store_int(tree.nodes.kind, node, TABLEBASE if from_tb else PROVEN)
     return True
 
 
@@ -71,7 +84,16 @@ def backup(tree, params, counters, node, k, v, d, m, depth):
     """Add ``k`` visits of value v (node's view), d, m to ``node`` and its ancestors; m grows
     by one a ply upwards and v changes sign. Through a proven node its exact value goes up
     instead; a node this backup proves gets its proven value at once, and each ancestor has
-    the same correction applied to the visits that came through it."""
+    the same correction applied to the visits that came through it. Under the values' lock (a
+    gather's out-of-order backups run beside other gathers); the visits in flight leave
+    atomically (gathers add theirs meanwhile)."""
+    lock_values(tree)
+    _backup(tree, params, counters, node, k, v, d, m, depth)
+    unlock_values(tree)
+
+
+@njit(cache=True, inline="always")
+def _backup(tree, params, counters, node, k, v, d, m, depth):
     counters[PLAYOUTS] += k
     counters[DEPTH_SUM] += depth * k
     counters[MAX_DEPTH] = max(counters[MAX_DEPTH], depth)
@@ -96,7 +118,7 @@ def backup(tree, params, counters, node, k, v, d, m, depth):
         if parent >= 0:
             if n == k:
                 tree.nodes.vpol[parent] += prior(tree.edges.prior[tree.nodes.pedge[node]])
-            tree.nodes.nif[node] -= k
+            fetch_add(tree.nodes.nif, node, -k)
             if became_terminal and sticky:
                 became_terminal = prove(tree, parent)
                 if became_terminal:
@@ -119,9 +141,10 @@ def backup(tree, params, counters, node, k, v, d, m, depth):
 
 @njit(cache=True)
 def cancel(tree, node, k):
-    """Take ``k`` visits out of flight along the path from ``node`` to the root."""
+    """Take ``k`` visits out of flight along the path from ``node`` to the root (atomically:
+    gathers on other threads add theirs meanwhile)."""
     while tree.nodes.parent[node] >= 0:
-        tree.nodes.nif[node] -= k
+        fetch_add(tree.nodes.nif, node, -k)
         node = tree.nodes.parent[node]
 
 
@@ -230,15 +253,18 @@ def expand_and_backup_rows(tree, params, counters, req, moves, priors, q, d, m, 
     position, in the NN cache only) with their moves and priors as :func:`sort_policies` wrote
     them, rows in ``order``. The evaluation has put every result into the NN cache
     (:func:`engine.search.core.cache.insert_rows`, outside the nodes lock). Room for the edges
-    has been reserved."""
+    has been reserved. Gathers on other threads may run at once: each node is this batch's
+    (pending) until its edges are in, and the values change under the values' lock."""
     for i in range(n):
         r = order[i]
         k = req.count[r]
         node = req.node[r]
         if node < 0:
             continue
-        tree.nodes.status[node] &= ~PENDING
         expand(tree, np.int64(node), moves[r], priors[r], np.int64(k))
+        # No longer pending once its edges are in: a gather on another thread that finds it
+        # not pending finds them (core/gather.py's _claim).
+        tree.nodes.status[node] &= ~PENDING
         backup(
             tree,
             params,

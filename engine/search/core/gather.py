@@ -44,6 +44,7 @@ from engine.encoding.rows import (
     window_suffices,
 )
 
+from .atomic import compare_swap, fetch_add, fetch_or, load_int, store_int
 from .backup import backup, cancel, order_descending
 from .cache import lookup, read_entry
 from .calls import UNCOUNTED
@@ -451,13 +452,33 @@ def expand_cached(tree, params, counters, node, depth, got, moves, priors, q, d,
 
 @njit(cache=True)
 def _terminal(tree, params, counters, batch, node, k, kind, wl, m, depth):
-    tree.nodes.kind[node] = kind
     tree.nodes.t_wl[node] = wl
     tree.nodes.t_d[node] = 1.0 - abs(wl)
     tree.nodes.t_m[node] = m
+    store_int(tree.nodes.kind, node, kind)  # last: a gather that sees it reads the value
     _back_up(tree, params, counters, batch, node, 1, wl, 1.0 - abs(wl), m, depth)
+    _release(tree, node)
     if k > 1:  # as lc0's: a terminal takes one visit, the others are a collision
         _collision(batch, node, k - 1)
+
+
+@njit(cache=True, inline="always")
+def _claim(tree, node):
+    """Whether this gather takes the unexpanded leaf ``node`` (marks it PENDING), where
+    gathers on other threads may reach it at once: False when it is pending already, or was
+    expanded or proven since the caller looked (then its visits are a collision)."""
+    if fetch_or(tree.nodes.status, node, PENDING) & PENDING:
+        return False
+    if load_int(tree.nodes.nedges, node) > 0 or load_int(tree.nodes.kind, node) != NONE:
+        _release(tree, node)
+        return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _release(tree, node):
+    """A claimed leaf no longer pending (it was expanded from the cache, or is terminal)."""
+    store_int(tree.nodes.status, node, tree.nodes.status[node] & ~PENDING)
 
 
 @njit(cache=True)
@@ -500,8 +521,9 @@ def encode_requests(req, rows, window, moves, indices, fmt, fill, masks, values,
 @njit(cache=True, **UNCOUNTED)
 def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     """An unexpanded node received ``k`` visits: a collision, a terminal, a cache hit or a
-    new request."""
-    if tree.nodes.status[node] & PENDING:
+    new request. The node is claimed first (:func:`_claim`): gathers on other threads may
+    reach it at once."""
+    if not _claim(tree, node):
         _collision(batch, node, k)
         return
     game_len, fmt = walk.info[GAME_LEN], walk.info[FORMAT]
@@ -538,6 +560,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     if got >= 0 and params[OUT_OF_ORDER] != 0.0 and not tb and room:
         expand_cached(tree, params, counters, node, depth, got, batch.moves[r], batch.priors[r],
                       q, d, m)  # fmt: skip
+        _release(tree, node)
         batch.meta[OUT_OF_ORDER_DONE] += 1
     else:
         batch.req.node[r] = node
@@ -550,8 +573,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         batch.req.wlast[r], batch.req.reps[r] = _planes_of(
             walk.hist, row, fmt, walk.info[FILL], batch.window[r], batch.masks[r], batch.values[r]
         )
-        tree.nodes.status[node] |= PENDING
-        batch.meta[REQUESTS] = r + 1
+        batch.meta[REQUESTS] = r + 1  # the node stays pending (claimed) until its backup
     if k > 1:
         _collision(batch, node, k - 1)
 
@@ -579,9 +601,20 @@ def share_visits(tree, params, batch, walk, node, k, depth):
         child_scores(tree, params, I(node), at_root, draw_score, I(width), qm, pu)
         given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, scratch, order)
     for g in range(given):
-        if order[GIVEN_CHILD, g] + 1 > tree.nodes.touched[node]:
-            tree.nodes.touched[node] = order[GIVEN_CHILD, g] + 1
+        _touch(tree, node, order[GIVEN_CHILD, g] + 1)
     return given
+
+
+@njit(cache=True, inline="always")
+def _touch(tree, node, width):
+    """``node``'s touched children at least ``width`` (a maximum kept with other threads'
+    gathers raising it at once)."""
+    seen = load_int(tree.nodes.touched, node)
+    while seen < width:
+        was = compare_swap(tree.nodes.touched, node, seen, width)
+        if was == seen:
+            return
+        seen = was
 
 
 @njit(cache=True)
@@ -671,7 +704,8 @@ def select(tree, params, counters, cache, batch, walk, visits):
                 if k > 1:
                     _collision(batch, node, k - 1)
                 continue
-        if tree.nodes.nedges[node] == 0:
+        # Acquire: an expansion on another thread (a cache hit) writes the edges, then nedges.
+        if load_int(tree.nodes.nedges, node) == 0:
             if k == visits and tree.nodes.status[node] & PENDING:
                 # The whole round on one leaf in flight: lc0 lets this collision grow to the
                 # visits its path could take before another child overtook (maxvisit).
@@ -696,7 +730,7 @@ def select(tree, params, counters, cache, batch, walk, visits):
             elif top >= stack_node.shape[0]:
                 _cancel(tree, batch, node, cnt)
                 continue
-            tree.nodes.nif[c] += cnt
+            fetch_add(tree.nodes.nif, c, cnt)
             stack_node[top], stack_k[top], stack_depth[top] = c, cnt, depth + 1
             top += 1
 
@@ -716,7 +750,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
         if row >= hist.shape[0]:
             return 0
         make_move(hist[row - 1], I(tree.edges.move[edge]), hist[row])
-    if node < 0 or tree.nodes.nedges[node] == 0:
+    if node < 0 or load_int(tree.nodes.nedges, node) == 0:
         reps, _ = repetitions(hist, row)
         key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
         r = batch.meta[REQUESTS]
@@ -900,7 +934,7 @@ def round_end(
                 extra = min(most, collisions_left) - k
                 n = batch.coll.node[c]
                 while tree.nodes.parent[n] >= 0:
-                    tree.nodes.nif[n] += extra
+                    fetch_add(tree.nodes.nif, n, extra)
                     n = tree.nodes.parent[n]
                 batch.coll.k[c] = k + extra
             collisions_left -= batch.coll.k[c]

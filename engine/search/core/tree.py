@@ -21,6 +21,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .atomic import compare_swap, fetch_add, load_int, store_int
+
 # Terminal kinds (how a node's outcome was proven).
 NONE, MATE, STALEMATE, RULE50, MATERIAL, THREEFOLD, TWOFOLD, PROVEN, TABLEBASE = range(9)
 KIND_NAMES = (
@@ -70,9 +72,15 @@ BYTES_PER_KID = KID.itemsize
 
 Tree = namedtuple("Tree", "nodes edges kids count")
 """nodes: NODE records; edges: EDGE records; kids: int32 child indices (a block a node with a
-child); count int64 [3]: nodes, edges and kids in use. (Record arrays, not one array a field:
+child); count int64 [COUNTS]: nodes, edges and kids in use, and the values' lock word. (Record arrays, not one array a field:
 numba compiles a function of a few arrays several times faster than one of twenty.)"""
-NODES, EDGES, KIDS = 0, 1, 2
+NODES, EDGES, KIDS, VALUES_LOCK = 0, 1, 2, 3
+COUNTS = 4
+"""``count``'s length: the nodes, edges and kids in use, and the lock word of the values'
+updates (:func:`lock_values`)."""
+MAKING = -2
+"""A kids slot, or a node's ``kids``, while the thread that claimed it makes the child or the
+block (a reader takes it as none yet, a maker waits for it)."""
 
 
 _POW2 = np.array([2.0 ** (e - 31) for e in range(32)])
@@ -137,7 +145,7 @@ def new_tree(node_capacity: int = NODE_CAPACITY, edge_capacity: int = EDGE_CAPAC
         records(node_capacity, NODE),
         records(edge_capacity, EDGE),
         records(edge_capacity, KID),
-        np.zeros(3, np.int64),
+        np.zeros(COUNTS, np.int64),
     )
     new_node(tree, -1, -1)
     return tree
@@ -150,6 +158,13 @@ def emptied(tree: Tree) -> Tree:
     tree.count[:] = 0
     new_node(tree, -1, -1)
     return tree
+
+
+def has_room(tree: Tree, nodes: int, edges: int) -> bool:
+    """Whether ``tree`` has room for ``nodes`` more nodes and ``edges`` more edges (and their
+    kids) without growing."""
+    used_n, used_e = int(tree.count[NODES]), int(tree.count[EDGES])
+    return used_n + nodes <= len(tree.nodes) and used_e + edges <= len(tree.edges)
 
 
 def reserve(tree: Tree, nodes: int, edges: int) -> Tree:
@@ -208,26 +223,42 @@ def child(tree, node, j):
 
 @njit(cache=True)
 def new_node(tree, parent, pedge):
-    """A fresh node below edge ``pedge`` of ``parent`` (-1 for a root); returns its index.
-    The caller has reserved room."""
-    i = tree.count[NODES]
-    tree.count[NODES] = i + 1
+    """The node below edge ``pedge`` of ``parent`` (-1 for a root), made fresh unless another
+    gather made it meanwhile (then that one); returns its index. Safe with gathers on other
+    threads at once: the edge's kids slot is claimed (:data:`MAKING`) before the node is made,
+    so a child is made once. The caller has reserved room."""
+    if parent < 0:
+        i = fetch_add(tree.count, NODES, 1)
+        _fresh(tree, i, parent, pedge)
+        return i
+    slot = _kids_block(tree, parent) + pedge - tree.nodes.first[parent]
+    seen = compare_swap(tree.kids, slot, -1, MAKING)
+    if seen != -1:
+        while seen < 0:  # another thread is making it
+            seen = load_int(tree.kids, slot)
+        return seen
+    i = fetch_add(tree.count, NODES, 1)
     _fresh(tree, i, parent, pedge)
-    if parent >= 0:
-        start = tree.nodes.kids[parent]
-        if start < 0:
-            start = tree.count[KIDS]
-            tree.count[KIDS] = start + tree.nodes.nedges[parent]
-            _new_block(tree, parent, start)
-        tree.kids[start + pedge - tree.nodes.first[parent]] = i
+    store_int(tree.kids, slot, i)
     return i
 
 
 @njit(cache=True)
-def _new_block(tree, node, start):
-    for j in range(tree.nodes.nedges[node]):
-        tree.kids[start + j] = -1
-    tree.nodes.kids[node] = start
+def _kids_block(tree, node):
+    """The start of ``node``'s block of kids, made (once, whichever thread claims it) if it has
+    none yet."""
+    start = load_int(tree.nodes.kids, node)
+    if start >= 0:
+        return start
+    if start == -1 and compare_swap(tree.nodes.kids, node, -1, MAKING) == -1:
+        start = fetch_add(tree.count, KIDS, tree.nodes.nedges[node])
+        for j in range(tree.nodes.nedges[node]):
+            tree.kids[start + j] = -1
+        store_int(tree.nodes.kids, node, start)
+        return start
+    while start < 0:
+        start = load_int(tree.nodes.kids, node)
+    return start
 
 
 @njit(cache=True)
@@ -253,14 +284,14 @@ def _fresh(tree, i, parent, pedge):
 
 @njit(cache=True)
 def expand(tree, node, moves, priors, count):
-    """Give ``node`` its ``count`` edges (moves sorted by decreasing prior). Room reserved."""
-    first = tree.count[EDGES]
-    tree.count[EDGES] = first + count
+    """Give ``node`` its ``count`` edges (moves sorted by decreasing prior). Room reserved; the
+    node is the caller's alone (a request's, or a leaf its gather claimed)."""
+    first = fetch_add(tree.count, EDGES, count)
     for j in range(count):
         tree.edges.move[first + j] = moves[j]
         tree.edges.prior[first + j] = priors[j]
     tree.nodes.first[node] = first
-    tree.nodes.nedges[node] = count
+    store_int(tree.nodes.nedges, node, count)  # last: a gather that sees it sees the edges
 
 
 @njit(cache=True)
@@ -334,7 +365,20 @@ def keep_subtree(tree: Tree, root: int) -> Tree:
         records(max(NODE_CAPACITY, 2 * nodes), NODE),
         records(edge_capacity, EDGE),
         records(edge_capacity, KID),
-        np.zeros(3, np.int64),
+        np.zeros(COUNTS, np.int64),
     )
     _copy_subtree(tree, root, dst)
     return dst
+
+
+@njit(cache=True, inline="always")
+def lock_values(tree):
+    """Take the lock of the values' updates (a backup's n, wl, d, m along a path and the
+    counters): a gather's out-of-order backups run beside other gathers."""
+    while compare_swap(tree.count, VALUES_LOCK, 0, 1) != 0:
+        pass
+
+
+@njit(cache=True, inline="always")
+def unlock_values(tree):
+    store_int(tree.count, VALUES_LOCK, 0)

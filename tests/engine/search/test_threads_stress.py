@@ -115,3 +115,24 @@ def test_go_ponderhit_stop_and_quit_at_random_moments_answer_once_and_legally():
     answers = [ln for ln in out.getvalue().splitlines() if ln.startswith("bestmove")]
     assert len(answers) == gos, answers
     assert all(ln.split()[1] != "0000" for ln in answers)
+
+
+def test_gathers_and_backups_side_by_side_lose_no_visit():
+    """The threads' compiled gathers and backups run at once, outside the nodes lock (the
+    random network answers at once, so they overlap most of the time): the tree's atomics and
+    claims and the values' lock keep every visit. Without the values' lock
+    (core/tree.py's lock_values) the visits of two backups through one node race and this
+    fails, as it does with a plain add of the visits in flight in the selection."""
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    for threads, minibatch in ((2, 16), (4, 8), (2, 256), (8, 32)):
+        search = Search(RandomNetwork(), from_options({
+            "Threads": threads, "MinibatchSize": minibatch, "SmartPruningFactor": 0.0,
+        }))  # fmt: skip
+        try:
+            search.set_position(board)
+            result = search.run(Limit(nodes=30_000))
+            search.state.changed()
+            check_consistent(search.state.tree)
+            assert search.root.n == result.nodes, (threads, minibatch)
+        finally:
+            search.close()
