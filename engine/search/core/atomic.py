@@ -1,7 +1,10 @@
-"""Ordered reads and writes for compiled code shared between threads without a lock, which
-numba lacks on the CPU: acquire loads and release stores of int64 array items and a full fence
-(LLVM's ``load atomic``, ``store atomic`` and ``fence``). The NN cache's entries are written by
-an evaluation outside the nodes lock while a gather reads them under it (core/cache.py)."""
+"""Atomic and ordered operations on integer array items for compiled code shared between
+threads without a lock, which numba lacks on the CPU: acquire loads, release stores, a full
+fence, fetch-and-add, fetch-and-or and compare-and-swap (LLVM's ``load atomic``, ``store
+atomic``, ``fence``, ``atomicrmw`` and ``cmpxchg``) of a one-dimensional integer array of any
+layout (a tree's record field is a strided one). The NN cache's entries are written by an
+evaluation while gathers read them (core/cache.py); the search threads' gathers and backups
+share the tree through them (engine/search/threads.py's docstring)."""
 
 from __future__ import annotations
 
@@ -15,10 +18,6 @@ from numba.extending import intrinsic
 def _item_pointer(context, builder, arrayty, array, index):
     ary = context.make_array(arrayty)(context, builder, array)
     return cgutils.get_item_pointer(context, builder, arrayty, ary, [index], wraparound=False)
-
-
-def _int64_array(array) -> bool:
-    return isinstance(array, types.Array) and array.ndim == 1 and array.dtype == types.int64
 
 
 def _int_array(array) -> bool:
@@ -69,8 +68,9 @@ def _cas(typingctx, array, index, expected, new):
     return array.dtype(array, types.int64, expected, new), codegen
 
 
-def _load_any(typingctx, array, index):
-    """``array[index]`` of any integer array, read anew (an acquire load)."""
+def _load(typingctx, array, index):
+    """``array[index]`` read anew each time (an acquire load: what was written before the
+    matching :func:`store` is seen after it, and no later read moves before it)."""
     if not _int_array(array):
         return None
 
@@ -82,9 +82,8 @@ def _load_any(typingctx, array, index):
     return array.dtype(array, types.int64), codegen
 
 
-def _store_any(typingctx, array, index, value):
-    """``array[index] = value`` of any integer array, after every write before it (a release
-    store)."""
+def _store(typingctx, array, index, value):
+    """``array[index] = value`` after every write before it (a release store)."""
     if not _int_array(array) or not isinstance(value, types.Integer):
         return None
 
@@ -96,32 +95,6 @@ def _store_any(typingctx, array, index, value):
         return context.get_dummy_value()
 
     return types.void(array, types.int64, value), codegen
-
-
-def _load(typingctx, array, index):
-    """``array[index]`` read anew each time (an acquire load: what was written before the
-    matching :func:`store` is seen after it, and no later read moves before it)."""
-    if not _int64_array(array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _item_pointer(context, builder, sig.args[0], args[0], args[1])
-        return builder.load_atomic(ptr, "acquire", 8)
-
-    return types.int64(array, types.int64), codegen
-
-
-def _store(typingctx, array, index, value):
-    """``array[index] = value`` after every write before it (a release store)."""
-    if not _int64_array(array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _item_pointer(context, builder, sig.args[0], args[0], args[1])
-        builder.store_atomic(args[2], ptr, "release", 8)
-        return context.get_dummy_value()
-
-    return types.void(array, types.int64, types.int64), codegen
 
 
 def _fence(typingctx):
@@ -144,5 +117,3 @@ fetch_add: Any = intrinsic(_rmw("add"))
 fetch_or: Any = intrinsic(_rmw("or"))
 """``fetch_or(array, i, v)``: ``array[i] |= v`` at once for every thread; the value before."""
 compare_swap: Any = intrinsic(_cas)
-load_int: Any = intrinsic(_load_any)
-store_int: Any = intrinsic(_store_any)

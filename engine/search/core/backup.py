@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .atomic import fetch_add, store_int
+from .atomic import fetch_add, store
 from .calls import UNCOUNTED
 from .layout import Layout
 from .params import STICKY
@@ -75,7 +75,7 @@ def prove(tree, node):
     tree.nodes.t_m[node] = best_m + 1.0
     # A result resting on a table is a tablebase result, not a mate distance. The kind last:
     # a gather that sees it reads the proven value.
-    store_int(tree.nodes.kind, node, TABLEBASE if from_tb else PROVEN)
+    store(tree.nodes.kind, node, TABLEBASE if from_tb else PROVEN)
     return True
 
 

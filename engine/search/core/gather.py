@@ -44,7 +44,7 @@ from engine.encoding.rows import (
     window_suffices,
 )
 
-from .atomic import compare_swap, fetch_add, fetch_or, load_int, store_int
+from .atomic import compare_swap, fetch_add, fetch_or, load, store
 from .backup import backup, cancel, order_descending
 from .cache import lookup, read_entry
 from .calls import UNCOUNTED
@@ -455,7 +455,7 @@ def _terminal(tree, params, counters, batch, node, k, kind, wl, m, depth):
     tree.nodes.t_wl[node] = wl
     tree.nodes.t_d[node] = 1.0 - abs(wl)
     tree.nodes.t_m[node] = m
-    store_int(tree.nodes.kind, node, kind)  # last: a gather that sees it reads the value
+    store(tree.nodes.kind, node, kind)  # last: a gather that sees it reads the value
     _back_up(tree, params, counters, batch, node, 1, wl, 1.0 - abs(wl), m, depth)
     _release(tree, node)
     if k > 1:  # as lc0's: a terminal takes one visit, the others are a collision
@@ -469,7 +469,7 @@ def _claim(tree, node):
     expanded or proven since the caller looked (then its visits are a collision)."""
     if fetch_or(tree.nodes.status, node, PENDING) & PENDING:
         return False
-    if load_int(tree.nodes.nedges, node) > 0 or load_int(tree.nodes.kind, node) != NONE:
+    if load(tree.nodes.nedges, node) > 0 or load(tree.nodes.kind, node) != NONE:
         _release(tree, node)
         return False
     return True
@@ -478,7 +478,7 @@ def _claim(tree, node):
 @njit(cache=True, inline="always")
 def _release(tree, node):
     """A claimed leaf no longer pending (it was expanded from the cache, or is terminal)."""
-    store_int(tree.nodes.status, node, tree.nodes.status[node] & ~PENDING)
+    store(tree.nodes.status, node, tree.nodes.status[node] & ~PENDING)
 
 
 @njit(cache=True)
@@ -609,7 +609,7 @@ def share_visits(tree, params, batch, walk, node, k, depth):
 def _touch(tree, node, width):
     """``node``'s touched children at least ``width`` (a maximum kept with other threads'
     gathers raising it at once)."""
-    seen = load_int(tree.nodes.touched, node)
+    seen = load(tree.nodes.touched, node)
     while seen < width:
         was = compare_swap(tree.nodes.touched, node, seen, width)
         if was == seen:
@@ -705,7 +705,7 @@ def select(tree, params, counters, cache, batch, walk, visits):
                     _collision(batch, node, k - 1)
                 continue
         # Acquire: an expansion on another thread (a cache hit) writes the edges, then nedges.
-        if load_int(tree.nodes.nedges, node) == 0:
+        if load(tree.nodes.nedges, node) == 0:
             if k == visits and tree.nodes.status[node] & PENDING:
                 # The whole round on one leaf in flight: lc0 lets this collision grow to the
                 # visits its path could take before another child overtook (maxvisit).
@@ -750,7 +750,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
         if row >= hist.shape[0]:
             return 0
         make_move(hist[row - 1], I(tree.edges.move[edge]), hist[row])
-    if node < 0 or load_int(tree.nodes.nedges, node) == 0:
+    if node < 0 or load(tree.nodes.nedges, node) == 0:
         reps, _ = repetitions(hist, row)
         key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
         r = batch.meta[REQUESTS]

@@ -21,7 +21,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .atomic import compare_swap, fetch_add, load_int, store_int
+from .atomic import compare_swap, fetch_add, load, store
 
 # Terminal kinds (how a node's outcome was proven).
 NONE, MATE, STALEMATE, RULE50, MATERIAL, THREEFOLD, TWOFOLD, PROVEN, TABLEBASE = range(9)
@@ -235,11 +235,11 @@ def new_node(tree, parent, pedge):
     seen = compare_swap(tree.kids, slot, -1, MAKING)
     if seen != -1:
         while seen < 0:  # another thread is making it
-            seen = load_int(tree.kids, slot)
+            seen = load(tree.kids, slot)
         return seen
     i = fetch_add(tree.count, NODES, 1)
     _fresh(tree, i, parent, pedge)
-    store_int(tree.kids, slot, i)
+    store(tree.kids, slot, i)
     return i
 
 
@@ -247,17 +247,17 @@ def new_node(tree, parent, pedge):
 def _kids_block(tree, node):
     """The start of ``node``'s block of kids, made (once, whichever thread claims it) if it has
     none yet."""
-    start = load_int(tree.nodes.kids, node)
+    start = load(tree.nodes.kids, node)
     if start >= 0:
         return start
     if start == -1 and compare_swap(tree.nodes.kids, node, -1, MAKING) == -1:
         start = fetch_add(tree.count, KIDS, tree.nodes.nedges[node])
         for j in range(tree.nodes.nedges[node]):
             tree.kids[start + j] = -1
-        store_int(tree.nodes.kids, node, start)
+        store(tree.nodes.kids, node, start)
         return start
     while start < 0:
-        start = load_int(tree.nodes.kids, node)
+        start = load(tree.nodes.kids, node)
     return start
 
 
@@ -291,7 +291,7 @@ def expand(tree, node, moves, priors, count):
         tree.edges.move[first + j] = moves[j]
         tree.edges.prior[first + j] = priors[j]
     tree.nodes.first[node] = first
-    store_int(tree.nodes.nedges, node, count)  # last: a gather that sees it sees the edges
+    store(tree.nodes.nedges, node, count)  # last: a gather that sees it sees the edges
 
 
 @njit(cache=True)
@@ -381,4 +381,4 @@ def lock_values(tree):
 
 @njit(cache=True, inline="always")
 def unlock_values(tree):
-    store_int(tree.count, VALUES_LOCK, 0)
+    store(tree.count, VALUES_LOCK, 0)
