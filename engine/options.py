@@ -835,8 +835,8 @@ OPTIONS: tuple[Option, ...] = (
         "lc0: helper threads that share each search thread's gathering (-1: a heuristic).",
         -1,
         128,
-        inert="the search threads are the one way to use cores here: a gather takes its turn "
-        "under the nodes lock, and helpers inside one gained nothing on two cores or on 16 "
+        inert="the search threads are the one way to use cores here: their gathers run side by "
+        "side, and helpers inside one gained nothing on two cores or on 16 "
         "(docs/engine.md, 'Search threads')",
     ),
     _o(
@@ -847,8 +847,8 @@ OPTIONS: tuple[Option, ...] = (
         "lc0: at most this many search threads gather minibatches at once (0: no limit).",
         0,
         128,
-        inert="the search threads' gathers take turns under the nodes lock here, as lc0's at "
-        "its default 1",
+        inert="the search threads' gathers run side by side here, with no limit (the tree's "
+        "updates are atomic; docs/engine.md, 'Search threads')",
     ),
     _o(
         "MinimumProcessingWork",
@@ -896,7 +896,8 @@ OPTIONS: tuple[Option, ...] = (
         False,
         "search-spin-backoff",
         "lc0: back off in the spin lock by which search threads take turns.",
-        inert="the search threads wait for the nodes lock in the kernel here: no spin lock",
+        inert="the search threads' one spin lock here (a backup's values along its path) is "
+        "held for microseconds; the nodes lock is waited for in the kernel",
     ),
     _o(
         "GarbageCollectionDelay",

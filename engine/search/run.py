@@ -4,12 +4,12 @@ and the evaluator that outlive it (:class:`engine.search.resources.Resources`, l
 is a new run), its progress a :class:`engine.search.go.Tally`; neither outlives it.
 
 ``Threads`` search threads (lc0's ``SearchWorker``s) share the one tree; each repeats one
-iteration (lc0's ``ExecuteOneIteration``), :meth:`SearchRun._iterate`: stoppers → gather
-(compiled: select, new leaves, planes) → Syzygy probes of the candidates it flagged, all under
-the nodes lock → evaluate (its own network call, unlocked: the compiled encoding and sort and
-the backend's call release the GIL, so the threads' batches are on the network while another
-gathers) → expand and back up (compiled, locked). Visits in flight are the tree's own counts
-(``nif``), changed under the lock only, so every visit is accounted for. The phases of a
+iteration (lc0's ``ExecuteOneIteration``, engine/search/threads.py's ``_iterate``): stoppers
+(under the nodes lock) → gather (compiled, beside the other threads' phases) → Syzygy probes of
+the candidates it flagged → evaluate (its own network call: the compiled encoding and sort and
+the backend's call release the GIL) → expand and back up (compiled, beside the others). Visits
+in flight are the tree's own counts (``nif``), changed atomically, so every visit is accounted
+for (threads.py's docstring says who writes what). The phases of a
 minibatch are :class:`engine.search.worker.SearchWorker`'s; this module decides when each runs.
 What a step computes for a later phase (the stoppers' hint, the root's best move) is passed to
 it as an argument.

@@ -26,8 +26,8 @@ class NNCache:
         self.arrays = ccache.new_cache(capacity)
         self.lock = threading.Lock()
         """Held by whoever writes the arrays (a batch's evaluation storing its results, a clear)
-        or reads them from Python; the gathers read them under the nodes lock without it
-        (core/cache.py's seqlock)."""
+        or reads them from Python; the gathers read them without it (core/cache.py's
+        seqlock)."""
         self.values_key: tuple[float, float, float] | None = None
         """The WDL rescaling its values were stored with (WdlRescale.cache_key; None: the
         network's own values)."""
