@@ -168,6 +168,8 @@ class SearchThreads:
                     self.end()
             return False
         with self.nodes:
+            while self._exclusives:  # the tree's growth, a probe or the close goes first
+                self.nodes.wait(WAIT_SLICE_S)
             self.worker.make_room(self._exclusive)  # the batch in flight meanwhile
             if self._closed:  # the run ended meanwhile: its close took the batch out of flight
                 return False
@@ -189,7 +191,7 @@ class SearchThreads:
         backups, its number)."""
         timeline = self.res.timeline
         start = Timeline.now() if timeline is not None else 0.0
-        while self._exclusives:  # a backup or the tree's growth waits for the gathers
+        while self._exclusives:  # the tree's growth, a probe or the close waits to go first
             self.nodes.wait(WAIT_SLICE_S)
         self._in_tree_run(
             run_gather, self.worker.begin_gather(batch, remaining, best, self._exclusive)
@@ -219,8 +221,9 @@ class SearchThreads:
                 self.nodes.notify_all()
 
     def _exclusive(self) -> None:
-        """Return (nodes lock held) once no gather runs: the tree is this thread's until it
-        lets the lock go (new gathers wait for the lock; they also let this one go first)."""
+        """Return (nodes lock held) once no compiled phase (a gather, a backup) runs: the tree
+        is this thread's until it lets the lock go (a new phase starts under the lock, and a
+        gather also lets a waiting ``_exclusive`` go first)."""
         self._exclusives += 1
         try:
             while self._in_tree:
