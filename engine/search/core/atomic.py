@@ -30,6 +30,13 @@ def _int_array(array) -> bool:
     )
 
 
+def _item_and_value(context, builder, sig, args):
+    """``(array, index, value, ...)``'s item pointer and the value in the array's type."""
+    arrayty = sig.args[0]
+    ptr = _item_pointer(context, builder, arrayty, args[0], args[1])
+    return ptr, context.cast(builder, args[2], sig.args[2], arrayty.dtype)
+
+
 def _rmw(op):
     """An atomic read-modify-write ``op`` (LLVM's atomicrmw) of ``array[index]`` with
     ``value``: returns the item's value before it."""
@@ -39,9 +46,7 @@ def _rmw(op):
             return None
 
         def codegen(context, builder, sig, args):
-            arrayty = sig.args[0]
-            ptr = _item_pointer(context, builder, arrayty, args[0], args[1])
-            val = context.cast(builder, args[2], sig.args[2], arrayty.dtype)
+            ptr, val = _item_and_value(context, builder, sig, args)
             return builder.atomic_rmw(op, ptr, val, "seq_cst")
 
         return array.dtype(array, types.int64, value), codegen
@@ -88,10 +93,8 @@ def _store(typingctx, array, index, value):
         return None
 
     def codegen(context, builder, sig, args):
-        arrayty = sig.args[0]
-        ptr = _item_pointer(context, builder, arrayty, args[0], args[1])
-        val = context.cast(builder, args[2], sig.args[2], arrayty.dtype)
-        builder.store_atomic(val, ptr, "release", arrayty.dtype.bitwidth // 8)
+        ptr, val = _item_and_value(context, builder, sig, args)
+        builder.store_atomic(val, ptr, "release", sig.args[0].dtype.bitwidth // 8)
         return context.get_dummy_value()
 
     return types.void(array, types.int64, value), codegen
