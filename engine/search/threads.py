@@ -149,8 +149,11 @@ class SearchThreads:
                 self._evaluating[thread] = (batch, time.monotonic())
             elif not ooo:
                 # Nothing to gather: the other threads' batches hold the tree's leaves, or the
-                # search can go no further (then, unless it runs until stop, it is over).
-                if not self._evaluating and not self._in_tree and not self.until_stop:
+                # search can go no further (then, unless it runs until stop, it is over). A
+                # thread in a compiled phase, or waiting for the tree alone with its batch
+                # gathered (its probes), may still add to it.
+                busy = self._evaluating or self._in_tree or self._exclusives
+                if not busy and not self.until_stop:
                     self.end()
                     return False
                 self.nodes.wait(WAIT_SLICE_S)

@@ -121,16 +121,21 @@ FLAT_PRIORS = {"PolicyTemperature": 10.0}
 
 
 def test_tree_scores_positions_after_captures_and_reports_tbhits(tables):
+    """Ten fresh searches with the default threads: each plays the capture into a won table
+    position and reports it (a thread that waited for the tree alone to probe its batch's
+    leaves once let another end the search before the root's first visit: 0 nodes, no line)."""
     board = chess.Board("7k/8/3r4/8/8/8/7P/1K1R4 w - - 0 1")  # 5 pieces; Rxd6 leaves KRPvK, won
-    infos = []
-    # Near-uniform priors (FLAT_PRIORS): every root move is tried, so the random network's
-    # policy cannot hide the capture; its table value must then make it the best move.
-    search = Search(RandomNetwork(), from_options(FLAT_PRIORS), tablebase=tables)
-    search.set_position(board)
-    result = search.run(Limit(nodes=300), on_info=infos.extend)
-    assert result.bestmove == chess.Move.from_uci("d1d6")
-    assert infos[-1].tbhits > 0 and infos[-1].mate is None  # a table's win is no mate distance
-    search.close()
+    for attempt in range(10):
+        infos = []
+        # Near-uniform priors (FLAT_PRIORS): every root move is tried, so the random network's
+        # policy cannot hide the capture; its table value must then make it the best move.
+        search = Search(RandomNetwork(), from_options(FLAT_PRIORS), tablebase=tables)
+        search.set_position(board)
+        result = search.run(Limit(nodes=300), on_info=infos.extend)
+        search.close()
+        assert result.nodes > 0 and infos, f"search {attempt}: {result.nodes} nodes, no line"
+        assert result.bestmove == chess.Move.from_uci("d1d6")
+        assert infos[-1].tbhits > 0 and infos[-1].mate is None  # a table's win: no mate distance
 
 
 def test_uci_options_and_errors(tmp_path, tables):
