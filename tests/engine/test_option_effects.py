@@ -684,7 +684,9 @@ def test_show_eps_the_networks_evaluations_a_second():
     session = Session(UCI_ShowEPS=True, BackendOptions=f"favourite=a1a8,{NETWORK_PACE}",
                       MinibatchSize=4)
     try:
-        reply = session.go("go nodes 60", "position fen 7k/6pp/8/8/8/8/5PPP/R5K1 w - - 0 1")
+        # 600 nodes: enough playouts after the first that time passes (nps and eps need it; at
+        # 60 the mate's playouts took under a millisecond on a fast host, half the runs).
+        reply = session.go("go nodes 600", "position fen 7k/6pp/8/8/8/8/5PPP/R5K1 w - - 0 1")
         evaluated = sum(session.network.batches)
     finally:
         session.close()
