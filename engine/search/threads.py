@@ -36,6 +36,8 @@ the run's ``Tally`` each thread (under the lock); its    the stoppers, the info 
 ``_in_tree``        each thread (+1 before a compiled    ``_exclusive`` (waits for 0), a
                     phase, -1 after; under the lock)     thread with nothing to gather
 ``_exclusives``     ``_exclusive`` (while it waits)      each thread (no new phase starts)
+``_changes``        each thread (after a backup, its     a thread with nothing to gather (it
+                    own or a gather's out-of-order ones) looks again if the tree changed)
 ``_evaluating``     each thread (its batch on the        the watching thread (a hung call,
                     network, since when)                 the batches to drop at the end)
 ``_over``,          :meth:`end` (any thread: a limit,    the threads (at each iteration; back
@@ -89,6 +91,9 @@ class SearchThreads:
         """Threads in a compiled gather or backup now, outside the lock (side by side)."""
         self._exclusives = 0
         """Threads waiting for those to end (the tree's growth, a probe, the run's close)."""
+        self._changes = 0
+        """Backups done (a batch's, a gather's out-of-order ones): leaves claimed before may be
+        free again, so a gather that collided with them looks again rather than ending."""
         self._done = threading.Event()
 
     def run(self, watch: Callable[[], bool], slice_s: float) -> None:
@@ -143,6 +148,7 @@ class SearchThreads:
                 self.end()
                 return False
             n = ooo = seq = 0
+            changes = self._changes
             if not reached:
                 n, ooo, seq = self._gather(batch, remaining, best)
             if n:
@@ -151,7 +157,10 @@ class SearchThreads:
                 # Nothing to gather: the other threads' batches hold the tree's leaves, or the
                 # search can go no further (then, unless it runs until stop, it is over). A
                 # thread in a compiled phase, or waiting for the tree alone with its batch
-                # gathered (its probes), may still add to it.
+                # gathered (its probes), may still add to it; one may have backed up its batch
+                # and be between iterations, holding nothing, while this gather ran.
+                if self._changes != changes:
+                    return True
                 busy = self._evaluating or self._in_tree or self._exclusives
                 if not busy and not self.until_stop:
                     self.end()
@@ -183,6 +192,7 @@ class SearchThreads:
             if call is None:  # stopped: the batch dropped
                 return False
             self._in_tree_run(run_backup, call)
+            self._changes += 1
             self.worker.tally.batches += 1
             if timeline is not None:
                 timeline.add(seq, "backup", start, Timeline.now())
@@ -207,6 +217,7 @@ class SearchThreads:
         if n and timeline is not None:
             timeline.add(seq, "gather", start, Timeline.now(), n)
         if ooo:
+            self._changes += 1
             self.nodes.notify_all()
         return n, ooo, seq
 

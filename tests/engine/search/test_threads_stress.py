@@ -136,3 +136,55 @@ def test_gathers_and_backups_side_by_side_lose_no_visit():
             assert search.root.n == result.nodes, (threads, minibatch)
         finally:
             search.close()
+
+
+def test_a_gather_that_collided_with_a_batch_backed_up_meanwhile_does_not_end_the_search(
+    monkeypatch,
+):
+    """A gather finds nothing because another thread's batch holds the leaves; that batch is
+    backed up and its thread between iterations before the gather is back. The tree changed
+    meanwhile: the search goes on. (The schedule is forced: the second gather, which collides
+    on the root pending with the first, returns only after the first thread's backup; that
+    thread waits until the second has looked. CI saw it unforced once: a 200-node search
+    ended at the root's first visit.)"""
+    from engine.search import threads as search_threads
+
+    gathered, backed_up, looked = threading.Event(), threading.Event(), threading.Event()
+    gatherers: list[threading.Thread] = []
+    real_gather, real_iterate = search_threads.run_gather, search_threads.SearchThreads._iterate
+
+    def gather(call):
+        me = threading.current_thread()
+        first = not gatherers
+        if me not in gatherers:
+            gatherers.append(me)
+        if first:
+            real_gather(call)
+            gathered.set()
+        elif len(gatherers) == 2 and me is gatherers[1] and not looked.is_set():
+            gathered.wait(5)
+            real_gather(call)  # the root is pending: a collision
+            backed_up.wait(5)
+        else:
+            real_gather(call)
+
+    def iterate(self, batch):
+        me = threading.current_thread()
+        went_on = real_iterate(self, batch)
+        if gatherers and me is gatherers[0] and not backed_up.is_set() and self.worker.tally.batches:
+            backed_up.set()  # between iterations, the lock let go
+            looked.wait(5)
+        elif len(gatherers) == 2 and me is gatherers[1] and backed_up.is_set():
+            looked.set()
+        return went_on
+
+    monkeypatch.setattr(search_threads, "run_gather", gather)
+    monkeypatch.setattr(search_threads.SearchThreads, "_iterate", iterate)
+    search = Search(RandomNetwork(), from_options({"Threads": 2, "MinibatchSize": 16}))
+    try:
+        search.set_position(chess.Board())
+        result = search.run(Limit(nodes=200))
+        assert looked.is_set(), "the schedule was not the one forced"
+        assert result.nodes == 200 and search.root.n == 200, result.nodes
+    finally:
+        search.close()
