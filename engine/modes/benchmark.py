@@ -146,8 +146,8 @@ def board_of(position: str) -> chess.Board:
 
 def timed_search(network, params, board: chess.Board, limit, on_info=None, timeline=None):
     """One search of ``board`` to ``limit`` on a fresh tree: (result, wall seconds, CPU seconds
-    of this thread, CPU seconds of the process). ``timeline`` (engine/search/timeline.py's
-    Timeline), if given, records the search's batches."""
+    of the process: the search's threads and the network's). ``timeline``
+    (engine/search/timeline.py's Timeline), if given, records the search's batches."""
     from engine.search import Search
 
     search = Search(network, params)
@@ -155,10 +155,9 @@ def timed_search(network, params, board: chess.Board, limit, on_info=None, timel
         search.set_position(board)
         if timeline is not None:
             search.timeline = timeline
-        t, cpu, process = time.monotonic(), time.thread_time(), time.process_time()
+        t, process = time.monotonic(), time.process_time()
         result = search.run(limit, on_info=on_info)
-        return (result, time.monotonic() - t, time.thread_time() - cpu,
-                time.process_time() - process)  # fmt: skip
+        return result, time.monotonic() - t, time.process_time() - process
     finally:
         search.close()
 
@@ -181,7 +180,7 @@ def run(mode_values: dict[str, Any]) -> int:
     total_ms, total_playouts = 0, 0
     for i, position in enumerate(positions, 1):
         print(f"\nPosition: {i}/{len(positions)} {position}", flush=True)
-        result, secs, _, _ = timed_search(network, params, board_of(position), limit, _on_info)
+        result, secs, _ = timed_search(network, params, board_of(position), limit, _on_info)
         if result.bestmove is not None:
             print(f"bestmove {result.bestmove.uci()}", flush=True)
         total_ms += int(secs * 1000)

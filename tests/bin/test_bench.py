@@ -77,7 +77,7 @@ def test_bench_runs_lc0_side_by_side(tmp_path):
     text = out.stdout
     assert "round 1/2 (xlazero first)" in text and "round 2/2 (lc0 first)" in text, text
     assert text.count("    lc0: median") == 2, text
-    assert "search thread CPU" in text, text
+    assert "process CPU" in text, text
     assert "Total xlazero:" in text and "Total lc0:" in text and "Ratio xlazero/lc0:" in text, text
     # lc0's nodes are its last info line's (25 for go nodes 24), not the limit.
     assert "nodes 25, 25" in text, text
@@ -110,6 +110,8 @@ def test_bench_runs_lc0_side_by_side(tmp_path):
         ]
         assert times == sorted(times) and int(r["rows"]) >= 1, r
     assert text.count("batches, rows median") == 4, text
+    per_batch = report["xlazero"]["nodes"] / len(rows)
+    assert f"all searches: {per_batch:.1f} nodes a batch of " in text, (per_batch, text)
 
 
 def test_bench_lc0_weights_default_to_a_pb_gz_weights_file(tmp_path):
