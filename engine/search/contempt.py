@@ -18,8 +18,8 @@ side that moved into the node. That sign is a function of the position's side to
 here each batch's values are rescaled as they come from the network (:meth:`WdlRescale.apply`)
 and the NN cache keeps them rescaled; a search whose rescaling differs from the one the cache's
 values were made with clears the cache first (:meth:`engine.search.state.NNCache.hold_values_of`).
-Arithmetic is lc0's: float32 with its FastLog (the selection's own, core/fastmath.py) and
-FastLogistic (utils/fastmath.h).
+Arithmetic is lc0's: float32 with its FastLog (the selection's own) and FastLogistic, compiled
+(core/rescale.py, core/fastmath.py).
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ from typing import Any
 import numpy as np
 
 from engine.backend import NetworkOutput, OptionError
-from engine.search.core.fastmath import fast_log_each
+from engine.search.core.rescale import rescale, rescale_rows
 
 F32 = np.float32
-EPS = F32(0.0001)
-"""lc0's WDLRescale leaves a WDL with any of W, D, L within this of 0 or 1 as it is."""
 
 PLAY, WHITE, BLACK, NONE = "play", "white_side_analysis", "black_side_analysis", "disable"
 """ContemptMode's values (lc0's ContemptMode PLAY, WHITE, BLACK, NONE)."""
@@ -185,72 +183,6 @@ def rescale_params(v: Mapping[str, Any]) -> WdlRescaleParams:
     )
 
 
-# -------------------------------------------------------------------- lc0's fast math, float32
-def fast_log(a: np.ndarray) -> np.ndarray:
-    """lc0's FastLog of each element (float32): engine/search/core/fastmath.py's, the one the
-    selection's cpuct uses."""
-    a32 = np.ascontiguousarray(a, F32)
-    return np.asarray(fast_log_each(a32.reshape(-1))).reshape(a32.shape)
-
-
-def fast_exp2(a: np.ndarray) -> np.ndarray:
-    """lc0's FastExp2: 2^N * (1 + f * (0.6602339 + 0.33976606 * f)); 0 below -126."""
-    a = np.asarray(a, F32)
-    e = np.where(a < 0, a - F32(1.0), a).astype(np.int32)
-    f = a - e.astype(F32)
-    out = (F32(1.0) + f * (F32(0.6602339) + F32(0.33976606) * f)).astype(F32)
-    bits = (out.view(np.int32).astype(np.int64) + (e.astype(np.int64) << 23)).astype(np.int32)
-    return np.where(a < F32(-126), F32(0.0), bits.view(F32))
-
-
-def fast_logistic(a: np.ndarray) -> np.ndarray:
-    """lc0's FastLogistic: 1 / (1 + FastExp(-a)), 1 above 20 and 0 below -20."""
-    a = np.asarray(a, F32)
-    mid = F32(1.0) / (F32(1.0) + fast_exp2(F32(1.442695040) * -np.clip(a, -20, 20)))
-    return np.where(a > F32(20), F32(1.0), np.where(a < F32(-20), F32(0.0), mid))
-
-
-def wdl_rescale(
-    v: np.ndarray,
-    d: np.ndarray,
-    ratio: float,
-    diff: float,
-    sign: np.ndarray | float,
-    invert: bool,
-    max_s: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """lc0's WDLRescale over arrays: (v, d, mu) with v = W - L and d of each WDL rescaled (its
-    spread by ``ratio``, its centre by ``sign * s**2 * diff``), mu the new centre; a WDL too
-    near its bounds is left as it is, with mu 0. ``invert``: the reverse, as lc0 reports."""
-    v = np.asarray(v, F32)
-    d = np.asarray(d, F32)
-    ratio32, diff32 = F32(ratio), F32(diff)
-    if invert:
-        diff32, ratio32 = -diff32, F32(1.0) / ratio32
-    max_s32 = F32(max_s)
-    w = (F32(1.0) + v - d) / F32(2.0)
-    l = (F32(1.0) - v - d) / F32(2.0)
-    top = F32(1.0) - EPS
-    ok = (w > EPS) & (d > EPS) & (l > EPS) & (w < top) & (d < top) & (l < top)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        a = fast_log(np.where(ok, F32(1.0) / l - F32(1.0), F32(1.0)))
-        b = fast_log(np.where(ok, F32(1.0) / w - F32(1.0), F32(1.0)))
-        s = np.where(ok, F32(2.0) / (a + b), F32(1.0))
-        if not invert:
-            s = np.minimum(max_s32, s)
-        mu = np.where(ok, (a - b) / (a + b), F32(0.0))
-        s_new = s * ratio32
-        if invert:
-            s, s_new = s_new, s
-            s = np.minimum(max_s32, s)
-        mu_new = mu + np.asarray(sign, F32) * s * s * diff32
-        w_new = fast_logistic((F32(-1.0) + mu_new) / s_new)
-        l_new = fast_logistic((F32(-1.0) - mu_new) / s_new)
-    v_new = np.where(ok, w_new - l_new, v)
-    d_new = np.where(ok, np.maximum(F32(0.0), F32(1.0) - w_new - l_new), d)
-    return v_new.astype(F32), d_new.astype(F32), np.where(ok, mu_new, F32(0.0)).astype(F32)
-
-
 # ---------------------------------------------------------------------------------- one search
 @dataclass(frozen=True)
 class WdlRescale:
@@ -282,30 +214,19 @@ class WdlRescale:
         """The network's answer for positions ``depths`` plies below the root with q and d
         rescaled as lc0's FetchSingleNodeResult: in the view of the side that moved into the
         position (q negated), with the sign of that side."""
-        n = len(depths)
-        odd = (np.asarray(depths) & 1).astype(bool)
-        # The side that moved into a node at an even depth is the root's opponent.
-        sign = np.where(odd, F32(self.root_sign), F32(-self.root_sign))
         q = np.array(out.q, F32)
         d = np.array(out.d, F32)
-        v, dd, _ = wdl_rescale(-q[:n], d[:n], self.ratio, self.diff, sign, False, self.max_s)
-        q[:n], d[:n] = -v, dd
+        args = (self.ratio, self.diff, self.root_sign, self.max_s)
+        rescale_rows(q, d, depths, len(depths), *args, q, d)  # compiled (core/rescale.py)
         return NetworkOutput(policy=out.policy, q=q, d=d, m=out.m)
 
     def reported(self, wl: float, d: float) -> tuple[float, float, float]:
         """(W - L, D, mu) of a root move as lc0 reports them (SendUciInfo, VerboseMoveStats):
         ``wl`` in the view of the side to move at the root, the rescaling taken back by
         ``objectivity`` of its ``diff``; mu 0 for a WDL too near its bounds."""
-        v, dd, mu = wdl_rescale(
-            np.array([wl], F32),
-            np.array([d], F32),
-            self.ratio,
-            self.diff * self.objectivity,
-            self.root_sign,
-            True,
-            self.max_s,
-        )
-        return float(v[0]), float(dd[0]), float(mu[0])
+        diff = self.diff * self.objectivity
+        v, dd, mu = rescale(wl, d, self.ratio, diff, self.root_sign, True, self.max_s)
+        return float(v), float(dd), float(mu)
 
 
 def for_search(

@@ -62,7 +62,17 @@ def compile_the_rest() -> None:
     compiled or in numba's cache)."""
     from engine.board.position import FIELDS
     from engine.encoding.rows import expand_batch
-    from engine.search.core import backup, gather, minibatch, params, steps, stoppers, tree, view
+    from engine.search.core import (
+        backup,
+        gather,
+        minibatch,
+        params,
+        rescale,
+        steps,
+        stoppers,
+        tree,
+        view,
+    )
     from engine.search.evaluation import network_heads
     from engine.search.params import from_options
     from engine.search.state import NNCache
@@ -95,6 +105,11 @@ def compile_the_rest() -> None:
     steps.cached_slot(rows, 0, -1, packed, cache)
     expand_batch(batch.masks, batch.values, batch.planes, 0, 0)
     minibatch.encode(batch, 1, 0, 0, 0)
+    # Contempt's rescaling of a batch's values (the warm-up's search has none).
+    values = np.zeros(1, np.float32)
+    rescale.rescale_rows(
+        values, values, batch.req["depth"][:0], 0, 1.0, 0.0, 1.0, 1.0, values, values
+    )
 
 
 ENTRY = "minibatch.gather"

@@ -1,12 +1,15 @@
-"""lc0's FastLog (utils/fastmath.h), written once: compiled, in lc0's float32 arithmetic.
+"""lc0's FastLog, FastExp2 and FastLogistic (utils/fastmath.h), written once: compiled, in
+lc0's float32 arithmetic.
 
 :func:`fast_log` is lc0's code step by step: the float's bits read as an integer, its biased
 exponent plus a quadratic of its mantissa as the base-2 logarithm, times ln 2. It is what the
 selection's cpuct (core/gather.py) and the WDL rescaling of contempt (engine/search/contempt.py,
-through :func:`fast_log_each`) compute with. Off the exact log by up to ~0.0006: at N = 400 lc0's
+core/rescale.py) compute with. Off the exact log by up to ~0.0006: at N = 400 lc0's
 cpuct is 0.1 % below the exact formula's, enough to reorder two moves whose scores are that
 close. tests/engine/search/test_cpuct_fastlog.py checks it bit for bit against lc0's formula
-written in numpy over the float32 bit patterns.
+written in numpy over the float32 bit patterns. :func:`fast_exp2` and :func:`fast_logistic` are
+the WDL rescaling's (core/rescale.py); tests/engine/search/test_contempt.py checks them, through
+it, against lc0's compiled code.
 """
 
 from __future__ import annotations
@@ -32,10 +35,30 @@ def fast_log(a):
     return f32(f32(0.6931471805599453) * log2)
 
 
-@njit(cache=True)
-def fast_log_each(a):
-    """:func:`fast_log` of each element of a one-dimensional float32 array (a new array)."""
-    out = np.empty(a.size, np.float32)
-    for i in range(a.size):
-        out[i] = fast_log(a[i])
-    return out
+@njit(cache=True, inline="always")
+def fast_exp2(a):
+    """lc0's FastExp2 of a float32: ``2**e * (1 + f * (0.6602339 + 0.33976606 * f))`` with ``e``
+    the integer part of ``a`` (one lower for a negative ``a``: lc0's truncation of ``a - 1``)
+    and ``f = a - e``, the power of two added to the float's exponent bits; 0 below -126."""
+    f32 = np.float32
+    i32 = np.int32
+    a = f32(a)
+    if a < f32(-126.0):
+        return f32(0.0)
+    e = i32(a - f32(1.0)) if a < f32(0.0) else i32(a)
+    f = f32(a - f32(e))
+    out = f32(f32(1.0) + f32(f * f32(f32(0.6602339) + f32(f32(0.33976606) * f))))
+    return i32(np.int64(out.view(i32)) + (np.int64(e) << 23)).view(f32)
+
+
+@njit(cache=True, inline="always")
+def fast_logistic(a):
+    """lc0's FastLogistic of a float32: ``1 / (1 + FastExp2(-a * log2(e)))``; 1 above 20 and 0
+    below -20."""
+    f32 = np.float32
+    a = f32(a)
+    if a > f32(20.0):
+        return f32(1.0)
+    if a < f32(-20.0):
+        return f32(0.0)
+    return f32(f32(1.0) / f32(f32(1.0) + fast_exp2(f32(f32(1.442695040) * -a))))

@@ -19,7 +19,7 @@ import chess
 import numpy as np
 
 from engine.search import SearchParams
-from engine.search.contempt import fast_log
+from engine.search.core.fastmath import fast_log
 from nets.training.reference import encode_batch, policy_indices
 
 
@@ -45,7 +45,7 @@ def lc0_cpuct(n: int, init: float, base: float, factor: float) -> float:
     if not factor:
         return float(f32(init))
     ratio = f32(f32(f32(n) + f32(base)) / f32(base))
-    return float(f32(f32(init) + f32(f32(factor) * fast_log(np.array([ratio]))[0])))
+    return float(f32(f32(init) + f32(f32(factor) * fast_log(f32(ratio)))))
 
 
 def lc0_prior(p: float) -> float:

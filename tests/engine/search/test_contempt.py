@@ -16,6 +16,7 @@ import pytest
 from engine import options as opts
 from engine.backend import NetworkOutput
 from engine.search import contempt as ct
+from engine.search.core.rescale import rescale
 from engine.search.params import from_options
 from engine.search.state import NNCache
 
@@ -61,6 +62,72 @@ LC0_RESCALE = """
 1 0.0199999996 0.899999976 1 0.00364043191 0.901790857 0.012986864
 1 0.0199999996 0.899999976 -1 0.0366423912 0.895962775 0.130601197
 """
+
+
+def _rescaled(v, d, ratio: float, diff: float, sign, invert: bool, max_s: float):
+    """core/rescale.py's compiled WDLRescale of each row (``sign`` one for all, or one a row):
+    arrays of v, d and mu."""
+    v, d = np.asarray(v), np.asarray(d)
+    signs = np.broadcast_to(np.asarray(sign, np.float64), v.shape)
+    rows = [rescale(a, b, ratio, diff, c, invert, max_s) for a, b, c in zip(v, d, signs)]
+    out = np.array(rows, np.float32).reshape(-1, 3)
+    return out[:, 0], out[:, 1], out[:, 2]
+
+
+# lc0's WDLRescale in numpy, every step float32, as utils/fastmath.h and search.cc write it: the
+# compiled rescaling (one WDL at a time, no Python) must be this arithmetic bit for bit.
+F32 = np.float32
+
+
+def _np_fast_log(a):
+    bits = np.asarray(a, F32).view(np.uint32)
+    expb = (bits >> np.uint32(23)).astype(F32)
+    out = ((bits & np.uint32(0x7FFFFF)) | np.uint32(0x7F << 23)).view(F32) - F32(1.0)
+    log2 = out * (F32(1.3465552) - F32(0.34655523) * out) - F32(127.0) + expb
+    return F32(0.6931471805599453) * log2
+
+
+def _np_fast_exp2(a):
+    a = np.asarray(a, F32)
+    e = np.where(a < 0, a - F32(1.0), a).astype(np.int32)
+    f = a - e.astype(F32)
+    out = (F32(1.0) + f * (F32(0.6602339) + F32(0.33976606) * f)).astype(F32)
+    bits = (out.view(np.int32).astype(np.int64) + (e.astype(np.int64) << 23)).astype(np.int32)
+    return np.where(a < F32(-126), F32(0.0), bits.view(F32))
+
+
+def _np_fast_logistic(a):
+    a = np.asarray(a, F32)
+    mid = F32(1.0) / (F32(1.0) + _np_fast_exp2(F32(1.442695040) * -np.clip(a, -20, 20)))
+    return np.where(a > F32(20), F32(1.0), np.where(a < F32(-20), F32(0.0), mid))
+
+
+def _np_rescale(v, d, ratio, diff, sign, invert, max_s):
+    v, d = np.asarray(v, F32), np.asarray(d, F32)
+    ratio32, diff32, eps = F32(ratio), F32(diff), F32(0.0001)
+    if invert:
+        diff32, ratio32 = -diff32, F32(1.0) / ratio32
+    w = (F32(1.0) + v - d) / F32(2.0)
+    l = (F32(1.0) - v - d) / F32(2.0)
+    top = F32(1.0) - eps
+    ok = (w > eps) & (d > eps) & (l > eps) & (w < top) & (d < top) & (l < top)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a = _np_fast_log(np.where(ok, F32(1.0) / l - F32(1.0), F32(1.0)))
+        b = _np_fast_log(np.where(ok, F32(1.0) / w - F32(1.0), F32(1.0)))
+        s = np.where(ok, F32(2.0) / (a + b), F32(1.0))
+        if not invert:
+            s = np.minimum(F32(max_s), s)
+        mu = np.where(ok, (a - b) / (a + b), F32(0.0))
+        s_new = s * ratio32
+        if invert:
+            s, s_new = s_new, s
+            s = np.minimum(F32(max_s), s)
+        mu_new = mu + np.asarray(sign, F32) * s * s * diff32
+        w_new = _np_fast_logistic((F32(-1.0) + mu_new) / s_new)
+        l_new = _np_fast_logistic((F32(-1.0) - mu_new) / s_new)
+    v_new = np.where(ok, w_new - l_new, v)
+    d_new = np.where(ok, np.maximum(F32(0.0), F32(1.0) - w_new - l_new), d)
+    return v_new.astype(F32), d_new.astype(F32), np.where(ok, mu_new, F32(0.0)).astype(F32)
 
 
 def test_contempt_follows_lc0s_rules_for_names_and_defaults():
@@ -109,10 +176,50 @@ def test_wdl_rescale_is_lc0s_to_a_few_float32_steps():
     rows = np.array([line.split() for line in LC0_RESCALE.split("\n") if line], np.float64)
     for invert in (False, True):
         r = rows[rows[:, 0] == invert]
-        v, d, mu = ct.wdl_rescale(r[:, 1], r[:, 2], 1.3, 0.8744489, r[:, 3], invert, 1.4)
+        v, d, mu = _rescaled(r[:, 1], r[:, 2], 1.3, 0.8744489, r[:, 3], invert, 1.4)
         assert np.abs(v - r[:, 4]).max() < 1e-6
         assert np.abs(d - r[:, 5]).max() < 1e-6
         assert np.abs(mu - r[:, 6]).max() < 2e-6
+
+
+def test_the_compiled_rescaling_is_lc0s_float32_arithmetic_bit_for_bit():
+    """core/rescale.py against lc0's formulas in numpy (above), on 20,000 random WDLs (near
+    the bounds too) for each of several ratios, diffs, signs, directions and MaxS: the same
+    float32 bits, so that the search's values are those the numpy rescaling gave and lc0's."""
+    rng = np.random.default_rng(66)
+    n = 20_000
+    d = rng.random(n).astype(F32)
+    d[: n // 10] = rng.random(n // 10).astype(F32) * F32(0.001)  # near the bounds
+    v = ((rng.random(n) * 2 - 1) * (1 - d)).astype(F32)
+    rows = np.arange(n)
+    for ratio, diff, max_s in ((1.3, 0.8744489, 1.4), (0.47, 3.7, 9.0), (3.45, -1.2, 1.4)):
+        for invert in (False, True):
+            sign = np.where(rows % 2, 1.0, -1.0)
+            expected = _np_rescale(v, d, ratio, diff, sign, invert, max_s)
+            got = _rescaled(v, d, ratio, diff, sign, invert, max_s)
+            for e, g in zip(expected, got):
+                # Where a + b is 0 the inverse's spread is infinite and the WDL not a number: the
+                # same rows give NaN here, and D 0 where numpy's maximum gave NaN (lc0's
+                # std::max(0.0f, NaN) is 0, as the compiled max).
+                nan = np.isnan(e)
+                assert (np.isnan(g) | (g == 0))[nan].all(), (ratio, invert)
+                same = e[~nan].view(np.int32) == g[~nan].view(np.int32)
+                assert same.all(), (ratio, invert, np.nonzero(~same)[0][:5])
+
+
+def test_the_network_rows_are_rescaled_by_depth_as_the_scalar_rescaling():
+    """rescale_rows (a batch as it leaves the network) is the scalar rescaling of each row in
+    the view of the side that moved into it, with that side's sign."""
+    rescale_ = ct.for_search(ct.PLAY, ct.WdlRescaleParams(1.3, 0.8), 1.4, 1.0, True, False)
+    rng = np.random.default_rng(7)
+    d = (rng.random(64) * 0.8).astype(F32)
+    q = ((rng.random(64) * 2 - 1) * (1 - d)).astype(F32)
+    depths = rng.integers(0, 9, 64)
+    out = rescale_.apply(NetworkOutput(np.zeros((64, 1)), q, d, np.zeros(64)), depths)
+    for i in range(64):
+        sign = 1.0 if depths[i] % 2 else -1.0
+        v, dd, _ = rescale(-q[i], d[i], 1.3, 0.8, sign, False, 1.4)
+        assert out.q[i] == -v and out.d[i] == dd, i
 
 
 def test_wdl_rescale_leaves_extreme_and_value_only_results():
@@ -120,7 +227,7 @@ def test_wdl_rescale_leaves_extreme_and_value_only_results():
     head: D = 0) stays as it is, as lc0's."""
     v = np.array([0.99999, -1.0, 0.3], np.float32)
     d = np.array([0.0, 0.0, 0.0], np.float32)
-    nv, nd, mu = ct.wdl_rescale(v, d, 2.0, 1.5, 1.0, False, 1.4)
+    nv, nd, mu = _rescaled(v, d, 2.0, 1.5, 1.0, False, 1.4)
     assert (nv == v).all() and (nd == d).all() and (mu == 0).all()
 
 
@@ -147,7 +254,7 @@ def test_the_network_values_are_rescaled_for_the_side_that_moved_into_them():
     out = rescale.apply(NetworkOutput(np.zeros((4, 1)), q, d, np.zeros(4)), np.arange(4))
     # depth 0 and 2: White to move, the side contempt favours; depth 1 and 3: Black.
     assert out.q[0] == out.q[2] > 0.1 and out.q[1] == out.q[3] < 0.1
-    v, dd, _ = ct.wdl_rescale(-q[:1], d[:1], 1.0, 0.8, -1.0, False, 1.4)
+    v, dd, _ = _rescaled(-q[:1], d[:1], 1.0, 0.8, -1.0, False, 1.4)
     assert out.q[0] == -v[0] and out.d[0] == dd[0]
     assert (q == 0.1).all(), "expected the network's arrays untouched"
 
