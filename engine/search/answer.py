@@ -34,9 +34,9 @@ def choose_move(
     if i is None:
         i = best_children(state, root, 1, mask=go.mask)[0]
     ponder = None
-    child = root.children[i]
+    child = root.child(i)
     if child is not None and child.expanded and child.n > 0:
         reply = best_children(state, child, 1, 1)
         if reply:
-            ponder = child.moves[reply[0]]
+            ponder = child.move(reply[0])
     return root.moves[i], ponder

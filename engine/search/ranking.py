@@ -28,7 +28,7 @@ def best_children(
     the edges that may be ranked (a run's root moves, :class:`engine.search.go.Go`; None: all)."""
     if node.n == 0 or not node.expanded:
         return []
-    out = np.zeros(max(0, min(count, len(node.moves))), np.int64)
+    out = np.zeros(max(0, min(count, node.edge_count)), np.int64)
     flags = np.zeros(0, np.uint8) if mask is None else mask.astype(np.uint8)
     ranked = rank_edges(
         state.tree, np.int64(node.id), state.draw_score(depth), flags, mask is not None, out

@@ -131,7 +131,7 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
         d = float(root.cd[i]) if visited else default_d
         q = wl + draw_score * d
         wl, d, mu = reported_wdl(state, wl, d)
-        child = root.children[i]
+        child = root.child(i)
         mate = None
         if (
             visited
@@ -167,15 +167,15 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
 def principal_variation(state: SearchState, first: int) -> list[chess.Move]:
     """Root move ``first`` followed by the best child at each level."""
     node = state.root
-    pv = [node.moves[first]]
-    child = node.children[first]
+    pv = [node.move(first)]
+    child = node.child(first)
     depth = 1
     while child is not None and child.expanded and child.n > 0:
         best = best_children(state, child, 1, depth)
         if not best:
             break
-        pv.append(child.moves[best[0]])
-        child = child.children[best[0]]
+        pv.append(child.move(best[0]))
+        child = child.child(best[0])
         depth += 1
     return pv
 

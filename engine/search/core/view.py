@@ -174,6 +174,17 @@ class NodeView:
             self._moves = tuple(to_chess_move(m, self._chess960) for m in self.move_words)
         return self._moves
 
+    def move(self, i: int) -> chess.Move:
+        """Edge ``i``'s move (one converted, where :attr:`moves` converts them all)."""
+        if self._moves is not None:
+            return self._moves[i]
+        return to_chess_move(self.move_words[i], self._chess960)
+
+    @property
+    def edge_count(self) -> int:
+        """The node's edges (its legal moves once expanded; 0 before)."""
+        return int(self._tree.nodes["nedges"][self.id])
+
     @property
     def p(self) -> list[float]:
         return self._column(1, False)
@@ -207,6 +218,13 @@ class NodeView:
                 for c in self._column(2, True)
             ]
         return self._children
+
+    def child(self, i: int) -> NodeView | None:
+        """Edge ``i``'s child (None where none was made yet), without a view for every edge."""
+        if self._children is not None:
+            return self._children[i]
+        c = self._column(2, True)[i]
+        return None if c < 0 else NodeView(self._tree, c, self._chess960)
 
     def count_nodes(self) -> int:
         """Nodes in the tree (the root's subtree is the whole tree)."""

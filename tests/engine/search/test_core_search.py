@@ -13,6 +13,7 @@ import pytest
 
 from engine.backends.random import RandomNetwork
 from engine.encoding import encode_batch
+from engine.search.core.view import NodeView
 from engine.search import Limit, Search, from_options
 from engine.search.core import cache as ccache
 from engine.search.core import tree as ctree
@@ -89,6 +90,12 @@ def test_every_node_has_the_legal_moves_of_its_position():
             if not node.expanded:
                 continue
             assert set(node.moves) == set(position.legal_moves), position.fen()
+            # One edge at a time (the reports' PV) as all at once, from a view that has none yet.
+            fresh = NodeView(search.state.tree, node.id, position.chess960)
+            assert fresh.edge_count == len(node.moves)
+            assert [fresh.move(i) for i in range(fresh.edge_count)] == list(node.moves)
+            ids = [None if c is None else c.id for c in node.children]
+            assert [getattr(fresh.child(i), "id", None) for i in range(len(ids))] == ids
             checked += 1
             for move, child in zip(node.moves, node.children):
                 if child is not None and child.expanded:
