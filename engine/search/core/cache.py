@@ -35,15 +35,21 @@ ENTRY = np.dtype(
         ("d", np.float32),
         ("m", np.float32),
         ("count", np.int16),
+        ("seq", np.uint16),
     ],
     align=True,
 )
+"""32 bytes, one cache line with three other entries; ``seq`` is the entry's sequence number (a
+seqlock: odd while the entry is written), in the entry's own bytes so that a lookup and an
+insert each touch one line of the table, not a line of a separate array as well (16 bits: a
+reader gives an entry up when its number changed during its read, which 65,536 writes of one
+slot within a read could hide, not a few)."""
 SLOT = np.dtype([("move", np.uint16), ("prior", np.uint16)], align=True)
 """A legal move's 16-bit word and its prior in lc0's 16-bit form (core/tree.py)."""
-Cache = namedtuple("Cache", "entries ring meta seqs")
+Cache = namedtuple("Cache", "entries ring meta")
 """entries: ENTRY records [slots] (key 0: free; start: the entry's first ring slot, counted
-from the ring's creation); ring: SLOT records; meta int64 [3]: ring write position, slots ever
-filled, capacity; seqs int64 [slots]: each entry's sequence number (odd while written)."""
+from the ring's creation; seq: odd while written); ring: SLOT records; meta int64 [3]: ring
+write position, slots ever filled, capacity."""
 WRITE, USED, CAPACITY = 0, 1, 2
 
 
@@ -54,14 +60,13 @@ def new_cache(capacity: int) -> Cache:
         np.zeros(slots, ENTRY),
         np.zeros(ring if capacity > 0 else 1, SLOT),
         np.array([0, 0, capacity], np.int64),
-        np.zeros(slots, np.int64),
     )
 
 
 def memory_in_use(cache: Cache) -> int:
     """Bytes of the entries and ring slots written so far (the arrays' pages in use)."""
     ring = min(int(cache.meta[WRITE]), len(cache.ring)) * cache.ring.dtype.itemsize
-    return ring + int(cache.meta[USED]) * (cache.entries.dtype.itemsize + cache.seqs.itemsize)
+    return ring + int(cache.meta[USED]) * cache.entries.dtype.itemsize
 
 
 def hashfull(cache: Cache) -> int:
@@ -123,8 +128,8 @@ def insert(cache, key, q, d, m, moves, priors, count):
         s = s + 1 if s + 1 < slots else np.int64(0)
     if cache.entries.key[victim] == 0:
         cache.meta[USED] += 1
-    seq = cache.seqs[victim]
-    store(cache.seqs, victim, seq + 1)  # odd: a reader gives the entry up
+    seq = cache.entries.seq[victim]
+    store(cache.entries.seq, victim, seq + 1)  # odd: a reader gives the entry up
     write = cache.meta[WRITE]
     # The write position moves before the ring is written: a reader that copied moves being
     # written over finds its entry's start below it then (read_entry).
@@ -141,7 +146,7 @@ def insert(cache, key, q, d, m, moves, priors, count):
     cache.entries.m[victim] = m
     cache.entries.start[victim] = write
     cache.entries.count[victim] = count
-    store(cache.seqs, victim, seq + 2)  # after every write of the entry
+    store(cache.entries.seq, victim, seq + 2)  # after every write of the entry
 
 
 @njit(cache=True)
@@ -164,7 +169,7 @@ def read_entry(cache, slot, key, moves, priors):
     moves and priors into ``moves`` and ``priors``, and (count, q, d, m); count -1 when the
     entry changed while it was read (a writer on another thread), holds another key now, or
     the ring wrote over its moves."""
-    seq = load(cache.seqs, slot)
+    seq = load(cache.entries.seq, slot)
     if seq & 1 or cache.entries.key[slot] != key:
         return -1, 0.0, 0.0, 0.0
     ring = cache.ring.move.shape[0]
@@ -178,7 +183,7 @@ def read_entry(cache, slot, key, moves, priors):
         priors[j] = cache.ring.prior[at]
         at = at + 1 if at + 1 < ring else np.int64(0)
     fence()
-    if load(cache.seqs, slot) != seq or start < load(cache.meta, WRITE) - ring:
+    if load(cache.entries.seq, slot) != seq or start < load(cache.meta, WRITE) - ring:
         return -1, 0.0, 0.0, 0.0
     return k, np.float64(q), np.float64(d), np.float64(m)
 
