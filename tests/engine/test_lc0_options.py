@@ -231,6 +231,8 @@ def test_the_uci_reply_shows_the_command_line_and_sending_it_back_changes_nothin
     """Issue 66 item 5, as lc0: the ``uci`` reply advertises the values the command line and
     its config file set as the options' defaults, and a GUI that sends every advertised
     default back (``setoption name N value D``) changes no setting and keeps the network."""
+    import engine.backends  # noqa: F401  (registers the random backend, as the engine's entry
+    # point does: a test process has it only where another test imported it before)
     from engine.startup.cmdline import command_line_values
     from engine.uci import UciEngine
 
