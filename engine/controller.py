@@ -27,6 +27,7 @@ from engine.loading import (
     NetworkLoadError,
     Reporter,
     load_named_network,
+    log_time,
     network_key,
     open_syzygy,
     warm_up_search,
@@ -39,6 +40,8 @@ from engine.search import (
     SearchResult,
     ThinkingInfo,
     from_options,
+    stop_reason,
+    verbose_stats,
 )
 from engine.search.contempt import INFINITE_CONTEMPT_WARNING, PLAY, contempt_of
 from engine.startup import collector
@@ -80,6 +83,12 @@ class GoSignals:
             self._stopped = True
             self._halt()
             self._changed.set()
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the go was stopped (the stop command, or a command that ends it first)."""
+        with self._lock:
+            return self._stopped
 
     def ponderhit(self, make_limit: Callable[[Limit], Limit]) -> None:
         """A ponder search becomes a normal one: the limit ``make_limit`` makes of the ponder
@@ -167,6 +176,7 @@ class Controller:
         self.board = chess.Board(chess960=bool(self.values["UCI_Chess960"]))
 
     def set_position(self, board: chess.Board) -> None:
+        self.listener.log("Setting a new search position.")  # lc0's engine.cc
         self.board = board
 
     def go(self, limit: Limit) -> None:
@@ -195,6 +205,7 @@ class Controller:
             search.set_position(board)
             if limit.infinite and params.contempt_mode == PLAY and params.wdl_rescale.diff:
                 self.listener.message(INFINITE_CONTEMPT_WARNING)
+            _log_start(self.listener, limit)
         halt = search.stop if search is not None else _nothing
         self._go = signals = GoSignals(self._with_budget(limit), halt)
         self._thread = threading.Thread(
@@ -240,6 +251,7 @@ class Controller:
 
     def stop_and_join(self) -> None:
         if self.searching and self._thread is not None:
+            self.listener.log("Aborting search, if it is still active.")  # lc0's search.cc
             self.stop()
             self._thread.join()
             self._thread = None
@@ -342,6 +354,7 @@ class Controller:
             if search is not None and legal:
                 watch = watch or _smooth_watch(self.timemgr, search, ran)
                 best, ponder, result = _run(search, board, ran, listener, self.values)
+                _log_stop(listener, search, ran, result, signals)
             limit = signals.next_limit(ran, search.rearm if search is not None else _nothing)
         if watch is not None:
             watch.close()
@@ -351,6 +364,7 @@ class Controller:
             best, ponder = next(iter(board.legal_moves), None), None
         if search is not None and not ran.until_stop and ran.movetime is None:
             _search_done(self.timemgr, ran, result, watch)
+        _log_move_stats(listener, search, result, self.values)
         self._bestmove_sent.set()  # the thread only sends this answer and exits
         listener.bestmove(board, best, ponder)
 
@@ -403,6 +417,45 @@ def _run(
         listener.error(f"search failed: {type(exc).__name__}: {exc}")
         return None, None, None
     return result.bestmove, result.ponder, result
+
+
+def _log_start(listener: Listener, limit: Limit) -> None:
+    """lc0's lines at a go's start: the time its clock runs from (the go line's arrival) and
+    the time gone by before the search starts."""
+    now = time.monotonic()
+    arrived = limit.started_at if limit.started_at is not None else now
+    listener.log(f"Timer started at {log_time(time.time() - (now - arrived))}")
+    listener.log(f"Search started. {int((now - arrived) * 1000)}ms already passed.")
+
+
+def _log_stop(
+    listener: Listener, search: Search, ran: Limit, result: SearchResult | None, go: GoSignals
+) -> None:
+    """Why a run stopped, as lc0's stoppers log it (a stop command logged itself): with a log
+    open only."""
+    if result is None or go.stopped or not listener.logging:
+        return
+    reason = stop_reason(search.state, ran, result)
+    if reason is not None:
+        listener.log(reason)
+
+
+def _log_move_stats(
+    listener: Listener,
+    search: Search | None,
+    result: SearchResult | None,
+    values: Mapping[str, Any],
+) -> None:
+    """lc0's move stats at the end of a search (its VerboseMoveStats lines), in the log only,
+    with a log open only (they cost); with VerboseMoveStats they are its ``info string`` lines
+    (lc0's SendMovesStats)."""
+    if search is None or result is None or values["VerboseMoveStats"] or not listener.logging:
+        return
+    lines = verbose_stats(search.state)
+    if lines:
+        listener.log("=== Move stats:")
+        for line in lines:
+            listener.log(line)
 
 
 def _nothing() -> None:

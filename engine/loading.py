@@ -41,6 +41,14 @@ class Reporter(Protocol):
     def error(self, text: str) -> None:
         """A problem the user must see (``info string error: …``)."""
 
+    def log(self, text: str) -> None:
+        """A line for the log only (lc0's ``LOGFILE``), never sent to the GUI; kept, as the
+        dialogue is, for a log that opens later."""
+
+    @property
+    def logging(self) -> bool:
+        """Whether a log is open: a line that costs to make (the move stats) is made only then."""
+
 
 class NetworkLoadError(Exception):
     """The options name a network that cannot be loaded; the message says which and why."""
@@ -90,8 +98,10 @@ def load_named_network(values: Mapping[str, Any], reporter: Reporter) -> Network
     """The network the options name, announced to ``reporter``; NetworkLoadError says why not."""
     path = resolve_weights(values["WeightsFile"])
     backend = values["Backend"]
-    if backend != "random" and not path.exists():
-        raise NetworkLoadError(f"cannot load network {path}: file not found")
+    if backend != "random":
+        reporter.log(f"Loading weights file from: {path}")  # lc0's loader.cc
+        if not path.exists():
+            raise NetworkLoadError(f"cannot load network {path}: file not found")
     try:
         network = load_network(str(path), values["BackendOptions"], backend=backend)
     except Exception as exc:
@@ -102,6 +112,7 @@ def load_named_network(values: Mapping[str, Any], reporter: Reporter) -> Network
     reporter.message(f"loaded network {attributes.name} ({path}) with backend {backend}")
     for line in attributes.description:
         reporter.message(line)
+        reporter.log(line)  # the backend's lines, as lc0's backends log them
     for hook in not_in_effect():
         reporter.message(
             f"warning: {hook} did not take effect: a version of its library other than the "
@@ -113,6 +124,13 @@ def load_named_network(values: Mapping[str, Any], reporter: Reporter) -> Network
             "are not meaningful; set WeightsFile to a trained network"
         )
     return network
+
+
+def log_time(now: float) -> str:
+    """``now`` (time.time()) as the log writes the time: local date and time to the
+    microsecond (lc0's ``MMDD HH:MM:SS.uuuuuu``)."""
+    stamp = time.strftime("%m%d %H:%M:%S", time.localtime(now))
+    return f"{stamp}.{int(now * 1_000_000) % 1_000_000:06d}"
 
 
 def open_syzygy(path: str, reporter: Reporter) -> Tablebase | None:

@@ -28,7 +28,7 @@ import engine
 from engine import options as opts
 from engine.backend import prepare_backend
 from engine.controller import Controller
-from engine.loading import start_warm_up
+from engine.loading import log_time, start_warm_up
 from engine.search import ThinkingInfo
 from engine.startup import cmdline, configure, write_bytecode
 from engine.uci_format import bestmove_line, format_info, parse_go, parse_position
@@ -37,7 +37,12 @@ from engine.uci_format import bestmove_line, format_info, parse_go, parse_positi
 class UciEngine:
     """State of one UCI session; ``handle(line)`` returns False after ``quit``."""
 
-    def __init__(self, out: TextIO, values: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        values: dict[str, Any] | None = None,
+        command_line: list[str] | None = None,
+    ) -> None:
         self.out = out
         self._out_lock = threading.Lock()
         self._line_time = time.monotonic()  # arrival of the line being handled (see handle)
@@ -47,6 +52,10 @@ class UciEngine:
         self.started_with = dict(values or {})
         """The values the command line (and its config file) set: the ``uci`` reply advertises
         them as the defaults, as lc0's does, so a GUI that sends the defaults back keeps them."""
+        # lc0's first lines (main.cc, commandline.cc), kept for the log to come
+        self.log(f"xlazero {engine.__version__} started.")
+        if command_line is not None:
+            self.log(f"Command line: {' '.join(command_line)}")
         self.controller = Controller(self, values)
         self._open_log()
 
@@ -69,6 +78,15 @@ class UciEngine:
     def message(self, text: str) -> None:
         self.send(f"info string {text}")
 
+    def log(self, text: str) -> None:
+        """A line for the log only (lc0's non-UCI lines), never on ``out``."""
+        with self._out_lock:
+            self._log_line(text)
+
+    @property
+    def logging(self) -> bool:
+        return self._log is not None
+
     def infos(self, board: chess.Board, infos: list[ThinkingInfo]) -> None:
         for info in infos:
             self.send(format_info(board, info, self.values))
@@ -80,7 +98,8 @@ class UciEngine:
 
     def _log_line(self, text: str) -> None:
         """One line of the log in lc0's format (``<<`` what the engine sent, ``>>`` what it
-        read); kept for the log to come while none is open. Called under the output lock."""
+        read, else a line of the engine's own: :meth:`log`); kept for the log to come while
+        none is open. Called under the output lock."""
         line = log_line(text)
         if self._log is None:
             self._unlogged.append(line)
@@ -195,6 +214,8 @@ class UciEngine:
             self.bestmove(board, next(iter(board.legal_moves), None), None)
 
     def cmd_stop(self, args: list[str]) -> None:
+        if self.controller.searching:
+            self.log("Stopping search due to `stop` uci command.")  # lc0's search.cc
         self.controller.stop()
 
     def cmd_ponderhit(self, args: list[str]) -> None:
@@ -216,9 +237,7 @@ def log_line(text: str, now: float | None = None) -> str:
     """``text`` as a line of lc0's log: local date and time to the microsecond, the thread,
     where it was written, ``]`` (lc0's LogMessage: ``MMDD HH:MM:SS.uuuuuu TID file:line] ``)."""
     now = time.time() if now is None else now
-    stamp = time.strftime("%m%d %H:%M:%S", time.localtime(now))
-    micros = int(now * 1_000_000) % 1_000_000
-    return f"{stamp}.{micros:06d} {threading.get_native_id()} engine/uci.py] {text}"
+    return f"{log_time(now)} {threading.get_native_id()} engine/uci.py] {text}"
 
 
 class _StderrLog:
@@ -247,6 +266,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
     """Console entry point: ``xlazero [--flag=value ...]`` (the command line read by
     engine/startup/cmdline.py), then the UCI session; exit code 2 on a bad flag."""
     register_backends()
+    program = sys.argv[0] if argv is None else "xlazero"  # the process's, as lc0's log says it
     argv = sys.argv[1:] if argv is None else argv
     if cmdline.wants_help(argv):
         print(cmdline.help_text())
@@ -257,7 +277,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout: TextIO | None = None
         print(f"xlazero: error: {exc}", file=sys.stderr)
         return 2
     out = stdout or sys.stdout
-    uci = UciEngine(out, command.values)
+    uci = UciEngine(out, command.values, [program, *argv])
     if command.warm_up:
         start_loading(uci)
         uci.handle("isready")

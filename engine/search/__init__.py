@@ -6,6 +6,7 @@ whose PUCT terms are the compiled selection's, core/view.py ``puct_terms``)."""
 
 from engine.search.limit import Limit
 from engine.search.params import SearchParams, from_options
+from engine.search.report import stop_reason, verbose_stats
 from engine.search.result import SearchResult, SearchStats, ThinkingInfo
 from engine.search.search import Search
 from engine.search.state import NNCache, PlayoutClock, WallClock
@@ -21,4 +22,6 @@ __all__ = [
     "ThinkingInfo",
     "WallClock",
     "from_options",
+    "stop_reason",
+    "verbose_stats",
 ]

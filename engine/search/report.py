@@ -9,13 +9,16 @@ from typing import TYPE_CHECKING, Any
 import chess
 import numpy as np
 
+from engine.search.core import stoppers as cstop
 from engine.search.core.params import pack
 from engine.search.core.view import NodeView, puct_terms
+from engine.search.memory import held_bytes
 from engine.search.ranking import best_children
-from engine.search.result import ThinkingInfo
+from engine.search.result import SearchResult, ThinkingInfo
 
 if TYPE_CHECKING:
     from engine.search.go import Go, Tally
+    from engine.search.limit import Limit
     from engine.search.state import SearchState
 
 WDL_MU_FALLBACK = 0.996
@@ -251,3 +254,56 @@ def _value(
     if node is not None and node.terminal is not None:
         text += "(T) "
     return text
+
+
+def stop_reason(state: SearchState, limit: Limit, result: SearchResult) -> str | None:
+    """Why the run to ``limit`` that gave ``result`` stopped, as lc0's stoppers log it
+    (stoppers.cc), read after the run from what it left (the root, its visits, its time):
+    the first of the stoppers' checks (core/stoppers.py ``limit_reached``, then the time)
+    that holds. None for a run until stop (the stop command says why) and where no stopper's
+    limit holds (the run failed: it said so)."""
+    if limit.until_stop or result.nodes == 0:
+        return None
+    p, nodes = state.params, result.nodes
+    for cap in (limit.nodes, p.max_tree_nodes):
+        if cap is not None and nodes >= cap:
+            return f"Stopped search: Reached visits limit: {nodes}>={cap}"
+    if p.ram_limit_bytes > 0:
+        held = held_bytes(state.tree, state.cache.arrays)
+        if held >= p.ram_limit_bytes:
+            limit_mb = p.ram_limit_bytes // 1_000_000
+            return f"Stopped search: Reached RAM limit: {held // 1_000_000}MB>={limit_mb}MB"
+    info = result.infos[0] if result.infos else None
+    if limit.depth is not None and info is not None and info.depth >= limit.depth:
+        return "Stopped search: Reached depth."
+    if limit.mate is not None and info is not None and info.mate is not None:
+        if 0 < info.mate <= limit.mate:
+            return "Stopped search: Found mate."
+    if limit.budget_ms is not None and result.time_ms >= limit.budget_ms:
+        return "Stopping search: Ran out of time."
+    return _pruned(state, limit) if p.smart_pruning_factor > 0.0 else None
+
+
+def _pruned(state: SearchState, limit: Limit) -> str | None:
+    """lc0's SmartPruningStopper's words for the root the run left (its immediate stops; else
+    the visits of the two best moves: the playouts it expected to remain are the run's own)."""
+    mask = None
+    if limit.searchmoves:
+        allowed = np.array([m in limit.searchmoves for m in state.root.moves or ()], bool)
+        mask = allowed if allowed.any() else None
+    root = cstop.summarize(state.tree, state.draw_score(0), mask)
+    if not root.expanded:
+        return None
+    if root.moves <= 1:
+        return "Only one possible move. Moving immediately."
+    if root.moves <= root.lost + 1:
+        return "At most one non losing move, stopping search."
+    if root.won:
+        return "Terminal win found, stopping search."
+    if limit.nodes is None and limit.budget_ms is None:
+        return None  # nothing to prune against: no stopper of lc0's holds
+    first, second = root.first_visits, root.second_visits
+    return (
+        f"Best move has {first} visits, second best -- {second}. Difference is "
+        f"{first - second}, so stopping the search (smart pruning)."
+    )

@@ -721,14 +721,15 @@ LC0_LOG = (
     "1202 04:43:50.676794 140216282990528 ../src/src/chess/uciloop.cc:342] << id name Lc0 v0.33.0-dev+git.909a4082\n"
 )
 """The start of lc0's log (``lc0 --logfile=FILE``, lc0 v0.33.0-dev 909a408, sent ``uci``)."""
-LOG_LINE = re.compile(r"^(\d{4} \d\d:\d\d:\d\d\.\d{6}) \d+ \S+\] (>>|<<) (.*)$")
+LOG_LINE = re.compile(r"^(\d{4} \d\d:\d\d:\d\d\.\d{6}) \d+ \S+\] (?:(>>|<<) )?(.*)$")
 
 
 @effect_of("LogFile")
 def test_log_file_records_the_dialogue_as_lc0(tmp_path):
     """lc0's log: its header, then a line for each line read (``>>``) or sent (``<<``), with
-    the time to the microsecond, the thread and the place in the code; the lines said before
-    the log opened come first."""
+    the time to the microsecond, the thread and the place in the code, and the engine's own lines
+    between them (tests/engine/test_log_file.py); the lines said before the log opened come
+    first."""
     log = tmp_path / "uci.log"
     started = time.time()
     session = Session(LogFile=log)
@@ -747,7 +748,8 @@ def test_log_file_records_the_dialogue_as_lc0(tmp_path):
         assert m, f"expected lc0's log format, got {line!r}"
         when = time.strptime(time.strftime("%Y ") + m.group(1)[:-7], "%Y %m%d %H:%M:%S")
         assert abs(time.mktime(when) - started) < 60, line
-        said.append(f"{m.group(2)} {m.group(3)}")
+        if m.group(2):  # the dialogue (the engine's own lines: tests/engine/test_log_file.py)
+            said.append(f"{m.group(2)} {m.group(3)}")
     assert ">> setoption name Backend value effects" in said  # before the log opened
     assert ">> go nodes 5" in said and f"<< {reply.lines[-1]}" in said
     assert said.index(">> go nodes 5") < said.index(f"<< {reply.lines[-1]}")
