@@ -444,6 +444,39 @@ OPTIONS: tuple[Option, ...] = (
         param="smart_pruning_minimum_batches",
     ),
     _o(
+        "NodesAsPlayouts",
+        CHECK,
+        False,
+        "nodes-as-playouts",
+        "Treat UCI `go nodes` command as referring to playouts instead of visits: the search "
+        "stops after that many playouts of its own, whatever a reused tree held.",
+        param="nodes_as_playouts",
+    ),
+    _o(
+        "MinimumKLDGainPerNode",
+        FLOAT,
+        0.0,
+        "minimum-kldgain-per-node",
+        "If greater than 0 search will abort unless the last KLDGainAverageInterval nodes have "
+        "an average gain per node of at least this much (the KL divergence of the root's "
+        "previous visit distribution from its new one, per node; not in go infinite, ponder "
+        "or mate).",
+        0.0,
+        1.0,
+        param="minimum_kld_gain_per_node",
+    ),
+    _o(
+        "KLDGainAverageInterval",
+        SPIN,
+        100,
+        "kldgain-average-interval",
+        "Used to decide how frequently to evaluate the average KLDGainPerNode to check the "
+        "MinimumKLDGainPerNode, if specified: every this many nodes.",
+        1,
+        10000000,
+        param="kld_gain_average_interval",
+    ),
+    _o(
         "MovesLeftMaxEffect",
         FLOAT,
         0.0345,
@@ -767,6 +800,19 @@ OPTIONS: tuple[Option, ...] = (
         0,
         100000000,
     ),
+    _o(
+        "NodesPerSecondLimit",
+        FLOAT,
+        0.0,
+        "nps-limit",
+        "An option to specify an upper limit to the nodes per second searched: after each "
+        "minibatch a search thread waits while the search's playouts a second (from its first "
+        "playout) are above it. The accuracy depends on the minibatch size used, increasing "
+        "for lower sizes, and on the length of the search. Zero to disable.",
+        0.0,
+        1e6,
+        param="nps_limit",
+    ),
     # --- time --------------------------------------------------------------------------------------
     _o(
         "MoveOverheadMs",
@@ -977,11 +1023,7 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
     ),
     Lc0Difference(
         (
-            "NodesPerSecondLimit",
             "StrictTiming",
-            "NodesAsPlayouts",
-            "MinimumKLDGainPerNode",
-            "KLDGainAverageInterval",
             "DirichletNoiseEpsilon",
             "DirichletNoiseAlpha",
             "HistoryFill",

@@ -61,14 +61,14 @@ POSITIONS = (  # lc0's benchmark positions (src/tools/benchmark.h: "Same positio
 ENGINE_ONLY = frozenset({
     "syzygy-paths", "smart-pruning-factor", "smart-pruning-minimum-batches", "log-live-stats",
     "show-wdl", "ponder", "chess960", "time-manager", "move-overhead", "show-movesleft",
-    "logfile", "show-eps", "ramlimit-mb", "config",
+    "logfile", "show-eps", "ramlimit-mb", "config", "nodes-as-playouts",
+    "minimum-kldgain-per-node", "kldgain-average-interval",
 })  # fmt: skip
 """Engine options that are the UCI engine's, not a search's: lc0's benchmark has none of them
 (its searches stop at --nodes or --movetime, without smart pruning)."""
 
 UNSUPPORTED = {
     "history-fill": "not an option here: the history is filled as lc0's default, fen_only",
-    "nps-limit": "not an option here (issue 66 item 1)",
 }
 
 

@@ -119,6 +119,12 @@ class SearchParams:
     sticky_endgames: bool
     smart_pruning_factor: float
     smart_pruning_minimum_batches: int
+    nodes_as_playouts: bool
+    """``go nodes`` counts this search's playouts (lc0's PlayoutsStopper), not the root's
+    visits with a reused tree's (VisitsStopper)."""
+    minimum_kld_gain_per_node: float
+    """lc0's KldGainStopper (core/stoppers.py :class:`KldGain`; 0: none)."""
+    kld_gain_average_interval: int
     moves_left_max_effect: float
     moves_left_threshold: float
     moves_left_slope: float
@@ -147,6 +153,10 @@ class SearchParams:
     """RamLimitMb in bytes (0: no limit): the search stops when the bytes its tree and NN cache
     hold reach it (counted, not estimated from the visits: a visit costs 150 to 500 bytes by
     the position's legal moves and the cache's fill)."""
+    nps_limit: float
+    """NodesPerSecondLimit (0: none): each search thread waits after its minibatch while the
+    run's nodes/s is above it, and smart pruning counts on it as the nodes/s (lc0's
+    StoppersHints estimated nps)."""
     syzygy_fast_play: bool
     max_tree_nodes: int
     """The tree's own cap (its int32 indices): reported when reached, never overflowed."""

@@ -38,6 +38,7 @@ from engine.search.result import (
     SearchStats,
     ThinkingInfo,
 )
+from engine.search.state import WallClock
 from engine.search.threads import SearchThreads
 from engine.search.worker import SearchWorker
 
@@ -80,6 +81,11 @@ class SearchRun:
         """The exception of a network call that failed (it ended the run)."""
         self.ram_limited = False
         self.worker = SearchWorker(res, self.params, self.batch_size, self.go, self.tally)
+        self.kld = cstop.kld_stopper(
+            limit, self.params, lambda: cstop.root_edge_visits(self.state.tree)
+        )
+        """lc0's KldGainStopper of this run (None: MinimumKLDGainPerNode 0, or a go it does
+        not watch)."""
         self._sent: ThinkingInfo | None = None
         """The first line of the last report sent (lc0's ``last_outputted_uci_info_``)."""
         self._sent_best = -1
@@ -130,8 +136,16 @@ class SearchRun:
         return self.state.stats(self.go, self.tally)
 
     def _set_go(self, go: Go) -> None:
-        """The run's terms with the root's added (before the loop: fixed from then on)."""
-        self.go = self.worker.go = go
+        """The run's terms with the root's added (before the loop: fixed from then on). The
+        worker's gathers stop at ``go nodes``'s visits; with NodesAsPlayouts those are the
+        root's visits once this run has made that many playouts (each playout is one visit
+        of the root), which the stoppers count as playouts."""
+        self.go = go
+        nodes = go.limit.nodes
+        if self.params.nodes_as_playouts and nodes is not None:
+            limit = dataclasses.replace(go.limit, nodes=go.initial_visits + nodes)
+            go = dataclasses.replace(go, limit=limit)
+        self.worker.go = go
 
     def _infos(self) -> list[ThinkingInfo]:
         return make_infos(self.state, self.go, self.tally)
@@ -160,7 +174,13 @@ class SearchRun:
         """The search threads until the run is over (engine/search/threads.py); this thread
         watches them: the stop, the deadline (the threads may all be on the network) and the
         info lines."""
-        threads = SearchThreads(self.res, self.worker, self._stoppers, self.go.limit.until_stop)
+        threads = SearchThreads(
+            self.res,
+            self.worker,
+            self._stoppers,
+            self.go.limit.until_stop,
+            self._above_nps_limit if np.float32(self.params.nps_limit) > 0.0 else None,
+        )
         # The threads end the run themselves (a limit, a stop, a failure) at each iteration;
         # the watch is for the deadline while they all wait for the network, and the info lines.
         threads.run(self._watch, WATCH_SLICE_S)
@@ -181,7 +201,7 @@ class SearchRun:
             self.memory_bytes() if self.params.ram_limit_bytes > 0 else 0,
         )
         reached, remaining, tally.first_eval_time = cstop.limit_reached(
-            self.go.limit, self.params, summary, progress
+            self.go.limit, self.params, summary, progress, self.kld
         )
         reached = reached or self._time_stopper(progress.elapsed_ms)
         full = summary.visits >= self.params.max_tree_nodes or (
@@ -198,6 +218,25 @@ class SearchRun:
             self._stalled = self._stalled or reached
             self._maybe_report(summary)
         return reached, remaining, summary.best
+
+    def _above_nps_limit(self) -> bool:
+        """Whether the search runs above NodesPerSecondLimit now (lc0's test after each
+        minibatch, search.cc: the playouts over the whole milliseconds since the first
+        playout was seen, else since the start, in floats); a search thread waits a
+        millisecond while it does. By the wall clock only: a replay's PlayoutClock is a pace
+        already, which no wait changes."""
+        if not isinstance(self.state.clock, WallClock):
+            return False
+        elapsed = self._elapsed_ms()
+        first = self.tally.nps_start_ms
+        ms = int(elapsed - first) if first is not None else 0
+        if ms <= 0:
+            ms = int(elapsed)
+        playouts = self.tally.playouts
+        if ms <= 0:
+            return playouts > 0  # lc0's x / 0: inf above any limit, 0 / 0 (NaN) not
+        nps = np.float32(playouts) * np.float32(1e3) / np.float32(ms)
+        return bool(nps > np.float32(self.params.nps_limit))
 
     def _watch(self) -> bool:
         """One look at the run (nodes lock held): False when it must end (a stop, the

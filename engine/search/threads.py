@@ -66,6 +66,9 @@ from engine.search.worker import SearchWorker, run_backup, run_gather
 NETWORK_STALL_S = 60.0
 """A network call not back after this long has hung: the search stops and says so."""
 
+NPS_LIMIT_WAIT_S = 0.001
+"""lc0's wait under NodesPerSecondLimit: a millisecond at a time."""
+
 Stoppers = Callable[[], tuple[bool, float, int]]
 """lc0's stoppers over the root, called under the nodes lock: (a limit is reached, the playouts
 expected to remain, the root's best edge)."""
@@ -74,12 +77,20 @@ expected to remain, the root's best edge)."""
 class SearchThreads:
     """The search threads of one run: ``worker``'s phases (its batch buffers: one a thread),
     the ``stoppers`` before each gather; a run ``until_stop`` goes on idle when a limit is
-    reached or nothing is left to gather."""
+    reached or nothing is left to gather. ``too_fast`` (NodesPerSecondLimit's test, None:
+    no limit): after backing up its minibatch a thread waits a millisecond at a time while
+    it holds and the run goes on (lc0's ExecuteOneIteration wasting time to limit nps)."""
 
     def __init__(
-        self, res: Resources, worker: SearchWorker, stoppers: Stoppers, until_stop: bool
+        self,
+        res: Resources,
+        worker: SearchWorker,
+        stoppers: Stoppers,
+        until_stop: bool,
+        too_fast: Callable[[], bool] | None = None,
     ) -> None:
         self.res, self.worker, self.stoppers, self.until_stop = res, worker, stoppers, until_stop
+        self.too_fast = too_fast
         self.nodes = threading.Condition(threading.Lock())
         """lc0's nodes mutex (the table above); waiting on it waits for a backup."""
         self.failure: BaseException | None = None
@@ -129,7 +140,8 @@ class SearchThreads:
         """One search thread: lc0's ``SearchWorker::RunBlocking``."""
         try:
             while self._iterate(batch):
-                pass
+                if self.too_fast is not None:  # after every iteration, as lc0's
+                    self._throttle(self.too_fast)
         except BaseException as exc:  # a bug: the run ends and says so, the tree stays whole
             with self.nodes:
                 if not self._closed:
@@ -198,6 +210,16 @@ class SearchThreads:
                 timeline.add(seq, "backup", start, Timeline.now())
             self.nodes.notify_all()
         return True
+
+    def _throttle(self, too_fast: Callable[[], bool]) -> None:
+        """Wait (without the lock) while the run goes on and ``too_fast`` holds (read under
+        the lock, as lc0 reads its counters under theirs)."""
+        stop = self.res.state.stop
+        while True:
+            with self.nodes:
+                if self._over or stop.is_set() or not too_fast():
+                    return
+            time.sleep(NPS_LIMIT_WAIT_S)
 
     def _gather(self, batch: cgather.Batch, remaining: float, best: int) -> tuple[int, int, int]:
         """A minibatch gathered into ``batch`` (nodes lock held): (requests, out-of-order

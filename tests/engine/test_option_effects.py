@@ -333,6 +333,95 @@ def test_smart_pruning_waits_for_the_minimum_batches():
     assert search("go nodes 400", **slow, SmartPruningMinimumBatches=10000).field("nodes") == 400
 
 
+@effect_of("NodesAsPlayouts")
+def test_nodes_as_playouts_counts_the_searchs_own_playouts():
+    """lc0's PlayoutsStopper against its VisitsStopper: a second ``go nodes 100`` of the same
+    position, on the reused tree of the first, stops at 100 root visits (it has them: it adds
+    nothing) or, counting playouts, after 100 more (200); after a move, the reused subtree's
+    visits (the first search's visits of that move, read from VerboseMoveStats) plus 60."""
+    net = dict(BackendOptions="favourite=e2e4")
+    for as_playouts in (False, True):
+        session = Session(NodesAsPlayouts=as_playouts, **net)
+        try:
+            first = session.go("go nodes 100")
+            assert first.field("nodes") == 100 and first.node["N"] == 100
+            again = session.go("go nodes 100")
+            assert again.node["N"] == (200 if as_playouts else 100), again.node
+            reused = again.visits["e2e4"]
+            assert reused > 60, again.visits  # the favourite: its subtree is over the limit
+            after = session.go("go nodes 60", "position startpos moves e2e4")
+            expected = reused + 60 if as_playouts else reused
+            assert after.node["N"] == expected, (as_playouts, reused, after.node)
+        finally:
+            session.close()
+
+
+def _kld_looks(monkeypatch, go: str, **options) -> tuple[Reply, list[tuple[int, list[int]]]]:
+    """A search, with the KLD stopper's looks at the root: (root visits, each root edge's
+    visits) each time it read the edges' visits."""
+    from engine.search.core import stoppers as cstop
+
+    looks: list[tuple[int, list[int]]] = []
+    read = cstop.root_edge_visits
+
+    def spy(tree):
+        visits = read(tree)
+        looks.append((int(tree.nodes["n"][0]), visits.tolist()))
+        return visits
+
+    monkeypatch.setattr(cstop, "root_edge_visits", spy)
+    session = Session(**options)
+    try:
+        return session.go(go), looks
+    finally:
+        session.close()
+
+
+def _kld_gain_per_node(before: tuple[int, list[int]], after: tuple[int, list[int]]) -> float:
+    """lc0's KldGainStopper's test quantity, computed here apart from the engine: the KL
+    divergence of the earlier child-visit distribution from the later one (over the moves
+    visited before), per child visit between them."""
+    (n0, v0), (n1, v1) = before, after
+    p = [v / (n0 - 1) for v in v0]
+    q = [v / (n1 - 1) for v in v1]
+    gain = sum(a * math.log(a / b) for a, b in zip(p, q) if a > 0)
+    return gain / (n1 - n0)
+
+
+@effect_of("MinimumKLDGainPerNode", "KLDGainAverageInterval")
+def test_kld_gain_stops_once_the_root_distribution_settles(monkeypatch):
+    """lc0's KldGainStopper: every KLDGainAverageInterval child visits of the root (one at a
+    time here, MinibatchSize 1: exactly at 1 + k * interval root visits) it compares the
+    root's visit distribution with the previous look's and stops when the gain per visit is
+    below the minimum. The stop is the first look whose gain, computed here from the looks'
+    distributions, is below it; a minimum of 1 stops at the first comparison; 0 never looks."""
+    one = dict(MinibatchSize=1)
+    full, looks = _kld_looks(monkeypatch, "go nodes 2000", **one)
+    assert full.field("nodes") == 2000 and looks == []  # the default, 0: no stopper
+    at_once, looks = _kld_looks(monkeypatch, "go nodes 2000", MinimumKLDGainPerNode=1, **one)
+    assert [n for n, _ in looks] == [101, 201] and at_once.field("nodes") == 201
+    for interval, minimum in ((100, 1e-4), (300, 8e-5)):
+        reply, looks = _kld_looks(
+            monkeypatch,
+            "go nodes 2000",
+            MinimumKLDGainPerNode=minimum,
+            KLDGainAverageInterval=interval,
+            **one,
+        )
+        assert [n for n, _ in looks] == [1 + interval * k for k in range(1, len(looks) + 1)]
+        assert all(sum(v) == n - 1 for n, v in looks)  # lc0's child nodes: the edges' visits
+        gains = [_kld_gain_per_node(a, b) for a, b in zip(looks, looks[1:])]
+        below = [g < minimum for g in gains]
+        assert True in below, (interval, minimum, gains)  # stopped before go nodes 2000
+        stop = below.index(True) + 1
+        assert len(looks) == stop + 1 and reply.field("nodes") == looks[stop][0], (
+            interval,
+            gains,
+            reply.field("nodes"),
+        )
+        assert stop >= 2, gains  # not at the first comparison: the minimum matters
+
+
 WINNING = "q=0.9"
 """White wins by 0.9 in every position: |Q| is above MovesLeftThreshold everywhere, and only
 the priors and the moves-left utility tell the moves apart."""
@@ -608,6 +697,23 @@ def test_ram_limit_caps_the_tree():
     capped = search("go nodes 20000", RamLimitMb=1)
     assert 1000 < capped.field("nodes") < 10000
     assert any("RamLimitMb" in line for line in capped.lines), capped.lines[-5:]
+
+
+@effect_of("NodesPerSecondLimit")
+def test_nodes_per_second_limit_throttles_the_search():
+    """lc0's throttle: after each minibatch a search thread waits while the playouts a second
+    since the first playout are above the limit. At 2000 nodes/s go nodes 1000 lasts about
+    half a second (a lower bound: a loaded machine is only slower) and its reported nps (the
+    same measure) and nodes over time stay under the limit, one minibatch of 16 allowed;
+    without the limit the same search runs far faster."""
+    options = dict(MinibatchSize=16)
+    free = search("go nodes 1000", **options)
+    limited = search("go nodes 1000", NodesPerSecondLimit=2000, **options)
+    assert limited.field("nodes") == free.field("nodes") == 1000
+    assert limited.seconds >= 0.45, limited.seconds
+    assert limited.field("nps") <= 2000 * 1.05, limited.final
+    assert 1000 * limited.field("nodes") / max(limited.field("time"), 1) <= 2000 * 1.05
+    assert free.field("nps") > 2000 * 1.5, free.final  # the limit is what slowed it
 
 
 # ----------------------------------------------------------------------------------------- display

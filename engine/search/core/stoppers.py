@@ -1,12 +1,15 @@
-"""When the search over the compiled core stops (lc0's src/search/classic/stoppers/): node,
-time, depth and mate limits and smart pruning, and the root filter that smart pruning's hint
-sets. As lc0's stoppers: they read the search's statistics (one :class:`RootSummary` of the
-root, compiled, and the counters) and return a decision and a hint, nothing else.
+"""When the search over the compiled core stops (lc0's src/search/classic/stoppers/): node
+(visits, or playouts with NodesAsPlayouts), time, depth and mate limits, the KLD gain and smart
+pruning, and the root filter that smart pruning's hint sets. As lc0's stoppers: they read the
+search's statistics (one :class:`RootSummary` of the root, compiled, and the counters) and
+return a decision and a hint, nothing else; the one with a memory of its own, the KLD gain's
+(:class:`KldGain`), is its run's, as lc0 makes its stoppers anew for each ``go``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -169,6 +172,77 @@ def summarize(tree, draw_score: float, mask: np.ndarray | None) -> RootSummary:
     )
 
 
+@njit(cache=True)
+def _edge_visits(tree, out):
+    for j in range(tree.nodes.nedges[0]):
+        c = child(tree, 0, j)
+        out[j] = tree.nodes.n[c] if c >= 0 else 0
+
+
+def root_edge_visits(tree) -> np.ndarray:
+    """The visits of every root edge, in edge order, searchmoves or not (lc0's
+    ``IterationStats::edge_n``), uint32."""
+    out = np.zeros(int(tree.nodes["nedges"][0]), np.uint32)
+    if len(out):
+        _edge_visits(tree, out)
+    return out
+
+
+def kld_gain(prev: np.ndarray, prev_nodes: float, new: np.ndarray, new_nodes: float) -> float:
+    """lc0's KldGainStopper sum, in its order and its doubles: the KL divergence of the root's
+    previous visit distribution (``prev`` edge visits of ``prev_nodes`` child visits) from its
+    new one, over the edges visited before. A share that fell to 0 gives lc0's inf."""
+    gain = 0.0
+    for o, n in zip(prev.tolist(), new.tolist(), strict=True):
+        o_p = o / prev_nodes
+        n_p = n / new_nodes
+        if o != 0:
+            gain += o_p * math.log(o_p / n_p) if n_p != 0.0 else math.inf
+    return gain
+
+
+class KldGain:
+    """lc0's KldGainStopper (MinimumKLDGainPerNode, KLDGainAverageInterval) over one run: once
+    the root's child visits (the root's visits less its own) have grown by the interval since
+    the last look, the KL divergence gain of their distribution per node since then
+    (:func:`kld_gain`) is compared with the minimum, and the search stops below it; the first
+    look only records the distribution. ``edge_visits``: the root's edge visits now
+    (:func:`root_edge_visits`), read only at a look."""
+
+    def __init__(self, min_gain: float, interval: int, edge_visits: Callable[[], np.ndarray]):
+        self.min_gain = float(np.float32(min_gain))  # lc0: the option's float, held as a double
+        self.interval = int(interval)
+        self.edge_visits = edge_visits
+        self.prev_visits: np.ndarray | None = None
+        self.prev_child_nodes = 0.0
+
+    def should_stop(self, total_nodes: int) -> bool:
+        """lc0's ShouldStop at ``total_nodes`` root visits (lc0's ``stats.total_nodes``)."""
+        new_child_nodes = total_nodes - 1.0
+        if new_child_nodes < self.prev_child_nodes + self.interval:
+            return False
+        new_visits = self.edge_visits()
+        prev = self.prev_visits
+        if prev is not None and len(prev) == len(new_visits):
+            gain = kld_gain(prev, self.prev_child_nodes, new_visits, new_child_nodes)
+            if gain / (new_child_nodes - self.prev_child_nodes) < self.min_gain:
+                return True  # lc0 logs "Stopping search: KLDGain per node too small."
+        self.prev_visits, self.prev_child_nodes = new_visits, new_child_nodes
+        return False
+
+
+def kld_stopper(
+    limit: Limit, params: SearchParams, edge_visits: Callable[[], np.ndarray]
+) -> KldGain | None:
+    """A run's KLD gain stopper, where lc0 adds one (PopulateIntrinsicStoppers): a minimum
+    above 0 (as a float) and a ``go`` that is not infinite, ponder or mate."""
+    if not np.float32(params.minimum_kld_gain_per_node) > 0.0:
+        return None
+    if limit.until_stop or limit.mate is not None:
+        return None
+    return KldGain(params.minimum_kld_gain_per_node, params.kld_gain_average_interval, edge_visits)
+
+
 class Progress(NamedTuple):
     """The search's counters as the stoppers read them (made every minibatch)."""
 
@@ -191,17 +265,34 @@ def time_up(limit: Limit, elapsed_ms: float, root_visits: int) -> bool:
     return t is not None and not limit.until_stop and elapsed_ms >= t
 
 
-def limit_reached(
+def nodes_left(
     limit: Limit, params: SearchParams, root: RootSummary, progress: Progress
+) -> int | None:
+    """What ``go nodes`` has left (None: no node limit): the root's visits to reach it (lc0's
+    VisitsStopper, a reused tree's visits counted), or with NodesAsPlayouts this search's
+    playouts (lc0's PlayoutsStopper)."""
+    if limit.nodes is None:
+        return None
+    return limit.nodes - (progress.playouts if params.nodes_as_playouts else root.visits)
+
+
+def limit_reached(
+    limit: Limit,
+    params: SearchParams,
+    root: RootSummary,
+    progress: Progress,
+    kld: KldGain | None = None,
 ) -> tuple[bool, float, float | None]:
     """(stop?, playouts expected to remain (lc0's StoppersHints; inf: unknown), the time of
-    the first evaluation as smart pruning now knows it)."""
+    the first evaluation as smart pruning now knows it). ``kld``: the run's KLD gain stopper
+    (:func:`kld_stopper`), asked in lc0's order: after the limits, before smart pruning."""
     hint = math.inf
     first_eval = progress.first_eval_ms
-    if limit.nodes is not None and params.smart_pruning_factor > 0.0:
+    left = nodes_left(limit, params, root, progress)
+    if left is not None and params.smart_pruning_factor > 0.0:
         # A float always: the compiled root filter takes it, and an int would compile it twice.
-        hint = float(max(limit.nodes - root.visits, 0))
-    if limit.nodes is not None and root.visits >= limit.nodes:
+        hint = float(max(left, 0))
+    if left is not None and left <= 0:
         return True, hint, first_eval
     if root.visits >= params.max_tree_nodes or time_up(limit, progress.elapsed_ms, root.visits):
         return True, hint, first_eval
@@ -219,11 +310,18 @@ def limit_reached(
             return True, hint, first_eval
     if limit.until_stop:
         return False, hint, first_eval
-    return _smart_prune(limit, params, root, progress, hint)
+    if kld is not None and kld.should_stop(root.visits):
+        return True, hint, first_eval
+    return _smart_prune(limit, params, root, progress, hint, left)
 
 
 def _smart_prune(
-    limit: Limit, params: SearchParams, root: RootSummary, progress: Progress, hint: float
+    limit: Limit,
+    params: SearchParams,
+    root: RootSummary,
+    progress: Progress,
+    hint: float,
+    left: int | None,
 ) -> tuple[bool, float, float | None]:
     """lc0's SmartPruningStopper, in its order: one legal move, at most one move that does not
     lose, a proven win; then, from SMART_PRUNING_TOLERANCE_MS after the first evaluation and
@@ -240,11 +338,15 @@ def _smart_prune(
     if elapsed < first_eval + SMART_PRUNING_TOLERANCE_MS:
         return False, hint, first_eval
     remaining = math.inf
-    if limit.nodes is not None:
-        remaining = (limit.nodes - root.visits) / params.smart_pruning_factor
+    if left is not None:
+        remaining = left / params.smart_pruning_factor
     if limit.budget_ms is not None:
-        nodes = progress.playouts + SMART_PRUNING_TOLERANCE_NODES
-        nps = 1000.0 * nodes / max(elapsed - first_eval, 1e-3) + 1
+        nps_limit = np.float32(params.nps_limit)
+        if nps_limit > 0.0:  # lc0's hint: NodesPerSecondLimit is the nodes/s to count on
+            nps = float(nps_limit)
+        else:
+            nodes = progress.playouts + SMART_PRUNING_TOLERANCE_NODES
+            nps = 1000.0 * nodes / max(elapsed - first_eval, 1e-3) + 1
         remaining = min(
             remaining, (limit.budget_ms - elapsed) / 1000.0 * nps / params.smart_pruning_factor
         )
