@@ -252,6 +252,18 @@ OPTIONS: tuple[Option, ...] = (
         100.0,
     ),
     _o(
+        "HistoryFill",
+        COMBO,
+        "fen_only",
+        "history-fill",
+        "Neural network uses 7 previous board positions in addition to the current one. During "
+        "the first moves of the game such historical positions don't exist, but they can be "
+        "synthesized. This parameter defines when to synthesize them (always, never, or only at "
+        "non-standard fen position).",
+        choices=("no", "fen_only", "always"),
+        param="history_fill",
+    ),
+    _o(
         "PolicyTemperature",
         FLOAT,
         1.359,
@@ -1026,7 +1038,6 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
             "StrictTiming",
             "DirichletNoiseEpsilon",
             "DirichletNoiseAlpha",
-            "HistoryFill",
         ),
         "absent (each changes lc0's search)",
         NOT_YET,

@@ -25,7 +25,6 @@ import numpy as np
 from engine.modes.flags import BOOL, INT, STRING, Flag, Mode, option_flag
 
 UNSUPPORTED = {
-    "history-fill": "not an option here: the history is filled as lc0's default, fen_only",
     "clippy": "lc0's assistant that suggests a minibatch size from the rows; not here",
 }
 HEADER = "size, mean nps, mean ms,   sdev,     cv, max nps,  median, min nps, first max, first mean"
@@ -34,6 +33,7 @@ HEADER = "size, mean nps, mean ms,   sdev,     cv, max nps,  median, min nps, fi
 def mode() -> Mode:
     flags = (
         option_flag("PolicyTemperature"),
+        option_flag("HistoryFill"),
         option_flag("WeightsFile"),
         option_flag("Backend"),
         option_flag("BackendOptions"),
@@ -66,7 +66,7 @@ def run(values: dict[str, Any]) -> int:
 
     network, _ = load(option_values(values))
     board = chess.Board(values["fen"])
-    planes = encode_planes(board, network.input_format)[None]
+    planes = encode_planes(board, network.input_format, values["history-fill"])[None]
     threads, batches = values["threads"], values["batches"]
     start, top, step = values["start-batch-size"], values["max-batch-size"], values["batch-step"]
     warm = engine_call(network, np.repeat(planes, top, axis=0))

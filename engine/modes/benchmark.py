@@ -67,9 +67,8 @@ ENGINE_ONLY = frozenset({
 """Engine options that are the UCI engine's, not a search's: lc0's benchmark has none of them
 (its searches stop at --nodes or --movetime, without smart pruning)."""
 
-UNSUPPORTED = {
-    "history-fill": "not an option here: the history is filled as lc0's default, fen_only",
-}
+UNSUPPORTED: dict[str, str] = {}
+"""lc0's benchmark flags refused here (flag -> why): none."""
 
 
 def mode(shorter: bool) -> Mode:

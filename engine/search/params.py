@@ -103,6 +103,7 @@ class SearchParams:
     fpu_absolute_at_root: bool
     fpu_value_at_root: float
     policy_softmax_temp: float
+    history_fill: str
     max_collision_events: int
     max_collision_visits: int
     max_collision_visits_scaling_start: int

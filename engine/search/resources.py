@@ -15,8 +15,8 @@ from engine.backend import Network
 from engine.board import game_rows, move_from_chess
 from engine.board.moves import MAX_MOVES
 from engine.board.position import FIELDS
-from engine.encoding.formats import format_rules
-from engine.encoding.rows import FILL_FEN_ONLY
+from engine.encoding.formats import format_rules, parse_history_fill
+from engine.encoding.rows import FILL_CODES
 from engine.search.core import cache as ccache
 from engine.search.core import gather as cgather
 from engine.search.core import steps
@@ -145,7 +145,7 @@ class Resources:
         return cgather.WALK_INFO.pack(
             GAME_LEN=len(self._game),
             FORMAT=self._fmt,
-            FILL=FILL_FEN_ONLY,
+            FILL=FILL_CODES[parse_history_fill(self.params.history_fill)],
             TB_PIECES=pieces,
             ROOT_IN_TB=root_in_tablebase,
         )

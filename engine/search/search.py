@@ -141,13 +141,15 @@ class Search:
     def _rescale_for(self, limit: Limit) -> None:
         """The WDL rescaling (contempt) of a run to ``limit``: for the reports, and for the
         network's values when it changes them, with the NN cache holding values of that
-        rescaling only (engine/search/contempt.py)."""
+        rescaling only (engine/search/contempt.py), and of the run's history fill and policy
+        temperature (the network's input and the priors)."""
         state = self.state
         white = state.root_board.turn == chess.WHITE
         rescale = state.params.rescale_for(white, limit.infinite)
         state.wdl_rescale = rescale
         self.resources.evaluator.rescale = rescale if rescale.active else None
-        self.cache.hold_values_of(rescale.cache_key(white))
+        p = state.params
+        self.cache.hold_values_of((rescale.cache_key(white), p.history_fill, p.policy_softmax_temp))
 
 
 def _follow(tree: ctree.Tree, board: chess.Board, rows: np.ndarray, from_ply: int) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import chess
@@ -28,13 +28,14 @@ class NNCache:
         """Held by whoever writes the arrays (a batch's evaluation storing its results, a clear)
         or reads them from Python; the gathers read them without it (core/cache.py's
         seqlock)."""
-        self.values_key: tuple[float, float, float] | None = None
-        """The WDL rescaling its values were stored with (WdlRescale.cache_key; None: the
-        network's own values)."""
+        self.values_key: Hashable = None
+        """What its entries were made with (:meth:`hold_values_of`; None: nothing yet)."""
 
-    def hold_values_of(self, key: tuple[float, float, float] | None) -> None:
-        """Make the entries' values those of the WDL rescaling ``key``: forget them when they
-        were stored with another (contempt changes the values the cache keeps)."""
+    def hold_values_of(self, key: Hashable) -> None:
+        """Make the entries those made with ``key`` (what they depend on beyond the position:
+        the WDL rescaling, the history fill, the policy's temperature): forget them when they
+        were stored with another (contempt changes the values the cache keeps, the history
+        fill the network's input, the temperature the priors)."""
         if key != self.values_key:
             if len(self):
                 self.clear()

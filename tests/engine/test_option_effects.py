@@ -17,6 +17,7 @@ import re
 import time
 
 import chess
+import numpy as np
 import pytest
 
 from engine import options as opts
@@ -171,6 +172,43 @@ def test_policy_temperature_is_the_softmax_temperature():
     ratio2 = math.log(two.stats[a]["P"] / two.stats[b]["P"]) * 2
     ratio4 = math.log(four.stats[a]["P"] / four.stats[b]["P"]) * 4
     assert ratio2 > 0.1 and ratio4 == pytest.approx(ratio2, rel=0.02), (ratio2, ratio4)
+
+
+@effect_of("HistoryFill")
+def test_history_fill_is_the_root_planes_lc0_encodes():
+    """The root's planes, as the network gets them, are lc0's encoding of the position with the
+    fill chosen (engine.encoding, checked against lc0's own planes in tests/encoding): from a
+    FEN, ``fen_only`` (the default) and ``always`` repeat the position in the history planes and
+    ``no`` leaves them empty; from the start position only ``always`` does. Changing it empties
+    the NN cache, whose entries were made from the other planes."""
+    from engine.encoding import encode_planes
+
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+    history = slice(13, 13 * 8)  # the seven earlier positions' planes
+    seen = {}
+    for position, board in (("position fen " + fen, chess.Board(fen)),
+                            ("position startpos", chess.Board())):  # fmt: skip
+        for fill in ("no", "fen_only", "always"):
+            session = Session(HistoryFill=fill)
+            try:
+                session.send("isready")
+                network, planes = session.network, []
+                evaluate = network.evaluate
+                network.evaluate = lambda x: planes.append(np.array(x[0])) or evaluate(x)
+                session.go("go nodes 1", position)
+                assert np.array_equal(planes[0], encode_planes(board, 1, fill)), (position, fill)
+                seen[position[:13], fill] = bool(planes[0][history].any())
+                if fill == "no":  # back to it with another fill: evaluated anew, not cached
+                    session.go("go nodes 1", "position fen 8/8/8/8/8/8/k7/7K w - - 0 1")
+                    session.set("HistoryFill", "always")
+                    session.go("go nodes 1", position)
+                    assert len(planes) == 3, (position, len(planes))
+                    assert np.array_equal(planes[2], encode_planes(board, 1, "always")), position
+            finally:
+                session.close()
+    assert seen == {("position fen ", "no"): False, ("position fen ", "fen_only"): True,
+                    ("position fen ", "always"): True, ("position star", "no"): False,
+                    ("position star", "fen_only"): False, ("position star", "always"): True}, seen  # fmt: skip
 
 
 def _collision_batches(**options) -> int:
