@@ -252,6 +252,29 @@ OPTIONS: tuple[Option, ...] = (
         100.0,
     ),
     _o(
+        "DirichletNoiseEpsilon",
+        FLOAT,
+        0.0,
+        "noise-epsilon",
+        "Amount of Dirichlet noise to combine with root priors. This allows the engine to "
+        "discover new ideas during training by exploring moves which are known to be bad. Not "
+        "normally used during play.",
+        0.0,
+        1.0,
+        param="noise_epsilon",
+    ),
+    _o(
+        "DirichletNoiseAlpha",
+        FLOAT,
+        0.3,
+        "noise-alpha",
+        "Alpha of Dirichlet noise to control the sharpness of move probabilities. Larger values "
+        "result in flatter / more evenly distributed values.",
+        0.0,
+        10000000.0,
+        param="noise_alpha",
+    ),
+    _o(
         "HistoryFill",
         COMBO,
         "fen_only",
@@ -1036,8 +1059,6 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
     Lc0Difference(
         (
             "StrictTiming",
-            "DirichletNoiseEpsilon",
-            "DirichletNoiseAlpha",
         ),
         "absent (each changes lc0's search)",
         NOT_YET,

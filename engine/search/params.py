@@ -104,6 +104,8 @@ class SearchParams:
     fpu_value_at_root: float
     policy_softmax_temp: float
     history_fill: str
+    noise_epsilon: float
+    noise_alpha: float
     max_collision_events: int
     max_collision_visits: int
     max_collision_visits_scaling_start: int

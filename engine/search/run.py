@@ -29,6 +29,7 @@ from engine.search.core import stoppers as cstop
 from engine.search.go import Go, Tally
 from engine.search.limit import Limit
 from engine.search.memory import full_message, held_bytes, reserve_for_limit
+from engine.search.noise import add_dirichlet_noise
 from engine.search.params import SearchParams
 from engine.search.report import make_infos, verbose_stats
 from engine.search.resources import Resources
@@ -38,9 +39,10 @@ from engine.search.result import (
     SearchStats,
     ThinkingInfo,
 )
-from engine.search.state import WallClock
+from engine.search.state import SearchState, WallClock
 from engine.search.threads import SearchThreads
 from engine.search.worker import SearchWorker
+from engine.tablebase import Tablebase
 
 LIMIT_WARNING = "WARNING: Search has reached limit and does not make any progress."
 """lc0's ``info string`` after each info line of a run until stop (``go infinite``, ``go
@@ -106,7 +108,11 @@ class SearchRun:
             return SearchResult(None, None, int(state.tree.nodes["n"][0]), 0, 0.0)
         self._set_go(dataclasses.replace(self.go, initial_visits=int(state.tree.nodes["n"][0])))
         state.tree = reserve_for_limit(state.tree, self.params)
-        self._filter_root_by_tablebase()
+        if (tablebase := self.res.tablebase) is not None:
+            self._set_go(root_by_tablebase(state, tablebase, self.params, self.go, self.tally))
+        if self.params.noise_epsilon > 0 and not state.root.expanded:
+            self.worker.expand_root()  # lc0 adds the noise where it extends the root
+            add_dirichlet_noise(state, self.params.noise_epsilon, self.params.noise_alpha)
         if self.go.searchmoves:
             self.worker.expand_root()
             moves = state.root.moves or ()
@@ -220,23 +226,14 @@ class SearchRun:
         return reached, remaining, summary.best
 
     def _above_nps_limit(self) -> bool:
-        """Whether the search runs above NodesPerSecondLimit now (lc0's test after each
-        minibatch, search.cc: the playouts over the whole milliseconds since the first
-        playout was seen, else since the start, in floats); a search thread waits a
-        millisecond while it does. By the wall clock only: a replay's PlayoutClock is a pace
-        already, which no wait changes."""
+        """Whether the search runs above NodesPerSecondLimit now; by the wall clock only: a
+        replay's PlayoutClock is a pace already, which no wait changes."""
         if not isinstance(self.state.clock, WallClock):
             return False
-        elapsed = self._elapsed_ms()
-        first = self.tally.nps_start_ms
-        ms = int(elapsed - first) if first is not None else 0
-        if ms <= 0:
-            ms = int(elapsed)
-        playouts = self.tally.playouts
-        if ms <= 0:
-            return playouts > 0  # lc0's x / 0: inf above any limit, 0 / 0 (NaN) not
-        nps = np.float32(playouts) * np.float32(1e3) / np.float32(ms)
-        return bool(nps > np.float32(self.params.nps_limit))
+        tally = self.tally
+        return above_nps_limit(
+            self._elapsed_ms(), tally.nps_start_ms, tally.playouts, self.params.nps_limit
+        )
 
     def _watch(self) -> bool:
         """One look at the run (nodes lock held): False when it must end (a stop, the
@@ -305,14 +302,30 @@ class SearchRun:
         state = self.state
         return cstop.summarize(state.tree, state.draw_score(0), self.go.mask)
 
-    def _filter_root_by_tablebase(self) -> None:
-        state, tablebase = self.state, self.res.tablebase
-        if tablebase is None:
-            return
-        probe = tablebase.root_moves(state.root_board.copy(), self.params.syzygy_fast_play)
-        if probe is None:
-            return
-        self.tally.counters[cbackup.TB_HITS] += 1
-        allowed = frozenset(probe.moves)
-        searchmoves = (self.go.searchmoves & allowed) or allowed
-        self._set_go(dataclasses.replace(self.go, root_in_tablebase=True, searchmoves=searchmoves))
+
+
+def above_nps_limit(elapsed_ms: float, first_ms: float | None, playouts: int, limit: float) -> bool:
+    """lc0's test after each minibatch under NodesPerSecondLimit (search.cc): the playouts over
+    the whole milliseconds since the first playout was seen (``first_ms``), else since the
+    start, in floats, above ``limit``; a search thread waits a millisecond while it is."""
+    ms = int(elapsed_ms - first_ms) if first_ms is not None else 0
+    if ms <= 0:
+        ms = int(elapsed_ms)
+    if ms <= 0:
+        return playouts > 0  # lc0's x / 0: inf above any limit, 0 / 0 (NaN) not
+    nps = np.float32(playouts) * np.float32(1e3) / np.float32(ms)
+    return bool(nps > np.float32(limit))
+
+
+def root_by_tablebase(
+    state: SearchState, tablebase: Tablebase, params: SearchParams, go: Go, tally: Tally
+) -> Go:
+    """The run's terms with the root's moves limited to the tablebase's best (a tablebase hit),
+    or as they are where the root is not in it."""
+    probe = tablebase.root_moves(state.root_board.copy(), params.syzygy_fast_play)
+    if probe is None:
+        return go
+    tally.counters[cbackup.TB_HITS] += 1
+    allowed = frozenset(probe.moves)
+    searchmoves = (go.searchmoves & allowed) or allowed
+    return dataclasses.replace(go, root_in_tablebase=True, searchmoves=searchmoves)

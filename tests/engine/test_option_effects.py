@@ -211,6 +211,50 @@ def test_history_fill_is_the_root_planes_lc0_encodes():
                     ("position star", "fen_only"): False, ("position star", "always"): True}, seen  # fmt: skip
 
 
+@effect_of("DirichletNoiseEpsilon", "DirichletNoiseAlpha")
+def test_dirichlet_noise_mixes_into_the_root_priors():
+    """lc0's root noise: each prior becomes p (1 - eps) + eps eta / sum(eta), eta ~ Gamma(alpha),
+    the root's moves sorted anew. Without it the priors are the network's; with it every prior
+    keeps at least (1 - eps) of its own, they still sum to 1, and a large alpha spreads the
+    noise evenly (each move gets about eps / moves) where a small one gives it to a few."""
+    plain = search("go nodes 1").stats
+
+    def noisy(alpha: float) -> dict:
+        return search("go nodes 1", DirichletNoiseEpsilon=0.5, DirichletNoiseAlpha=alpha).stats
+
+    flat, sharp = noisy(1e6), noisy(0.03)
+    k = len(plain)
+    for stats in (flat, sharp):
+        assert set(stats) == set(plain)
+        assert sum(s["P"] for s in stats.values()) == pytest.approx(100.0, abs=0.5)
+        assert all(stats[m]["P"] >= 0.5 * plain[m]["P"] - 0.02 for m in plain), stats
+    # Gamma(1e6) draws are within 0.5 % of each other: the noise is epsilon / k a move.
+    assert all(flat[m]["P"] == pytest.approx(0.5 * plain[m]["P"] + 50.0 / k, abs=0.05) for m in plain)
+    gains = sorted(sharp[m]["P"] - 0.5 * plain[m]["P"] for m in plain)
+    assert gains[-1] > 10.0 and gains[k // 2] < 1.0, gains  # a few moves take most of it
+    # A reused tree's root keeps its priors (lc0 adds the noise where it extends the root).
+    session = Session(DirichletNoiseEpsilon=0.5, DirichletNoiseAlpha=0.03)
+    try:
+        first = session.go("go nodes 1").stats
+        again = session.go("go nodes 20").stats
+        assert {m: s["P"] for m, s in again.items()} == {m: s["P"] for m, s in first.items()}
+    finally:
+        session.close()
+    # The root's edges are in the order of their new priors, as the selection expects.
+    from engine.backends.random import RandomNetwork
+    from engine.search import Limit, Search, from_options
+
+    tree_search = Search(RandomNetwork(), from_options({"DirichletNoiseEpsilon": 0.5,
+                                                        "DirichletNoiseAlpha": 0.03}))  # fmt: skip
+    try:
+        tree_search.set_position(chess.Board())
+        tree_search.run(Limit(nodes=1))
+        priors = tree_search.root.p
+        assert priors == sorted(priors, reverse=True) and len(priors) == 20
+    finally:
+        tree_search.close()
+
+
 def _collision_batches(**options) -> int:
     """Batches of a search whose minibatches may hold 64 positions: collisions end them first."""
     return len(batches("go nodes 150", MinibatchSize=64, **options))
