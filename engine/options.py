@@ -871,6 +871,14 @@ OPTIONS: tuple[Option, ...] = (
         "(engine/timemgr.py lists every key). legacy keeps a larger reserve than lc0's.",
     ),
     _o(
+        "StrictTiming",
+        CHECK,
+        False,
+        "strict-uci-timing",
+        "The UCI host compensates for lag, waits for the 'readyok' reply before sending 'go' and "
+        "only then starts timing.",
+    ),
+    _o(
         "Ponder",
         CHECK,
         False,
@@ -1055,13 +1063,6 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
         ("NNCacheSize",),
         "default 200000 (lc0 2000000)",
         "lc0 0.30's default; 2000000 would be 384 MB here (192 bytes an entry)",
-    ),
-    Lc0Difference(
-        (
-            "StrictTiming",
-        ),
-        "absent (each changes lc0's search)",
-        NOT_YET,
     ),
     Lc0Difference(
         ("ClearTree",),

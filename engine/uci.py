@@ -15,6 +15,7 @@ if __name__ == "__main__":  # the program (python -m engine.uci, bin/xlazero): t
 
     configure(clean=True)
 
+import dataclasses
 import os
 import sys
 import threading
@@ -29,7 +30,7 @@ from engine import options as opts
 from engine.backend import prepare_backend
 from engine.controller import Controller
 from engine.loading import log_time, start_warm_up
-from engine.search import ThinkingInfo
+from engine.search import Limit, ThinkingInfo
 from engine.startup import cmdline, configure, write_bytecode
 from engine.uci_format import bestmove_line, format_info, parse_go, parse_position
 
@@ -46,6 +47,9 @@ class UciEngine:
         self.out = out
         self._out_lock = threading.Lock()
         self._line_time = time.monotonic()  # arrival of the line being handled (see handle)
+        self._position_time: float | None = None
+        """When the last ``position`` line arrived: lc0 starts a move's clock there."""
+        self._ready_since_position = False
         self._log: TextIO | _StderrLog | None = None
         self._unlogged: deque[str] = deque(maxlen=LOG_BUFFER_LINES)
         """The dialogue's last lines while no LogFile is open, written when one opens (lc0's)."""
@@ -131,8 +135,9 @@ class UciEngine:
 
     # ------------------------------------------------------------------------------------- dispatch
     def handle(self, line: str) -> bool:
-        # The clock of a go runs from the moment its line arrives: work before the search starts
-        # (copying the board, reusing the tree, starting the thread) is on the engine's clock too.
+        # A go's clock runs from the moment its line (or its position's: _clock_start) arrives:
+        # work before the search starts (copying the board, reusing the tree, starting the
+        # thread) is on the engine's clock too.
         self._line_time = time.monotonic()
         with self._out_lock:
             self._log_line(f">> {line}")
@@ -164,6 +169,7 @@ class UciEngine:
         pass
 
     def cmd_isready(self, args: list[str]) -> None:
+        self._ready_since_position = True
         self.controller.ready()
         self.send("readyok")
 
@@ -201,17 +207,31 @@ class UciEngine:
         if not args:
             raise ValueError("expected position startpos|fen <FEN> [moves ...]")
         self.controller.set_position(parse_position(args, bool(self.values["UCI_Chess960"])))
+        self._position_time, self._ready_since_position = self._line_time, False
 
     def cmd_go(self, args: list[str]) -> None:
         # Every go must get its bestmove: a go during a search ends that search first (it sends
         # its own bestmove), and a malformed argument is reported and skipped, not fatal.
         board = self.controller.board
         limit = parse_go(args, board, self._line_time, self.error)
+        limit = dataclasses.replace(limit, started_at=self._clock_start(limit))
         try:
             self.controller.go(limit)
         except Exception as exc:  # no search started: this go still gets its bestmove
             self.error(f"go: {type(exc).__name__}: {exc}; answering without a search")
             self.bestmove(board, next(iter(board.legal_moves), None), None)
+
+    def _clock_start(self, limit: Limit) -> float:
+        """When a go's clock starts, as lc0's: at its ``position`` line, so that the time the GUI
+        took to send ``go`` counts (a host that does not compensate for lag); at the ``go`` line
+        without a clock (``go movetime``, ``go infinite``), or with ``StrictTiming`` when an
+        ``isready`` came between the two (the host waited for ``readyok`` and times from
+        ``go``)."""
+        clock = limit.wtime is not None or limit.btime is not None
+        strict = bool(self.values["StrictTiming"]) and self._ready_since_position
+        if not clock or strict or self._position_time is None:
+            return self._line_time
+        return self._position_time
 
     def cmd_stop(self, args: list[str]) -> None:
         if self.controller.searching:

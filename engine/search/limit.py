@@ -18,8 +18,10 @@ class Limit:
     empty: all).
     ``infinite`` / ``ponder``: no bestmove before ``stop`` (or, pondering, ``ponderhit``, which
     turns ``ponder`` off and starts the clock).
-    ``started_at``: time.monotonic() of the ``go`` line's (or the ``ponderhit``'s) arrival; the
-    clock runs from it, as lc0 counts (None: from the search's start).
+    ``started_at``: time.monotonic() of the arrival of the ``go``'s ``position`` line (a go
+    with a clock; its ``go`` line's with StrictTiming after an ``isready``, or without a clock)
+    or of the ``ponderhit``; the clock runs from it, as lc0 counts (None: from the search's
+    start).
     ``budget_ms``: the time the move may take from ``started_at``: the time manager's answer,
     which the controller sets; None: no time limit.
     ``ceiling_ms``: the time the go line itself allows (the movetime, or the side's clock, less

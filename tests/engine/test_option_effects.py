@@ -995,6 +995,39 @@ def test_time_manager_slowmover_scales_the_budget():
         assert normal.seconds > other.seconds + 0.3, (spec, normal.seconds, other.seconds)
 
 
+@effect_of("StrictTiming")
+def test_strict_timing_starts_the_clock_at_go_after_isready():
+    """lc0 runs a move's clock from its ``position`` line when the go has a clock (the GUI's lag
+    before ``go`` is the engine's time); with StrictTiming and an ``isready`` in between, from
+    ``go``. A go that waited 0.4 s after its position, stopped at once, reports that time."""
+
+    def reported_ms(strict: bool, isready: bool) -> int:
+        session = Session(StrictTiming=strict)
+        try:
+            session.send("isready")  # the network loaded before the position
+            session.send("position startpos")
+            if isready:
+                session.send("isready")
+            time.sleep(0.4)
+            before = len(session.out.lines)
+            session.send("go wtime 60000 btime 60000")
+            time.sleep(0.05)
+            session.send("stop")
+            deadline = time.monotonic() + 30
+            while not any(ln.startswith("bestmove") for ln in session.out.lines[before:]):
+                assert time.monotonic() < deadline, session.out.lines[before:]
+                time.sleep(0.002)
+            infos = [ln for ln in session.out.lines[before:] if ln.startswith("info depth")]
+            return int(infos[-1].split(" time ")[1].split()[0])
+        finally:
+            session.close()
+
+    assert reported_ms(strict=False, isready=False) >= 400
+    assert reported_ms(strict=False, isready=True) >= 400  # isready alone changes nothing
+    assert reported_ms(strict=True, isready=False) >= 400  # nor StrictTiming without isready
+    assert reported_ms(strict=True, isready=True) < 300
+
+
 @effect_of("Ponder")
 def test_ponder_is_advertised_and_pondering_works_either_way():
     """UCI: the GUI sets Ponder to say pondering is allowed; an engine may use it in its time
