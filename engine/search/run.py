@@ -303,7 +303,6 @@ class SearchRun:
         return cstop.summarize(state.tree, state.draw_score(0), self.go.mask)
 
 
-
 def above_nps_limit(elapsed_ms: float, first_ms: float | None, playouts: int, limit: float) -> bool:
     """lc0's test after each minibatch under NodesPerSecondLimit (search.cc): the playouts over
     the whole milliseconds since the first playout was seen (``first_ms``), else since the
