@@ -265,7 +265,9 @@ def stop_reason(state: SearchState, limit: Limit, result: SearchResult) -> str |
     if limit.until_stop or result.nodes == 0:
         return None
     p, nodes = state.params, result.nodes
-    for cap in (limit.nodes, p.max_tree_nodes):
+    if p.nodes_as_playouts and limit.nodes is not None and result.playouts >= limit.nodes:
+        return f"Stopped search: Reached playouts limit: {result.playouts}>={limit.nodes}"
+    for cap in (None if p.nodes_as_playouts else limit.nodes, p.max_tree_nodes):
         if cap is not None and nodes >= cap:
             return f"Stopped search: Reached visits limit: {nodes}>={cap}"
     if p.ram_limit_bytes > 0:

@@ -159,3 +159,22 @@ def test_without_a_log_nothing_is_computed_for_it(monkeypatch, tmp_path):
     finally:
         session.close()
     assert sorted(calls) == ["stop_reason", "verbose_stats"]
+
+
+def test_log_names_the_playouts_limit_with_nodes_as_playouts(tmp_path):
+    """With NodesAsPlayouts a go nodes is a playouts limit, and the log says so in lc0's words
+    (PlayoutsStopper): a second go nodes 30 on the reused tree stops at 30 playouts, not at the
+    30 visits the root already has."""
+    log = tmp_path / "engine.log"
+    session = Session(LogFile=log, NodesAsPlayouts=True)
+    try:
+        session.go("go nodes 30")
+        second = session.go("go nodes 30")
+    finally:
+        session.close()
+    said = _said(log)
+    assert second.field("nodes", second.final[0]) >= 60, second.final
+    first_go = _index(said, ">> go nodes 30")
+    second_go = _index(said, ">> go nodes 30", first_go)
+    line = said[_index(said, "Stopped search: ", second_go)]
+    assert line == "Stopped search: Reached playouts limit: 30>=30", line
