@@ -136,6 +136,8 @@ class Controller:
         self.timemgr = TimeManager(int(self.values["MoveOverheadMs"]))
         self._thread: threading.Thread | None = None
         self._bestmove_sent = threading.Event()
+        self._clear_tree = False
+        """ClearTree was pressed since the last go."""
         self._go: GoSignals | None = None
         """The running (or last) go's signals and limit in force."""
 
@@ -146,6 +148,9 @@ class Controller:
             parse_time_manager(value)  # a bad spec raises before anything changes
         elif name == "Contempt":
             contempt_of("", value, 0.0)  # a malformed entry raises, as lc0's at its search
+        elif name == "ClearTree":  # a button: pressed for the next search, not a value
+            self._clear_tree = True
+            return
         self.values[name] = value
         if name in NETWORK_OPTIONS:
             self._drop_network()
@@ -161,7 +166,7 @@ class Controller:
             ok = self.ensure_network()
             self.ensure_tablebase()
             if ok:
-                self._prepare_network(from_options(self.values))
+                prepare_network(self.network, from_options(self.values), self.listener)
             warm_up_search(self.listener)
             if ok:
                 # The search's tree, game and workers now, not in the first go's time.
@@ -199,8 +204,11 @@ class Controller:
             params = from_options(self.values)
             self.ensure_tablebase()
             search = self._search_for(params)
-            self._prepare_network(params)
+            prepare_network(self.network, params, self.listener)
             self.cache.resize(params.nn_cache_size)
+            if self._clear_tree:  # lc0's ClearTree: the tree goes, the NN cache stays
+                search.clear_tree()
+                self._clear_tree = False
             # Here, not on the search thread: a stop that arrives from now on ends this search.
             search.set_position(board)
             if limit.infinite and params.contempt_mode == PLAY and params.wdl_rescale.diff:
@@ -285,20 +293,6 @@ class Controller:
         # collector policy: engine/startup/collector.py).
         collector.freeze()
         return True
-
-    def _prepare_network(self, params: SearchParams) -> None:
-        """Tell a network that can prepare (its attributes' ``prepare``) the batch the search
-        will gather: a compiled size for a MinibatchSize above the backend's own starts now, in
-        the background, not at the first batch that needs it."""
-        if self.network is None:
-            return
-        attrs = self.network.attributes()
-        if attrs.prepare is None:
-            return
-        try:
-            attrs.prepare(params.batch_size(attrs.max_batch, attrs.preferred_batch))
-        except Exception as exc:  # a background compile's failure: the go reports it too
-            self.listener.error(f"network: {exc}")
 
     def ensure_tablebase(self) -> None:
         """Open the Syzygy tables of SyzygyPath if it changed; a bad path is reported and the
@@ -460,3 +454,18 @@ def _log_move_stats(
 
 def _nothing() -> None:
     """No search to halt or rearm (no network: the go only answers 0000)."""
+
+
+def prepare_network(network: Network | None, params: SearchParams, listener: Listener) -> None:
+    """Tell a network that can prepare (its attributes' ``prepare``) the batch the search will
+    gather: a compiled size for a MinibatchSize above the backend's own starts now, in the
+    background, not at the first batch that needs it."""
+    if network is None:
+        return
+    attrs = network.attributes()
+    if attrs.prepare is None:
+        return
+    try:
+        attrs.prepare(params.batch_size(attrs.max_batch, attrs.preferred_batch))
+    except Exception as exc:  # a background compile's failure: the go reports it too
+        listener.error(f"network: {exc}")

@@ -18,7 +18,10 @@ from typing import Any
 from engine.backend import OptionError  # one class for engine and backend options
 
 CHECK, SPIN, COMBO, STRING, FLOAT = "check", "spin", "combo", "string", "float"
-"""Option kinds. FLOAT is sent to the GUI as a UCI ``string`` (UCI has no float type), as lc0 does."""
+BUTTON = "button"
+"""Option kinds. FLOAT is sent to the GUI as a UCI ``string`` (UCI has no float type), as lc0 does.
+A BUTTON has no value: ``setoption name X`` presses it (its value reads True), and it has no
+command-line flag (lc0's ``ClearTree`` has none)."""
 
 DEFAULT_WEIGHTS = "<default>"
 """WeightsFile value meaning the project's shipped network (``nets/`` + DEFAULT_NETWORK_FILE)."""
@@ -52,6 +55,8 @@ class Option:
     def parse(self, text: str) -> Any:
         """Convert a UCI/command-line value to the option's type; raise OptionError if it does not fit."""
         text = text.strip()
+        if self.kind == BUTTON:
+            return True
         if self.kind == CHECK:
             low = text.lower()
             if low in ("true", "1", "on", "yes"):
@@ -85,6 +90,8 @@ class Option:
         """The ``option name … type …`` line of the ``uci`` answer, advertising ``value`` (the
         command line's, as lc0) as the default, or else the option's own default."""
         default = self.default if value is None else value
+        if self.kind == BUTTON:
+            return f"option name {self.name} type button"
         if self.kind == CHECK:
             return f"option name {self.name} type check default {'true' if default else 'false'}"
         if self.kind == SPIN:
@@ -403,6 +410,7 @@ OPTIONS: tuple[Option, ...] = (
         100.0,
         param="max_out_of_order_evals_factor",
     ),
+    _o("ClearTree", BUTTON, False, "", "Clear the tree before the next search."),
     _o(
         "NNCacheSize",
         SPIN,
@@ -1040,8 +1048,6 @@ class Lc0Difference:
     why: str
 
 
-NOT_YET = "not yet (issue 66)"
-
 LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
     Lc0Difference(
         ("WeightsFile",),
@@ -1063,11 +1069,6 @@ LC0_DIFFERENCES: tuple[Lc0Difference, ...] = (
         ("NNCacheSize",),
         "default 200000 (lc0 2000000)",
         "lc0 0.30's default; 2000000 would be 384 MB here (192 bytes an entry)",
-    ),
-    Lc0Difference(
-        ("ClearTree",),
-        "absent",
-        NOT_YET,
     ),
 )
 
@@ -1091,7 +1092,7 @@ def lc0_differences_markdown() -> str:
 
 
 BY_NAME: dict[str, Option] = {o.name.lower(): o for o in OPTIONS}
-BY_FLAG: dict[str, Option] = {o.flag: o for o in OPTIONS}
+BY_FLAG: dict[str, Option] = {o.flag: o for o in OPTIONS if o.flag}
 
 
 def find(name: str) -> Option:
@@ -1127,7 +1128,9 @@ def markdown_table() -> str:
         "|---|---|---|---|---|---|",
     ]
     for o in OPTIONS:
-        if o.kind == CHECK:
+        if o.kind == BUTTON:
+            default = "—"
+        elif o.kind == CHECK:
             default = "true" if o.default else "false"
         elif o.kind == FLOAT:
             default = _format_float(o.default)
@@ -1143,7 +1146,9 @@ def markdown_table() -> str:
         help_ = (o.help + (f" Changes nothing here: {o.inert}." if o.inert else "")).replace(
             "|", "\\|"
         )
-        lines.append(f"| `{o.name}` | `--{o.flag}` | {kind} | `{default}` | {rng} | {help_} |")
+        flag = f"`--{o.flag}`" if o.flag else "—"
+        default = f"`{default}`" if o.kind != BUTTON else default
+        lines.append(f"| `{o.name}` | {flag} | {kind} | {default} | {rng} | {help_} |")
     return "\n".join(lines)
 
 

@@ -117,7 +117,8 @@ def engine_help() -> str:
                             f"{indent}Show hidden options. Use with --help (all are shown here).",
                             ""]  # fmt: skip
     for o in opts.OPTIONS:
-        lines += option_flag(o.name).help_lines() + [""]
+        if o.flag:  # a button (ClearTree) has none, as in lc0
+            lines += option_flag(o.name).help_lines() + [""]
     lines += Flag("preload", BOOL, False, PRELOAD_HELP).help_lines() + [
         "",
         f"       {WARM_UP_FLAG}",

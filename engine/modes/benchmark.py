@@ -75,7 +75,7 @@ def mode(shorter: bool) -> Mode:
     """lc0's ``bench`` (``shorter``) or ``benchmark``."""
     flags = []
     for o in opts.OPTIONS:
-        if o.flag in ENGINE_ONLY:
+        if not o.flag or o.flag in ENGINE_ONLY:
             continue
         if o.name == "Threads":
             flags.append(option_flag("Threads", 2, "Number of (CPU) worker threads to use.", min=1))

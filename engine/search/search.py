@@ -106,6 +106,11 @@ class Search:
         state.changed()
         return reused
 
+    def clear_tree(self) -> None:
+        """Forget the tree, keeping the NN cache (lc0's ClearTree)."""
+        self.state.tree = ctree.emptied(self.state.tree)
+        self.state.changed()
+
     def clear(self) -> None:
         """Forget the tree and the NN cache (ucinewgame)."""
         self.state.tree = ctree.emptied(self.state.tree)

@@ -174,6 +174,27 @@ def test_policy_temperature_is_the_softmax_temperature():
     assert ratio2 > 0.1 and ratio4 == pytest.approx(ratio2, rel=0.02), (ratio2, ratio4)
 
 
+@effect_of("ClearTree")
+def test_clear_tree_drops_the_tree_at_the_next_search_and_keeps_the_cache():
+    """lc0's ClearTree button (``setoption name ClearTree``, no value): the next search starts
+    from a fresh root (a go nodes 30 after one of 60 stops at 30 visits, not at once on the 60
+    it would reuse) while the NN cache stays (its positions come from the cache: few new
+    rows); each press counts once, and a second press works as the first."""
+    session = Session()
+    try:
+        session.go("go nodes 60")
+        assert session.go("go nodes 30").field("nodes") >= 60  # reused: nothing to search
+        for _press in range(2):
+            session.send("setoption name ClearTree")
+            session.network.batches.clear()
+            cleared = session.go("go nodes 30")
+            assert cleared.field("nodes") == 30, cleared.final
+            assert sum(session.network.batches) < 10, session.network.batches  # cache hits
+            assert session.go("go nodes 20").field("nodes") == 30  # reused: the press used up
+    finally:
+        session.close()
+
+
 @effect_of("HistoryFill")
 def test_history_fill_is_the_root_planes_lc0_encodes():
     """The root's planes, as the network gets them, are lc0's encoding of the position with the
