@@ -1022,7 +1022,8 @@ OPTIONS: tuple[Option, ...] = (
         STRING,
         "",
         "logfile",
-        "Append the UCI dialogue to this file (empty: no log; <stderr>: standard error, as lc0).",
+        "Append the UCI dialogue and lc0's log lines (start, network, why a search stopped, "
+        "move stats) to this file (empty: no log; <stderr>: standard error, as lc0).",
     ),
     _o(
         "ConfigFile",
