@@ -265,6 +265,8 @@ def stop_reason(state: SearchState, limit: Limit, result: SearchResult) -> str |
     if limit.until_stop or result.nodes == 0:
         return None
     p, nodes = state.params, result.nodes
+    if result.kld_stopped:
+        return "Stopping search: KLDGain per node too small."
     if p.nodes_as_playouts and limit.nodes is not None and result.playouts >= limit.nodes:
         return f"Stopped search: Reached playouts limit: {result.playouts}>={limit.nodes}"
     for cap in (None if p.nodes_as_playouts else limit.nodes, p.max_tree_nodes):

@@ -91,7 +91,8 @@ class ThinkingInfo:
 @dataclass(frozen=True)
 class SearchResult:
     """Outcome of one search: best move (None when the root has no legal move) and the ponder
-    move; nodes: the root's visits, playouts: those this search added."""
+    move; nodes: the root's visits, playouts: those this search added; ``kld_stopped``: the KLD
+    gain stopper ended it (what only the run knows; the log says so, as lc0's)."""
 
     bestmove: chess.Move | None
     ponder: chess.Move | None
@@ -99,3 +100,4 @@ class SearchResult:
     playouts: int
     time_ms: float
     infos: tuple[ThinkingInfo, ...] = ()
+    kld_stopped: bool = False

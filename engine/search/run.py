@@ -135,6 +135,7 @@ class SearchRun:
             self.tally.playouts,
             (time.monotonic() - self.go.start) * 1000.0,
             tuple(infos),
+            self.kld is not None and self.kld.stopped,
         )
 
     def stats(self) -> SearchStats:

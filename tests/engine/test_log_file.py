@@ -178,3 +178,29 @@ def test_log_names_the_playouts_limit_with_nodes_as_playouts(tmp_path):
     second_go = _index(said, ">> go nodes 30", first_go)
     line = said[_index(said, "Stopped search: ", second_go)]
     assert line == "Stopped search: Reached playouts limit: 30>=30", line
+
+
+def test_log_names_the_kld_gain_stop(tmp_path):
+    """A search the KLD gain stopper ends is logged in lc0's words (KldGainStopper), where the
+    same search without it runs to its nodes and logs the visits limit."""
+    log = tmp_path / "engine.log"
+    session = Session(LogFile=log, MinimumKLDGainPerNode=1)
+    try:
+        stopped = session.go("go nodes 2000")
+        session.set("MinimumKLDGainPerNode", 0)
+        session.send("ucinewgame")
+        full = session.go("go nodes 2000")
+    finally:
+        session.close()
+    assert stopped.field("nodes", stopped.final[0]) < 2000 <= full.field("nodes", full.final[0])
+    said = _said(log)
+    first = _index(said, ">> go nodes 2000")
+    second = _index(said, ">> go nodes 2000", first)
+    reasons = [ln for ln in said if ln.startswith(("Stopping search: ", "Stopped search: "))]
+    assert said[_index(said, "Stopping search: KLDGain", first)] == (
+        "Stopping search: KLDGain per node too small."
+    )
+    assert _index(said, "Stopping search: KLDGain", first) < second, reasons
+    assert said[_index(said, "Stopped search: ", second)].startswith(
+        "Stopped search: Reached visits limit: 2000>=2000"
+    ), reasons

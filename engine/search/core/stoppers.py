@@ -215,6 +215,8 @@ class KldGain:
         self.edge_visits = edge_visits
         self.prev_visits: np.ndarray | None = None
         self.prev_child_nodes = 0.0
+        self.stopped = False
+        """It ended the search (lc0 logs "Stopping search: KLDGain per node too small.")."""
 
     def should_stop(self, total_nodes: int) -> bool:
         """lc0's ShouldStop at ``total_nodes`` root visits (lc0's ``stats.total_nodes``)."""
@@ -226,7 +228,8 @@ class KldGain:
         if prev is not None and len(prev) == len(new_visits):
             gain = kld_gain(prev, self.prev_child_nodes, new_visits, new_child_nodes)
             if gain / (new_child_nodes - self.prev_child_nodes) < self.min_gain:
-                return True  # lc0 logs "Stopping search: KLDGain per node too small."
+                self.stopped = True
+                return True
         self.prev_visits, self.prev_child_nodes = new_visits, new_child_nodes
         return False
 
