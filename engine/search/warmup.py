@@ -93,7 +93,6 @@ def compile_the_rest() -> None:
     view._edge_stats(t, 0, np.zeros((9, 0)))
     view._puct_terms(t, packed, 0, True, 0.0, np.zeros((3, 0)))
     stoppers.rank_edges(t, 0, 0.0, np.zeros(0, np.uint8), False, np.zeros(1, np.int64))
-    stoppers._edge_visits(t, np.zeros(0, np.uint32))  # the KLD gain stopper's look
     # Smart pruning's root filter (the warm-up's search runs without smart pruning), compiled
     # without a run: it reads a root's edges, which a fresh tree has not.
     flags = numba.typeof(np.zeros(1, np.uint8))

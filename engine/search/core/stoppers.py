@@ -21,6 +21,7 @@ from engine.search.params import SearchParams
 from .calls import direct
 from .layout import Layout
 from .tree import NONE, child, prior
+from .view import NodeView
 
 ROOT_SUMMARY = Layout("root summary", "BEST FIRST_N SECOND_N MOVES LOST WON MATE")
 """The root as the stoppers read it (:func:`_summary`): the best edge, the two largest visit
@@ -172,20 +173,10 @@ def summarize(tree, draw_score: float, mask: np.ndarray | None) -> RootSummary:
     )
 
 
-@njit(cache=True)
-def _edge_visits(tree, out):
-    for j in range(tree.nodes.nedges[0]):
-        c = child(tree, 0, j)
-        out[j] = tree.nodes.n[c] if c >= 0 else 0
-
-
 def root_edge_visits(tree) -> np.ndarray:
     """The visits of every root edge, in edge order, searchmoves or not (lc0's
-    ``IterationStats::edge_n``), uint32."""
-    out = np.zeros(int(tree.nodes["nedges"][0]), np.uint32)
-    if len(out):
-        _edge_visits(tree, out)
-    return out
+    ``IterationStats::edge_n``), uint32: the reports' edge statistics (core/view.py)."""
+    return np.array(NodeView(tree, 0).cn, np.uint32)
 
 
 def kld_gain(prev: np.ndarray, prev_nodes: float, new: np.ndarray, new_nodes: float) -> float:
