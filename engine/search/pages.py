@@ -28,6 +28,13 @@ WINDOW = 2 << 20
 """Bytes kept ready past the used part of each array: one huge page, made ready once the search
 is within half of it (dozens of batches ahead); more would hold memory that RamLimitMb does not
 count."""
+FIRST_USE = WINDOW // 2
+"""Bytes of an array in use before anything past them is made ready. A search that stays short
+of them (a short ``go``, a test's search) never reaches the pages made ready, and on the 2-core
+cloud machine each fresh huge page costs the kernel 4-6 ms: the first windows of the tree's and
+the cache's arrays took more system time than the rest of 164 short searches
+(tests/engine/test_option_effects.py: 5.5 s of system time, 1.0 s without them). A search
+that passes FIRST_USE is still half a window from the next page, as at every later step."""
 MADV_POPULATE_WRITE = 23
 
 
@@ -47,7 +54,8 @@ def _madvise():
 
 class PagesAhead:
     """Populates, in one background thread, the next :data:`WINDOW` bytes of the arrays that
-    :meth:`ahead` is shown; stops trying after the first refusal (an older kernel)."""
+    :meth:`ahead` is shown once :data:`FIRST_USE` of them are in use; stops trying after the
+    first refusal (an older kernel)."""
 
     def __init__(self) -> None:
         self._madvise = _madvise()
@@ -60,16 +68,18 @@ class PagesAhead:
         self._executor: ThreadPoolExecutor | None = None
 
     def ahead(self, array: np.ndarray, used: int) -> None:
-        """``array``'s first ``used`` elements are in use: make the next WINDOW bytes ready.
-        Cheap when they already are (called once a batch)."""
+        """``array``'s first ``used`` elements are in use: make the next WINDOW bytes ready
+        (nothing below FIRST_USE bytes). Cheap when they already are (called once a batch)."""
         if self._madvise is None:
+            return
+        used_bytes = used * array.itemsize
+        if used_bytes < FIRST_USE:
             return
         quiet = (id(array), array.nbytes)
         if used < self._quiet.get(quiet, 0):
             return
         start = array.ctypes.data
         end = array.nbytes
-        used_bytes = used * array.itemsize
         with self._lock:
             ready = self._ready.get(start, used_bytes)
             if ready >= min(end, used_bytes + WINDOW // 2):

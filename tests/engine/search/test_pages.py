@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from engine.search.pages import WINDOW, PagesAhead
+from engine.search.pages import FIRST_USE, WINDOW, PagesAhead
 
 
 def _resident_bytes() -> int:
@@ -56,3 +56,22 @@ def test_an_array_used_to_its_end_needs_nothing():
     array = np.zeros(1 << 20, np.uint8)
     pages.ahead(array, len(array))
     assert pages._executor is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise populate: Linux only")
+def test_nothing_is_made_ready_before_the_first_use():
+    """A short search's arrays (less than FIRST_USE in use) get no pages past their use: each
+    fresh page costs the kernel milliseconds that a short search never repays."""
+    pages = PagesAhead()
+    if pages._madvise is None:
+        pytest.skip("no madvise here")
+    array = np.frombuffer(mmap.mmap(-1, 16 << 20), np.uint8)
+    before = _resident_bytes()
+    pages.ahead(array, FIRST_USE - 1)
+    assert pages._executor is None and _resident_bytes() - before < WINDOW // 2
+    pages.ahead(array, FIRST_USE)
+    _wait(pages)
+    if pages._madvise is None:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
+    assert _resident_bytes() - before >= WINDOW // 2
+    pages.close()
