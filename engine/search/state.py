@@ -46,8 +46,12 @@ class NNCache:
 
     def clear(self) -> None:
         """Forget every entry, keeping the arrays: freeing hundreds of MB would delay the
-        ``ucinewgame`` that asks for it."""
+        ``ucinewgame`` that asks for it. An empty cache is left alone: writing its keys would
+        back each of its pages with memory (megabytes at every ``ucinewgame`` of a new
+        engine, and a fresh huge page costs a virtual machine's kernel milliseconds)."""
         with self.lock:
+            if not self.arrays.meta[ccache.USED]:
+                return  # no slot was ever filled: every key is 0 already
             self.arrays.entries["key"][:] = 0
             self.arrays.meta[ccache.WRITE] = 0
             self.arrays.meta[ccache.USED] = 0
