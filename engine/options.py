@@ -839,7 +839,8 @@ OPTIONS: tuple[Option, ...] = (
         SPIN,
         0,
         "ramlimit-mb",
-        "Stop the search when its tree and NN cache hold this much memory, counted in bytes (0: no limit).",
+        "Stop the search when its tree and NN cache hold this much memory, counted in bytes "
+        "(the cache's table whole once used, 32 bytes an entry of NNCacheSize; 0: no limit).",
         0,
         100000000,
     ),

@@ -796,8 +796,10 @@ def test_temp_visit_offset_is_added_to_the_visits():
 def test_ram_limit_caps_the_tree():
     # 1 MB holds a tree of a few thousand visits (150 to 500 bytes each, by the position's legal
     # moves; the bytes are counted: tests/engine/search/test_ram_limit.py); without the limit go
-    # nodes is exact (above). An info string says why the search stopped.
-    capped = search("go nodes 20000", RamLimitMb=1)
+    # nodes is exact (above). An info string says why the search stopped. The NN cache's table
+    # counts whole once used (lc0's way): 2,000 entries (64 KB), where the default's 6.4 MB
+    # alone would pass the limit at the first batch.
+    capped = search("go nodes 20000", RamLimitMb=1, NNCacheSize=2000)
     assert 1000 < capped.field("nodes") < 10000
     assert any("RamLimitMb" in line for line in capped.lines), capped.lines[-5:]
 

@@ -64,9 +64,11 @@ def new_cache(capacity: int) -> Cache:
 
 
 def memory_in_use(cache: Cache) -> int:
-    """Bytes of the entries and ring slots written so far (the arrays' pages in use)."""
+    """Bytes of the arrays' pages in use: the ring slots written so far, and the whole table of
+    entries once one is filled (entries land at hashed slots all over it, so a few thousand
+    back every page of it, and a few dozen every huge page; lc0 counts its cache whole too)."""
     ring = min(int(cache.meta[WRITE]), len(cache.ring)) * cache.ring.dtype.itemsize
-    return ring + int(cache.meta[USED]) * cache.entries.dtype.itemsize
+    return ring + (cache.entries.nbytes if cache.meta[USED] else 0)
 
 
 def hashfull(cache: Cache) -> int:
