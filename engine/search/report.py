@@ -212,7 +212,9 @@ def verbose_stats(state: SearchState) -> list[str]:
             stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {q[i]:8.5f}) "  # the FPU
         tail = f"(U: {u[i]:6.5f}) (S: {s[i]:8.5f}) "
         lines.append(head + stats + tail + _value(state, child, move, 1.0, draw_score))
-    head = _head("node ", len(root.moves), root.n, sum(root.cnif), root.visited_policy)
+    # lc0 prints each move's index left-aligned (its stream set to std::left) and the node
+    # line's, a fresh stream's, right-aligned: "node  (  20)".
+    head = _head("node ", len(root.moves), root.n, sum(root.cnif), root.visited_policy, ">")
     lines.append(
         head
         + _stats(state, -root.wl, root.d, root.m, draw_score)
@@ -221,9 +223,9 @@ def verbose_stats(state: SearchState) -> list[str]:
     return lines
 
 
-def _head(label: str, index: int, n: int, nif: int, prior: float) -> str:
+def _head(label: str, index: int, n: int, nif: int, prior: float, align: str = "<") -> str:
     pct = f"{prior * 100:5.1f}" if prior >= 0.99995 else f"{prior * 100:5.2f}"
-    return f"{label:<5} ({index:<4}) N: {n:7d} (+{nif:2d}) (P: {pct}%) "
+    return f"{label:<5} ({index:{align}4}) N: {n:7d} (+{nif:2d}) (P: {pct}%) "
 
 
 def _stats(state: SearchState, wl: float, d: float, m: float, draw_score: float) -> str:

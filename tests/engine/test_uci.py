@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -229,7 +230,10 @@ def test_multipv_verbose_stats_and_searchmoves(raw):
     stats = [b for b in before if b.startswith("info string") and "N:" in b]
     assert len(stats) == 21  # 20 moves and the node line
     assert all(k in stats[-2] for k in ("(P:", "(WL:", "(D:", "(M:", "(Q:", "(U:", "(S:", "(V:"))
-    assert stats[-1].startswith("info string node")
+    # As lc0 prints them (its log: "e7e5  (322 ) N: ...", "node  (  20) N: ..."): a move's
+    # index left-aligned in four columns, the node line's (its number of moves) right-aligned.
+    assert stats[-1].startswith("info string node  (  20) N:     "), stats[-1]
+    assert re.match(r"info string [a-h][1-8][a-h][1-8]  \(\d+ *\) N: ", stats[-2]), stats[-2]
 
 
 def test_chess960_king_takes_rook():
