@@ -358,7 +358,7 @@ class Controller:
             best, ponder = next(iter(board.legal_moves), None), None
         if search is not None and not ran.until_stop and ran.movetime is None:
             _search_done(self.timemgr, ran, result, watch)
-        _log_move_stats(listener, search, result, self.values)
+        _log_move_stats(listener, search, result, self.values, best)
         self._bestmove_sent.set()  # the thread only sends this answer and exits
         listener.bestmove(board, best, ponder)
 
@@ -439,17 +439,26 @@ def _log_move_stats(
     search: Search | None,
     result: SearchResult | None,
     values: Mapping[str, Any],
+    best: chess.Move | None,
 ) -> None:
-    """lc0's move stats at the end of a search (its VerboseMoveStats lines), in the log only,
-    with a log open only (they cost); with VerboseMoveStats they are its ``info string`` lines
-    (lc0's SendMovesStats)."""
-    if search is None or result is None or values["VerboseMoveStats"] or not listener.logging:
+    """lc0's move stats at the end of a search (SendMovesStats), with a log open only (they
+    cost): the root's VerboseMoveStats lines in the log (with VerboseMoveStats they were its
+    ``info string`` lines instead), then, whatever VerboseMoveStats, the stats of the node
+    after the move played, the opponent's replies."""
+    if search is None or result is None or not listener.logging:
         return
-    lines = verbose_stats(search.state)
-    if lines:
-        listener.log("=== Move stats:")
-        for line in lines:
-            listener.log(line)
+    if not values["VerboseMoveStats"]:
+        lines = verbose_stats(search.state)
+        if lines:
+            listener.log("=== Move stats:")
+            for line in lines:
+                listener.log(line)
+    if best is not None:
+        opponent = verbose_stats(search.state, (best,))
+        if opponent:
+            listener.log(f"--- Opponent moves after: {best.uci()}")
+            for line in opponent:
+                listener.log(line)
 
 
 def _nothing() -> None:

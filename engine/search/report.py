@@ -183,42 +183,57 @@ def principal_variation(state: SearchState, first: int) -> list[chess.Move]:
     return pv
 
 
-def verbose_stats(state: SearchState) -> list[str]:
-    """lc0's VerboseMoveStats lines for the root: worst move first, best last, then the node line."""
+def verbose_stats(state: SearchState, path: tuple[chess.Move, ...] = ()) -> list[str]:
+    """lc0's VerboseMoveStats lines (GetVerboseStats) for the root, or with ``path`` a root
+    move for the node after it (lc0's "Opponent moves after" lines): worst move first, best
+    last, then the node line. Empty for a root not yet expanded, or a move with no node."""
     from engine import encoding
 
     root = state.root
-    if not root.expanded:
-        return []
-    draw_score = state.draw_score(0)
-    packed = pack(state.params, bool(state.network.has_mlh))
-    terms = puct_terms(state.tree, packed, root.id, True, draw_score)  # the selection's own
-    q = terms.q
-    u = terms.pu / (1.0 + np.asarray(root.cn, dtype=np.float64) + np.asarray(root.cnif))
-    s = terms.qm + u
+    node: NodeView = root
     board = state.root_board
-    indices = encoding.policy_indices(board, 1)
-    order = sorted(range(len(root.moves)), key=lambda i: (root.cn[i], q[i] + u[i]))
+    if not path:
+        if not root.expanded:
+            return []
+    else:
+        i = root.moves.index(path[0]) if path[0] in root.moves else -1
+        child = root.child(i) if i >= 0 else None
+        if child is None:
+            return []
+        node = child
+        board = board.copy(stack=False)
+        board.push(path[0])
+    at_root = not path
+    draw_score = state.draw_score(len(path))
     lines = []
-    for i in order:
-        move = root.moves[i]
-        head = _head(
-            board.uci(move), indices.get(move, -1), int(root.cn[i]), int(root.cnif[i]), root.p[i]
-        )
-        child = root.children[i]
-        if child is not None and child.n > 0:
-            stats = _stats(state, child.wl, child.d, child.m, draw_score)
-        else:
-            stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {q[i]:8.5f}) "  # the FPU
-        tail = f"(U: {u[i]:6.5f}) (S: {s[i]:8.5f}) "
-        lines.append(head + stats + tail + _value(state, child, move, 1.0, draw_score))
+    moves = node.moves if node.expanded else ()
+    if moves:
+        packed = pack(state.params, bool(state.network.has_mlh))
+        terms = puct_terms(state.tree, packed, node.id, at_root, draw_score)  # the selection's
+        cn, cnif = node.cn, node.cnif
+        q = terms.q
+        u = terms.pu / (1.0 + np.asarray(cn, dtype=np.float64) + np.asarray(cnif))
+        s = terms.qm + u
+        indices = encoding.policy_indices(board, 1)
+        p = node.p
+        for i in sorted(range(len(moves)), key=lambda i: (cn[i], q[i] + u[i])):
+            move = moves[i]
+            head = _head(board.uci(move), indices.get(move, -1), int(cn[i]), int(cnif[i]), p[i])
+            child = node.child(i)
+            if child is not None and child.n > 0:
+                stats = _stats(state, child.wl, child.d, child.m, draw_score)
+            else:
+                stats = f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {q[i]:8.5f}) "  # the FPU
+            tail = f"(U: {u[i]:6.5f}) (S: {s[i]:8.5f}) "
+            lines.append(head + stats + tail + _value(state, child, (*path, move), 1.0, draw_score))
     # lc0 prints each move's index left-aligned (its stream set to std::left) and the node
     # line's, a fresh stream's, right-aligned: "node  (  20)".
-    head = _head("node ", len(root.moves), root.n, sum(root.cnif), root.visited_policy, ">")
+    head = _head("node ", len(moves), node.n, sum(node.cnif) if moves else 0,
+                 node.visited_policy, ">")  # fmt: skip
     lines.append(
         head
-        + _stats(state, -root.wl, root.d, root.m, draw_score)
-        + _value(state, root, None, -1.0, draw_score)
+        + _stats(state, -node.wl, node.d, node.m, draw_score)
+        + _value(state, node, path, -1.0, draw_score)
     )
     return lines
 
@@ -239,17 +254,18 @@ def _stats(state: SearchState, wl: float, d: float, m: float, draw_score: float)
 def _value(
     state: SearchState,
     node: NodeView | None,
-    move: chess.Move | None,
+    path: tuple[chess.Move, ...],
     sign: float,
     draw_score: float,
 ) -> str:
-    """(V: …): the network's own value of the position (from the cache), terminal value, or -.----."""
+    """(V: …): the network's own value of the position after the root's moves ``path`` (from
+    the cache), its terminal value, or -.----."""
     v = None
     if node is not None and node.terminal is not None:
         t = node.terminal
         v = t.wl + sign * draw_score * t.d
     elif node is not None:
-        q = state.network_q(move)
+        q = state.network_q(path)
         if q is not None:
             v = -q
     text = f"(V: {sign * v:7.4f}) " if v is not None else "(V:  -.----) "

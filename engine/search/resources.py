@@ -178,14 +178,23 @@ class Resources:
             count = 0 if slot < 0 else ccache.read_moves(self._cache.arrays, slot, moves, priors)
         return moves[:count].tolist()
 
-    def _cached_q(self, move: chess.Move | None) -> float | None:
-        """The network's q of the root, or after the root ``move``, from the NN cache."""
+    def _cached_q(self, path: tuple[chess.Move, ...]) -> float | None:
+        """The network's q of the root, or of the position after the root's moves ``path``
+        (two at most: lc0's move stats go one node below the root), from the NN cache. The
+        rows past the game's are scratch (each gather walks a copy of them)."""
         row = len(self._game) - 1
         board = self.state.root_board
-        word = -1 if move is None else move_from_chess(self.hist[row], board, move)
+        arrays = self._cache.arrays
         with self._cache.lock:
-            slot = steps.cached_slot(self.hist, row, word, self.packed, self._cache.arrays)
-            return None if slot < 0 else float(self._cache.arrays.entries["q"][slot])
+            slot = steps.cached_slot(self.hist, row, -1, self.packed, arrays) if not path else -1
+            for k, move in enumerate(path):
+                word = move_from_chess(self.hist[row], board, move)
+                slot = steps.cached_slot(self.hist, row, word, self.packed, arrays)
+                row += 1
+                if k + 1 < len(path):
+                    board = board.copy(stack=False)
+                    board.push(move)
+            return None if slot < 0 else float(arrays.entries["q"][slot])
 
     def set_game(self, board: chess.Board, rows: np.ndarray) -> None:
         """The game up to the root: ``board`` and its rows (engine.board.game_rows)."""

@@ -111,12 +111,13 @@ class SearchState:
         self._root: NodeView | None = None
         self.wdl_rescale: WdlRescale = params.rescale_for(True, False)
         """The WDL rescaling (contempt) of the current run's values and reports (Search.run)."""
-        self.cached_q: Callable[[chess.Move | None], float | None] | None = None
+        self.cached_q: Callable[[tuple[chess.Move, ...]], float | None] | None = None
 
-    def network_q(self, move: chess.Move | None) -> float | None:
-        """The network's q of the root, or of the position after the root ``move``, from the
-        NN cache (the search that owns this state answers); None when it does not have it."""
-        return None if self.cached_q is None else self.cached_q(move)
+    def network_q(self, path: tuple[chess.Move, ...] = ()) -> float | None:
+        """The network's q of the root, or of the position after the root's moves ``path``,
+        from the NN cache (the search that owns this state answers); None when it does not
+        have it."""
+        return None if self.cached_q is None else self.cached_q(path)
 
     @property
     def root(self) -> NodeView:

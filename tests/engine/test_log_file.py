@@ -14,6 +14,9 @@ sent uci, isready, position startpos, go nodes 20):
     ... stoppers.cc:65] Stopped search: Reached visits limit: 26>=20
     ... search.cc:589] === Move stats:
     ... search.cc:590] b1a3  (34  ) N:       0 (+ 0) (P:  0.10%) (WL:  -.-----) …
+    ... search.cc:590] node  (  20) N:      26 (+ 0) (P: 100.0%) (WL:  …
+    ... search.cc:597] --- Opponent moves after: e2e4
+    ... search.cc:599] f7f6  (346 ) N:       0 (+ 0) (P:  4.58%) (WL:  -.-----) …
     ... uciloop.cc:342] << bestmove e2e4 ponder e7e5
 """
 
@@ -95,7 +98,20 @@ def test_log_holds_lc0s_lines_of_the_start_the_load_and_the_search(tmp_path):
     moves = said[stats + 1 : stats + 21]
     assert sorted(ln.split()[0] for ln in moves) == sorted(m.uci() for m in chess.Board().legal_moves)
     assert said[stats + 21].startswith("node ") and " N:      " in said[stats + 21], said[stats + 21]
-    assert bestmove > stats + 21
+    # Then lc0's "--- Opponent moves after:" the move played: the node after it, a line per
+    # legal reply (its visits) and its own line, whose visits are 1 + the replies' (a node's
+    # first visit is its own evaluation).
+    played = chess.Move.from_uci(said[bestmove].split()[2])
+    after = _index(said, "--- Opponent moves after: ", stats + 21)
+    assert said[after] == f"--- Opponent moves after: {played.uci()}" and after < bestmove
+    board = chess.Board()
+    board.push(played)
+    replies = [m.uci() for m in board.legal_moves]
+    lines = said[after + 1 : after + 2 + len(replies)]
+    assert sorted(ln.split()[0] for ln in lines[:-1]) == sorted(replies), lines
+    visits = [int(re.search(r" N: +(\d+) ", ln).group(1)) for ln in lines]
+    assert lines[-1].startswith(f"node  ({len(replies):4d}) N: ") and visits[-1] == 1 + sum(visits[:-1])
+    assert bestmove == after + 2 + len(replies)
     stdout = out.getvalue()
     for text in ("started.", "Command line", "Loading weights", "Setting a new", "Timer started",
                  "Search started", "Stopped search", "=== Move stats", "N:      "):
@@ -132,6 +148,7 @@ def test_log_says_why_a_search_stopped_and_the_backends_lines(tmp_path):
     assert said[_index(said, "Stopping search", timed)] == "Stopping search: Ran out of time."
     last = _index(said, ">> go nodes 30", timed)
     assert "=== Move stats:" not in said[last:]
+    _index(said, "--- Opponent moves after: ", last)  # lc0 logs these with VerboseMoveStats too
     node = [ln for ln in verbose.lines if ln.startswith("info string node ")]
     assert node and f"<< {node[0]}" in said[last:]
 
@@ -158,7 +175,7 @@ def test_without_a_log_nothing_is_computed_for_it(monkeypatch, tmp_path):
         session.go("go nodes 20")
     finally:
         session.close()
-    assert sorted(calls) == ["stop_reason", "verbose_stats"]
+    assert sorted(calls) == ["stop_reason", "verbose_stats", "verbose_stats"]  # the replies
 
 
 def test_log_names_the_playouts_limit_with_nodes_as_playouts(tmp_path):

@@ -14,6 +14,7 @@ import pytest
 from engine.backends.random import RandomNetwork
 from engine.encoding import encode_batch
 from engine.search.core.view import NodeView
+from engine.search.report import verbose_stats
 from engine.search import Limit, Search, from_options
 from engine.search.core import cache as ccache
 from engine.search.core import tree as ctree
@@ -218,7 +219,6 @@ def test_verbose_move_stats_show_the_network_values():
     lines: list[str] = []
     search.set_position(board)
     search.run(Limit(nodes=300), on_verbose=lines.extend, verbose=True)
-    search.close()
     checked = 0
     for line in lines:
         move = line.split()[0]
@@ -231,6 +231,29 @@ def test_verbose_move_stats_show_the_network_values():
         assert float(value) == pytest.approx(-q, abs=6e-5), move
         checked += 1
     assert checked > 5
+    # One node down (lc0's "Opponent moves after" lines): the position after two moves.
+    best = chess.Move.from_uci(lines[-2].split()[0])
+    replies = verbose_stats(search.state, (best,))
+    assert replies[-1].startswith("node ") and len(replies) == 1 + after_count(board, best)
+    checked = 0
+    for line in replies[:-1]:
+        value = line.split("(V:")[1].split(")")[0].strip()
+        if value == "-.----":
+            continue
+        after = board.copy()
+        after.push(best)
+        after.push_uci(line.split()[0])
+        q = float(net.evaluate(encode_batch([after])).q[0])
+        assert float(value) == pytest.approx(-q, abs=6e-5), line
+        checked += 1
+    assert checked > 3
+    search.close()
+
+
+def after_count(board: chess.Board, move: chess.Move) -> int:
+    after = board.copy()
+    after.push(move)
+    return after.legal_moves.count()
 
 
 class StridedOutputs(RandomNetwork):
