@@ -55,6 +55,11 @@ class Engine:
         self._in, self._out = self.proc.stdin, self.proc.stdout
         self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
         self.stderr: collections.deque[str] = collections.deque(maxlen=40)
+        self.closed = threading.Event()
+        """Its output ended (set before the last, empty, line is queued). Not whether it has
+        exited: a process closes its output as it exits, before it can be waited for, so an
+        end of output read while ``poll()`` still says running was taken for an empty line and
+        the wait went on to its timeout (a bench test's 300 s, once in a suite run)."""
         threading.Thread(target=self._read, daemon=True).start()
         if stderr == subprocess.PIPE:
             threading.Thread(target=self._read_stderr, daemon=True).start()
@@ -62,6 +67,7 @@ class Engine:
     def _read(self) -> None:
         for line in self._out:
             self.lines.put((time.monotonic(), line.strip()))
+        self.closed.set()
         self.lines.put((time.monotonic(), ""))
 
     def _read_stderr(self) -> None:
@@ -88,8 +94,8 @@ class Engine:
             t, line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
             if line.startswith(prefix):
                 return t
-            if line == "" and self.proc.poll() is not None:
-                raise RuntimeError(f"engine exited (code {self.proc.returncode}) before {prefix!r}")
+            if line == "" and self.closed.is_set():
+                raise RuntimeError(f"engine exited (code {self._exit_code()}) before {prefix!r}")
 
     def read_until(self, token: str, timeout: float = REPLY_TIMEOUT_S) -> list[str]:
         """Lines up to and including the first whose first word is ``token``; an ``error`` line,
@@ -101,7 +107,7 @@ class Engine:
                 _, line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.0))
             except queue.Empty:
                 raise self.error(f"no {token!r} within {timeout:.0f}s") from None
-            if line == "" and self.proc.poll() is not None:
+            if line == "" and self.closed.is_set():
                 raise self.error(f"exited while we waited for {token!r}")
             words = line.split()
             if words[:1] == ["error"] or line.lower().startswith("unknown option"):
@@ -110,9 +116,17 @@ class Engine:
             if words[:1] == [token]:
                 return seen
 
+    def _exit_code(self) -> int | None:
+        """The exit status of a process whose output ended (it exits now: a second at most)."""
+        try:
+            return self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return None
+
     def error(self, why: str) -> EngineError:
         time.sleep(0.2)  # let the stderr reader catch up with a dying process
-        rc, err = self.proc.poll(), "\n".join(self.stderr).strip("\n")
+        rc = self._exit_code() if self.closed.is_set() else self.proc.poll()
+        err = "\n".join(self.stderr).strip("\n")
         return EngineError(
             f"{self.command[0]!r} ({' '.join(self.command[1:])}): {why}"
             + (f" (exit status {rc})" if rc is not None else "")
