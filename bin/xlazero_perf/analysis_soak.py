@@ -86,8 +86,8 @@ def run(
                     pending = 0.0
                 elif line.startswith("bestmove") and stop:
                     probe.stop_ms, probe.bestmove = 1000 * (t_line - stop), line
-                elif line == "" and engine.proc.poll() is not None:
-                    raise RuntimeError(f"engine exited (code {engine.proc.returncode})")
+                elif line == "" and engine.closed.is_set():
+                    raise RuntimeError(f"engine exited (code {engine.proc.wait(timeout=5)})")
             now = time.monotonic()
             if stop and now - stop > 60:
                 raise RuntimeError("no bestmove within 60 s of stop")
