@@ -228,8 +228,7 @@ def verbose_stats(state: SearchState, path: tuple[chess.Move, ...] = ()) -> list
             lines.append(head + stats + tail + _value(state, child, (*path, move), 1.0, draw_score))
     # lc0 prints each move's index left-aligned (its stream set to std::left) and the node
     # line's, a fresh stream's, right-aligned: "node  (  20)".
-    head = _head("node ", len(moves), node.n, sum(node.cnif) if moves else 0,
-                 node.visited_policy, ">")  # fmt: skip
+    head = _head("node ", len(moves), node.n, sum(node.cnif), node.visited_policy, ">")
     lines.append(
         head
         + _stats(state, -node.wl, node.d, node.m, draw_score)
