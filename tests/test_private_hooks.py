@@ -9,8 +9,8 @@ without reference counting and called at their machine code's entry point
 JAX's cache decision set for a compile (backend_xla/runtime.py: ``_without_jax_cache``), XLA's
 threads found and pinned by /proc, its code-generation threads by their name (runtime.py), whole
 executables serialized (backend_xla/exec_cache.py, asserted in
-tests/backend_xla/test_backend_exec_cache.py); the test scheduler's groups (tests/conftest.py,
-below)."""
+tests/backend_xla/test_backend_exec_cache.py); the test scheduler's groups and the test modules'
+rewritten bytecode written once for every test process (tests/conftest.py, below)."""
 
 from __future__ import annotations
 
@@ -159,6 +159,25 @@ def test_the_scheduler_keeps_groups_in_one_process_and_clock_tests_in_the_third(
     third = [collection[i] for i in ran["gw2"]]
     assert set(third[: len(clock)]) == clock, third  # its first tests; then it takes others
     assert len(third) > len(clock), third
+
+
+def test_rewritten_test_modules_written_once_are_what_pytests_import_hook_loads(request, tmp_path):
+    """tests/conftest.py's write_rewritten_tests writes pytest's rewritten bytecode through its
+    private assertion module: pytest's own reader takes the file, its code is the rewritten one
+    (an assert's operands named ``@py_assert``), and a second call, finding it, writes none."""
+    from _pytest.assertion import rewrite
+
+    import conftest
+
+    fn = tmp_path / "test_sample.py"
+    fn.write_text("def test_x():\n    a = 1\n    assert a + 1 == 3\n")
+    assert conftest.write_rewritten_tests(request.config, [fn]) == 1
+    pyc = rewrite.get_cache_dir(fn) / ("test_sample" + rewrite.PYC_TAIL)
+    code = rewrite._read_pyc(fn, pyc)
+    assert code is not None
+    test_x = next(c for c in code.co_consts if getattr(c, "co_name", None) == "test_x")
+    assert any(name.startswith("@py_assert") for name in test_x.co_varnames), test_x.co_varnames
+    assert conftest.write_rewritten_tests(request.config, [fn]) == 0
 
 
 # ----------------------------------------------------------------- the scheduler's test ids

@@ -290,7 +290,7 @@ def test_priors_take_lc0s_16_bits_exactly_as_its_definition_says():
     p = np.concatenate([rng.random(20_000), 10.0 ** rng.uniform(-12, 0, 20_000),
                         [0.0, 1.0, 2.0 ** -31, 2.0 ** -32, 0.5, 1 - 2.0 ** -24]]).astype(np.float32)
     got = np.empty(len(p), np.uint16)
-    ctree.compress_priors(p, got, len(p))
+    ctree.compress_priors(p, got, np.int32(len(p)))  # the search's types: numba's cached code
     for x, v in zip(p.tolist(), got.tolist()):
         if x <= 0.0:
             assert v == 0

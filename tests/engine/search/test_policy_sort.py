@@ -24,6 +24,10 @@ def _inputs(seed: int):
     policy[4] = 0.0  # every prior equal
     policy[5] = np.round(policy[5])  # many equal logits
     policy[6, indices[6, :12]] = -200.0  # priors that round to 0
+    # Read-only, as the search passes the network's heads (evaluation.network_heads); so are the
+    # other arguments' types: each test process loads the search's compiled code from numba's
+    # cache instead of compiling its own (about a second each).
+    policy.flags.writeable = False
     return req, moves, indices, policy
 
 
@@ -31,9 +35,9 @@ def _expected(req, moves, indices, policy, temperature, r):
     count = int(req["count"][r])
     logits = policy[r, indices[r, :count]]
     probs = (logits - logits.max()).astype(np.float32) if count else logits.copy()
-    fast_softmax(probs, np.int64(count), np.float32(1.0 / np.float32(temperature)))
+    fast_softmax(probs, np.int32(count), np.float32(1.0 / np.float32(temperature)))
     priors = np.zeros(count, np.uint16)
-    compress_priors(probs, priors, np.int64(count))
+    compress_priors(probs, priors, np.int32(count))
     order = sorted(range(count), key=lambda j: -int(priors[j]))  # stable: ties keep j's order
     return moves[r, order], priors[order]
 
@@ -43,7 +47,7 @@ def test_moves_come_in_lc0s_edge_order_with_their_priors() -> None:
         req, moves, indices, policy = _inputs(seed)
         out_moves = np.zeros((ROWS, WIDTH), np.int32)
         out_priors = np.zeros((ROWS, WIDTH), np.uint16)
-        sort_policies(req, moves, indices, policy, 0, ROWS, temperature, out_moves, out_priors)
+        sort_policies(req, moves, indices, policy, 0, ROWS, float(temperature), out_moves, out_priors)
         for r in range(ROWS):
             count = int(req["count"][r])
             want_moves, want_priors = _expected(req, moves, indices, policy, temperature, r)
