@@ -151,13 +151,15 @@ def test_a_gather_that_collided_with_a_batch_backed_up_meanwhile_does_not_end_th
 
     gathered, backed_up, looked = threading.Event(), threading.Event(), threading.Event()
     gatherers: list[threading.Thread] = []
+    joining = threading.Lock()  # two threads' first gathers at once: one of them is the first
     real_gather, real_iterate = search_threads.run_gather, search_threads.SearchThreads._iterate
 
     def gather(call):
         me = threading.current_thread()
-        first = not gatherers
-        if me not in gatherers:
-            gatherers.append(me)
+        with joining:
+            first = not gatherers
+            if me not in gatherers:
+                gatherers.append(me)
         if first:
             real_gather(call)
             gathered.set()
