@@ -353,6 +353,9 @@ SAME_PROCESS = {
     # compiles it (about 2 s with numba's own helpers) for all the perft tests.
     "tests/engine/board/test_board_movegen.py": "perft",
     "tests/backend_xla/test_backend_exec_cache.py": "exec-cache",  # one first load (a fixture)
+    # its module's Maia-1100 (no executable cache): compiled in each process that ran one of its
+    # tests, three since the third process goes on after its clock tests (+2.3 s of CPU)
+    "tests/backend_xla/test_backend_maia.py": "maia1100",
     # Maia-1100 packed and plain (maia1100_b16, maia1100_b16_packed), and Maia-1100 and -1900
     # for the switch: each compiled once, not once in each test process.
     "tests/backend_xla/test_packed_input.py": "packed",
