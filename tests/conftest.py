@@ -253,7 +253,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if sys.dont_write_bytecode and session.config.getoption("assertmode") == "rewrite":
         tests = REPO_ROOT / "tests"
         files = [*tests.rglob("test_*.py"), *tests.rglob("conftest.py")]
-        write_rewritten_tests(session.config, files)
+        try:
+            write_rewritten_tests(session.config, files)
+        except (ImportError, AttributeError, KeyError, TypeError, OSError):
+            pass  # another pytest's internals: each test process rewrites as pytest does
+            # (tests/test_private_hooks.py then fails, saying so)
 
 
 USES_THE_SEARCH = ("tests/engine/", "tests/bin/test_", "tests/nets/test_shipped_nets.py",

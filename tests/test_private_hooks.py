@@ -1,7 +1,7 @@
 """Every hook into a dependency's private internals takes effect on the versions pyproject.toml
 pins (issue 67): each reports whether it did (engine.hooks.hooks(), the flags in its module),
 and falls back to the dependency's own behaviour, quietly, where the internals differ. These
-tests fail where a new version of numba, JAX or pytest-xdist leaves a hook without effect.
+tests fail where a new version of numba, JAX, pytest or pytest-xdist leaves a hook without effect.
 
 The hooks: numba's lowering registries deferred (engine/numba_registries.py), functions compiled
 without reference counting and called at their machine code's entry point
