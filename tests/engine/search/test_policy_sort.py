@@ -47,7 +47,7 @@ def test_moves_come_in_lc0s_edge_order_with_their_priors() -> None:
         req, moves, indices, policy = _inputs(seed)
         out_moves = np.zeros((ROWS, WIDTH), np.int32)
         out_priors = np.zeros((ROWS, WIDTH), np.uint16)
-        sort_policies(req, moves, indices, policy, 0, ROWS, float(temperature), out_moves, out_priors)
+        sort_policies(req, moves, indices, policy, 0, ROWS, temperature, out_moves, out_priors)
         for r in range(ROWS):
             count = int(req["count"][r])
             want_moves, want_priors = _expected(req, moves, indices, policy, temperature, r)
