@@ -736,10 +736,33 @@ def select(tree, params, counters, cache, batch, walk, visits):
 
 
 @njit(cache=True)
-def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth, level):
-    """One node of the prefetch descent: returns the budget it spent when that is known at
-    once (a leaf, a terminal, nothing to do), or -1 when it pushed a frame at ``level`` whose
-    children the caller walks."""
+def _cached_frame(cache, batch, slot, key, budget, depth, level, r):
+    """Push a prefetch frame at ``level`` for a position that is in the NN cache but not
+    expanded in the tree: its children are its cached moves, by decreasing prior (their
+    priors in ``pu``); -1, or 0 when the entry changed meanwhile. Row ``r`` (the next
+    request's) is the scratch the entry is copied into."""
+    got, _q, _d, _m = read_entry(cache, slot, key, batch.moves[r], batch.priors[r])
+    if got <= 0:
+        return 0
+    frames, frame_meta = batch.frames, batch.frame_meta
+    for j in range(got):
+        frames.order[level, j] = batch.moves[r, j]
+        frames.pu[level, j] = prior(batch.priors[r, j])
+    frame_meta[level, FRAME_NODE] = -1
+    frame_meta[level, FRAME_DEPTH] = depth
+    frame_meta[level, FRAME_LEFT] = budget
+    frame_meta[level, FRAME_SPENT] = 0
+    frame_meta[level, FRAME_KEPT] = got
+    frame_meta[level, FRAME_NEXT] = 0
+    return -1
+
+
+@njit(cache=True)
+def _prefetch_enter(tree, params, cache, batch, walk, node, move, budget, depth, level, deep):
+    """One node of the prefetch descent (``node``: -1 for a position not in the tree, reached
+    by ``move``): returns the budget it spent when that is known at once (a leaf, a terminal,
+    nothing to do), or -1 when it pushed a frame at ``level`` whose children the caller walks.
+    ``deep``: a position in the NN cache is descended through with its cached priors."""
     if budget <= 0:
         return 0
     if node >= 0 and (tree.nodes.kind[node] != NONE or tree.nodes.status[node] & PENDING):
@@ -749,7 +772,7 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
     if depth > 0:
         if row >= hist.shape[0]:
             return 0
-        make_move(hist[row - 1], I(tree.edges.move[edge]), hist[row])
+        make_move(hist[row - 1], I(move), hist[row])
     if node < 0 or load(tree.nodes.nedges, node) == 0:
         reps, _ = repetitions(hist, row)
         key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
@@ -757,7 +780,12 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
         # lc0's PrefetchIntoCache spends a slot of its budget on a leaf cached, in the batch
         # already or terminal; here the budget fills the padding the backend computes anyway
         # (Resources.pad_table), which such a slot would leave empty: they cost nothing.
-        if r >= batch.req.node.shape[0] or lookup(cache, key) >= 0:
+        if r >= batch.req.node.shape[0]:
+            return 0
+        slot = lookup(cache, key)
+        if slot >= 0:
+            if deep and budget > 1 and level < batch.frames.shape[0]:
+                return _cached_frame(cache, batch, slot, key, budget, depth, level, r)
             return 0
         for j in range(r):
             if batch.req.key[j] == key:
@@ -807,14 +835,16 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, edge, budget, depth,
 
 
 @njit(cache=True)
-def prefetch(tree, params, cache, batch, walk, budget):
+def prefetch(tree, params, cache, batch, walk, budget, deep):
     """lc0's PrefetchIntoCache: fill a small batch with positions the search is likely to visit
     next, for the NN cache only (the tree is not touched). From the root down, children in
     PUCT order each get the budget they would take before the next child overtakes them.
     Depth first with explicit frames (numba caches no recursive function)."""
     frames = batch.frames
     frame_meta = batch.frame_meta
-    got = _prefetch_enter(tree, params, cache, batch, walk, I(0), I(-1), I(budget), I(0), I(0))
+    got = _prefetch_enter(
+        tree, params, cache, batch, walk, I(0), I(-1), I(budget), I(0), I(0), deep
+    )
     if got >= 0:
         return got
     level = 0
@@ -831,28 +861,40 @@ def prefetch(tree, params, cache, batch, walk, budget):
             else:
                 return spent
             continue
-        i = frames.order[level, jj]
-        to_spend = left
-        if jj + 1 < kept:  # the last child keeps the budget of the one before it
-            # lc0 takes an unvisited child's Q here as minus its FPU (edge.GetQ(-fpu)).
-            c = child(tree, node, i)
-            q = frames.qm[level, i] if c >= 0 and tree.nodes.n[c] > 0 else -frames.qm[level, i]
-            gap = frames.scores[level, frames.order[level, jj + 1]] - q
-            if gap > 0:
-                to_spend = min(left, int(frames.pu[level, i] / gap - frames.started[level, i]) + 1)
         meta[FRAME_NEXT] = jj + 1
-        f = tree.nodes.first[node]
+        to_spend = left
+        if node < 0:  # a cached position's children: the budget shared by their priors
+            if jj + 1 < kept:
+                rest = 0.0
+                for j in range(jj, kept):
+                    rest += frames.pu[level, j]
+                share = frames.pu[level, jj] / rest if rest > 0.0 else 1.0
+                to_spend = min(left, max(1, int(left * share + 0.5)))
+            c, move = -1, frames.order[level, jj]
+        else:
+            i = frames.order[level, jj]
+            if jj + 1 < kept:  # the last child keeps the budget of the one before it
+                # lc0 takes an unvisited child's Q here as minus its FPU (edge.GetQ(-fpu)).
+                c = child(tree, node, i)
+                q = frames.qm[level, i] if c >= 0 and tree.nodes.n[c] > 0 else -frames.qm[level, i]
+                gap = frames.scores[level, frames.order[level, jj + 1]] - q
+                if gap > 0:
+                    to_spend = min(
+                        left, int(frames.pu[level, i] / gap - frames.started[level, i]) + 1
+                    )
+            c, move = child(tree, node, i), tree.edges.move[tree.nodes.first[node] + i]
         got = _prefetch_enter(
             tree,
             params,
             cache,
             batch,
             walk,
-            I(child(tree, node, i)),
-            I(f + i),
+            I(c),
+            I(move),
             I(to_spend),
             I(depth + 1),
             I(level + 1),
+            deep,
         )
         if got >= 0:
             meta[FRAME_LEFT] -= got
@@ -959,4 +1001,5 @@ def gather_end(tree, params, cache, batch, walk, pad):
     requests = batch.meta[REQUESTS]
     target = pad[min(requests, pad.shape[0] - 1)]
     if 0 < requests < target and walk.stop[0] == 0:
-        prefetch(tree, params, cache, batch, walk, target - requests)
+        # Past MaxPrefetch (pad[0]) the rows are padding the backend computes anyway.
+        prefetch(tree, params, cache, batch, walk, target - requests, target > pad[0])

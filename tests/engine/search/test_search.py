@@ -706,6 +706,44 @@ def test_prefetch_fills_the_padding_of_a_padding_backend():
     assert sizes[4][:2] == [1, 20] and all(n % 16 == 0 for n in sizes[4][2:]), sizes[4]
 
 
+class DeviceNetwork(LogitNetwork):
+    """LogitNetwork as a simulated accelerator: a call costs 256 rows whatever it computes;
+    counts the rows of each call."""
+
+    max_batch = 256
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def attributes(self) -> BackendAttributes:
+        return BackendAttributes(
+            "device", (), self.max_batch, 256, lambda n: max(n, 256), 1, False, False, None
+        )
+
+    def evaluate(self, planes: np.ndarray) -> NetworkOutput:
+        self.sizes.append(planes.shape[0])
+        return super().evaluate(planes)
+
+
+def test_prefetch_fills_a_device_batch_through_cached_positions():
+    """On a device whose every call costs the same rows, a small tree offers fewer unexpanded
+    positions than the padding holds: past MaxPrefetch the prefetch goes on through positions
+    the NN cache holds but the tree has not expanded, by their cached priors. The third call
+    comes when the tree has expanded the root and one child (40 unexpanded children, 19 of
+    them cached by the second call), yet it is full: positions two plies below the tree. The
+    tree still gets exactly the visits asked for."""
+    net = DeviceNetwork()
+    params = SearchParams(smart_pruning_factor=0.0, max_prefetch=4, threads=1, minibatch_size=256)
+    search = Search(net, params)
+    search.set_position(chess.Board())
+    search.run(Limit(nodes=3000))
+    assert search.root.n == 3000
+    _assert_tree_consistent(search.root)
+    search.close()
+    assert net.sizes[:3] == [1, 20, 256], net.sizes
+
+
 def test_move_without_visits_is_the_cached_favourite():
     """A search stopped before any visit (here `go nodes 0`) plays the network's favourite when
     the NN cache knows the root, not merely the first legal move."""
