@@ -698,7 +698,11 @@ def select(tree, params, counters, cache, batch, walk, visits):
             move = I(tree.edges.move[tree.nodes.pedge[node]])
             make_move(hist[base + depth - 1], move, hist[base + depth])
             if tree.nodes.kind[node] != NONE:
-                wl, d, m = tree.nodes.t_wl[node], tree.nodes.t_d[node], tree.nodes.t_m[node]
+                wl, d, m = (
+                    F(tree.nodes.t_wl[node]),
+                    F(tree.nodes.t_d[node]),
+                    F(tree.nodes.t_m[node]),
+                )
                 # lc0's: one visit of a terminal a pick, the others a collision there.
                 _back_up(tree, params, counters, batch, node, 1, wl, d, m, depth)
                 if k > 1:
@@ -812,7 +816,14 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, move, budget, depth,
     width = tree.nodes.nedges[node]
     qm, pu = frames.qm[level], frames.pu[level]
     started, scores = frames.started[level], frames.scores[level]
-    child_scores(tree, params, I(node), node == 0, walk.draw_scores[depth & 1], I(width), qm, pu)
+    # Into the selection's contiguous scratch, then the frame's strided rows: child_scores is
+    # compiled for one layout of arrays.
+    qm_c, pu_c = batch.pick_values[0], batch.pick_values[1]
+    child_scores(
+        tree, params, I(node), node == 0, walk.draw_scores[depth & 1], I(width), qm_c, pu_c
+    )
+    for j in range(width):
+        qm[j], pu[j] = qm_c[j], pu_c[j]
     f, ks = tree.nodes.first[node], tree.nodes.kids[node]
     for j in range(width):
         c = tree.kids[ks + j] if ks >= 0 else -1
@@ -911,7 +922,7 @@ def in_flight(tree):
         return 1 if tree.nodes.status[0] & PENDING else 0
     total = 0
     for j in range(tree.nodes.nedges[0]):
-        c = child(tree, 0, j)
+        c = child(tree, I(0), I(j))
         if c >= 0:
             total += tree.nodes.nif[c]
     return total

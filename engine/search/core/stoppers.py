@@ -74,11 +74,12 @@ def rank_edges(tree, node, draw_score, mask, use_mask, out):
     for j in range(tree.nodes.nedges[node]):
         if use_mask and mask[j] == 0:
             continue
-        g, k1, k2, k3 = _rank_key(tree, node, f, j, draw_score)
+        # int64 edges and first edge: one compilation of _rank_key.
+        g, k1, k2, k3 = _rank_key(tree, node, np.int64(f), np.int64(j), draw_score)
         at = count  # insertion into the best so far: stable; root nodes have at most 218 edges
         while at > 0:
             o = out[at - 1]
-            og, o1, o2, o3 = _rank_key(tree, node, f, o, draw_score)
+            og, o1, o2, o3 = _rank_key(tree, node, np.int64(f), np.int64(o), draw_score)
             if not _better(g, k1, k2, k3, og, o1, o2, o3):
                 break
             if at < room:
@@ -94,13 +95,13 @@ def rank_edges(tree, node, draw_score, mask, use_mask, out):
 def _summary(tree, draw_score, mask, use_mask, out):
     """The root's summary into ``out`` int64 [:data:`ROOT_SUMMARY`]."""
     top = np.empty(1, np.int64)
-    best = top[0] if rank_edges(tree, 0, draw_score, mask, use_mask, top) else -1
+    best = top[0] if rank_edges(tree, np.int64(0), draw_score, mask, use_mask, top) else -1
     first_n, second_n, moves, lost, won = 0, 0, 0, 0, 0
     for j in range(tree.nodes.nedges[0]):
         if use_mask and mask[j] == 0:
             continue
         moves += 1
-        c = child(tree, 0, j)
+        c = child(tree, np.int64(0), np.int64(j))
         n = tree.nodes.n[c] if c >= 0 else 0
         if n > first_n:
             first_n, second_n = n, first_n
@@ -111,7 +112,7 @@ def _summary(tree, draw_score, mask, use_mask, out):
             won = won or tree.nodes.t_wl[c] > 0.0
     mate = -1
     if best >= 0:
-        c = child(tree, 0, best)
+        c = child(tree, np.int64(0), np.int64(best))
         if c >= 0 and tree.nodes.kind[c] != NONE and tree.nodes.t_wl[c] > 0:
             mate = int(round(tree.nodes.t_m[c]))
     out[BEST], out[FIRST_N], out[SECOND_N], out[MOVES] = best, first_n, second_n, moves
@@ -122,10 +123,10 @@ def _summary(tree, draw_score, mask, use_mask, out):
 def root_filter(tree, best, remaining, mask, use_mask, out):
     """Root moves worth visits: allowed by ``mask`` and able to reach the best move's visits
     in the ``remaining`` playouts (lc0's pruning in selection); the best always stays."""
-    c = child(tree, 0, best)
+    c = child(tree, np.int64(0), np.int64(best))
     best_n = tree.nodes.n[c] if c >= 0 else 0
     for j in range(tree.nodes.nedges[0]):
-        c = child(tree, 0, j)
+        c = child(tree, np.int64(0), np.int64(j))
         n = tree.nodes.n[c] if c >= 0 else 0
         out[j] = (j == best or remaining >= best_n - n) and (not use_mask or mask[j] != 0)
 

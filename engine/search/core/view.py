@@ -58,7 +58,7 @@ def _edge_stats(tree, node, out):
 def _puct_terms(tree, params, node, at_root, draw_score, out):
     """out float64 [3, k]: each edge's Q (the FPU when unvisited), Q + M and
     P * cpuct * sqrt(N - 1), as the compiled selection computes them; returns cpuct * sqrt(N - 1)."""
-    k = tree.nodes.nedges[node]
+    k = np.int64(tree.nodes.nedges[node])  # int64 as the selection passes it: one compilation
     plain = params.copy()
     plain[USE_MLH] = 0.0  # Q without the moves-left utility
     child_scores(tree, plain, node, at_root, draw_score, k, out[0], out[2])
