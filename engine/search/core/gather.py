@@ -739,6 +739,19 @@ def select(tree, params, counters, cache, batch, walk, visits):
             top += 1
 
 
+@njit(cache=True, inline="always")
+def _push_frame(frame_meta, level, node, depth, budget, kept):
+    """Prefetch's frame at ``level``: ``kept`` children of ``node`` (-1: a cached position's)
+    share ``budget``; returns -1 (a frame to walk)."""
+    frame_meta[level, FRAME_NODE] = node
+    frame_meta[level, FRAME_DEPTH] = depth
+    frame_meta[level, FRAME_LEFT] = budget
+    frame_meta[level, FRAME_SPENT] = 0
+    frame_meta[level, FRAME_KEPT] = kept
+    frame_meta[level, FRAME_NEXT] = 0
+    return -1
+
+
 @njit(cache=True)
 def _cached_frame(cache, batch, slot, key, budget, depth, level, r):
     """Push a prefetch frame at ``level`` for a position that is in the NN cache but not
@@ -748,17 +761,84 @@ def _cached_frame(cache, batch, slot, key, budget, depth, level, r):
     got, _q, _d, _m = read_entry(cache, slot, key, batch.moves[r], batch.priors[r])
     if got <= 0:
         return 0
-    frames, frame_meta = batch.frames, batch.frame_meta
+    frames = batch.frames
     for j in range(got):
         frames.order[level, j] = batch.moves[r, j]
         frames.pu[level, j] = prior(batch.priors[r, j])
-    frame_meta[level, FRAME_NODE] = -1
-    frame_meta[level, FRAME_DEPTH] = depth
-    frame_meta[level, FRAME_LEFT] = budget
-    frame_meta[level, FRAME_SPENT] = 0
-    frame_meta[level, FRAME_KEPT] = got
-    frame_meta[level, FRAME_NEXT] = 0
-    return -1
+    return _push_frame(batch.frame_meta, level, -1, depth, budget, got)
+
+
+@njit(cache=True)
+def _tree_frame(tree, params, batch, walk, node, budget, depth, level):
+    """Push a prefetch frame at ``level`` for the expanded ``node``: its children in PUCT order
+    (those with a prior), their terms in the frame; -1, or 0 when it has no visit yet."""
+    frames = batch.frames
+    if tree.nodes.n[node] == 0 or level >= frames.shape[0]:
+        return 0
+    width = tree.nodes.nedges[node]
+    qm, pu = frames.qm[level], frames.pu[level]
+    started, scores = frames.started[level], frames.scores[level]
+    # Into the selection's contiguous scratch, then the frame's strided rows: child_scores is
+    # compiled for one layout of arrays.
+    qm_c, pu_c = batch.pick_values[0], batch.pick_values[1]
+    child_scores(
+        tree, params, I(node), node == 0, walk.draw_scores[depth & 1], I(width), qm_c, pu_c
+    )
+    f, ks = tree.nodes.first[node], tree.nodes.kids[node]
+    for j in range(width):
+        qm[j], pu[j] = qm_c[j], pu_c[j]
+        c = tree.kids[ks + j] if ks >= 0 else -1
+        started[j] = (tree.nodes.n[c] + tree.nodes.nif[c]) if c >= 0 else 0.0
+        scores[j] = qm[j] + pu[j] / (1.0 + started[j])
+    order = np.empty(width, np.int64)
+    order_descending(scores, np.int64(width), order)
+    kept = 0
+    for j in range(width):
+        if tree.edges.prior[f + order[j]] > 0:
+            frames.order[level, kept] = order[j]
+            kept += 1
+    return _push_frame(batch.frame_meta, level, node, depth, budget, kept)
+
+
+@njit(cache=True)
+def _prefetch_leaf(params, cache, batch, walk, budget, depth, level, deep):
+    """Prefetch's position at ``depth`` of the walk's history, unexpanded in the tree: a new
+    row (1), nothing (0: no room, in the batch already, terminal, cached), or, ``deep``, a
+    frame through its cached priors (-1)."""
+    hist = walk.hist
+    row = walk.info[GAME_LEN] - 1 + depth
+    reps, _ = repetitions(hist, row)
+    key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
+    r = batch.meta[REQUESTS]
+    # lc0's PrefetchIntoCache spends a slot of its budget on a leaf cached, in the batch
+    # already or terminal; here the budget fills the padding the backend computes anyway
+    # (Resources.pad_table), which such a slot would leave empty: they cost nothing.
+    if r >= batch.req.node.shape[0]:
+        return 0
+    slot = lookup(cache, key)
+    if slot >= 0:
+        if deep and budget > 1 and level < batch.frames.shape[0]:
+            return _cached_frame(cache, batch, slot, key, budget, depth, level, r)
+        return 0
+    for j in range(r):
+        if batch.req.key[j] == key:
+            return 0
+    pos = hist[row]
+    if not has_legal_move(pos, batch.moves[r], batch.indices[r]):
+        return 0
+    for f in range(FIELDS):
+        batch.rows[r, f] = pos[f]
+    batch.req.node[r] = -1
+    batch.req.key[r] = key
+    batch.req.depth[r] = depth
+    batch.req.count[r] = MOVES_PENDING
+    batch.req.tb[r] = 0
+    batch.req.wlast[r], batch.req.reps[r] = _planes_of(
+        hist, row, walk.info[FORMAT], walk.info[FILL], batch.window[r], batch.masks[r],
+        batch.values[r],
+    )  # fmt: skip
+    batch.meta[REQUESTS] = r + 1
+    return 1
 
 
 @njit(cache=True)
@@ -778,71 +858,8 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, move, budget, depth,
             return 0
         make_move(hist[row - 1], I(move), hist[row])
     if node < 0 or load(tree.nodes.nedges, node) == 0:
-        reps, _ = repetitions(hist, row)
-        key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
-        r = batch.meta[REQUESTS]
-        # lc0's PrefetchIntoCache spends a slot of its budget on a leaf cached, in the batch
-        # already or terminal; here the budget fills the padding the backend computes anyway
-        # (Resources.pad_table), which such a slot would leave empty: they cost nothing.
-        if r >= batch.req.node.shape[0]:
-            return 0
-        slot = lookup(cache, key)
-        if slot >= 0:
-            if deep and budget > 1 and level < batch.frames.shape[0]:
-                return _cached_frame(cache, batch, slot, key, budget, depth, level, r)
-            return 0
-        for j in range(r):
-            if batch.req.key[j] == key:
-                return 0
-        pos = hist[row]
-        fmt = walk.info[FORMAT]
-        if not has_legal_move(pos, batch.moves[r], batch.indices[r]):
-            return 0
-        for f in range(FIELDS):
-            batch.rows[r, f] = pos[f]
-        batch.req.node[r] = -1
-        batch.req.key[r] = key
-        batch.req.depth[r] = depth
-        batch.req.count[r] = MOVES_PENDING
-        batch.req.tb[r] = 0
-        batch.req.wlast[r], batch.req.reps[r] = _planes_of(
-            hist, row, fmt, walk.info[FILL], batch.window[r], batch.masks[r], batch.values[r]
-        )
-        batch.meta[REQUESTS] = r + 1
-        return 1
-    frames, frame_meta = batch.frames, batch.frame_meta
-    if tree.nodes.n[node] == 0 or level >= frames.shape[0]:
-        return 0
-    width = tree.nodes.nedges[node]
-    qm, pu = frames.qm[level], frames.pu[level]
-    started, scores = frames.started[level], frames.scores[level]
-    # Into the selection's contiguous scratch, then the frame's strided rows: child_scores is
-    # compiled for one layout of arrays.
-    qm_c, pu_c = batch.pick_values[0], batch.pick_values[1]
-    child_scores(
-        tree, params, I(node), node == 0, walk.draw_scores[depth & 1], I(width), qm_c, pu_c
-    )
-    for j in range(width):
-        qm[j], pu[j] = qm_c[j], pu_c[j]
-    f, ks = tree.nodes.first[node], tree.nodes.kids[node]
-    for j in range(width):
-        c = tree.kids[ks + j] if ks >= 0 else -1
-        started[j] = (tree.nodes.n[c] + tree.nodes.nif[c]) if c >= 0 else 0.0
-        scores[j] = qm[j] + pu[j] / (1.0 + started[j])
-    order = np.empty(width, np.int64)
-    order_descending(scores, np.int64(width), order)
-    kept = 0
-    for j in range(width):
-        if tree.edges.prior[f + order[j]] > 0:
-            frames.order[level, kept] = order[j]
-            kept += 1
-    frame_meta[level, FRAME_NODE] = node
-    frame_meta[level, FRAME_DEPTH] = depth
-    frame_meta[level, FRAME_LEFT] = budget
-    frame_meta[level, FRAME_SPENT] = 0
-    frame_meta[level, FRAME_KEPT] = kept
-    frame_meta[level, FRAME_NEXT] = 0
-    return -1
+        return _prefetch_leaf(params, cache, batch, walk, budget, depth, level, deep)
+    return _tree_frame(tree, params, batch, walk, node, budget, depth, level)
 
 
 @njit(cache=True)
