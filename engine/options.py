@@ -308,10 +308,11 @@ OPTIONS: tuple[Option, ...] = (
         SPIN,
         917,
         "max-collision-events",
-        "Collision events allowed while gathering one minibatch.",
+        "lc0: collision events allowed while gathering one minibatch.",
         1,
         65536,
-        param="max_collision_events",
+        inert="lc0's classic search declares it and reads it nowhere since multigather became its "
+        "one gather (lc0 #1509): a minibatch ends on MaxCollisionVisits, here as there",
     ),
     _o(
         "MaxCollisionVisits",

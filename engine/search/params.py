@@ -106,7 +106,6 @@ class SearchParams:
     history_fill: str
     noise_epsilon: float
     noise_alpha: float
-    max_collision_events: int
     max_collision_visits: int
     max_collision_visits_scaling_start: int
     max_collision_visits_scaling_end: int

@@ -138,7 +138,6 @@ class SearchWorker:
             BATCH_SIZE=size,
             MAX_OOO=max_ooo,
             COLLISIONS_LEFT=collisions_left,
-            MAX_EVENTS=p.max_collision_events,
             NODES_LEFT=nodes_left,
         )
         return self._shared(), batch, walk, limits, pad
@@ -303,7 +302,7 @@ class SearchWorker:
             res.evaluator.on_device,
         )
         limits = cminibatch.GATHER_LIMITS.pack(
-            BATCH_SIZE=1, MAX_OOO=1, COLLISIONS_LEFT=1, MAX_EVENTS=1, NODES_LEFT=-1
+            BATCH_SIZE=1, MAX_OOO=1, COLLISIONS_LEFT=1, NODES_LEFT=-1
         )
         self._run_gather(batch, walk, limits, np.zeros(2, np.int64))
         n = int(batch.meta[cgather.REQUESTS])

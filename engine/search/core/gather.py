@@ -111,6 +111,11 @@ REQUEST = np.dtype(
 )
 COLLISION = np.dtype([("node", np.int32), ("k", np.int32), ("most", np.int32)], align=True)
 """A collision: its node, its visits, and the visits lc0 may upsize it to (0: none)."""
+COLLISION_ROOM = 1 << 17
+"""A batch's room for collisions, whatever its size (the same gather in any buffers): a gather
+collects at most its collision visits' worth, MaxCollisionVisits (80,000 by default), and ends
+where the next round could overflow the room (1.5 MB of address space; only the pages used
+become memory)."""
 FRAME = np.dtype(
     [
         ("order", np.int64),
@@ -189,7 +194,7 @@ def new_batch(size: int) -> Batch:
         np.zeros((rows, 112, 8, 8), np.float32),
         np.zeros((rows, MAX_MOVES), np.int32),
         np.zeros((rows, MAX_MOVES), np.uint16),
-        np.zeros(4 * size + 64, COLLISION),
+        np.zeros(COLLISION_ROOM, COLLISION),
         BATCH_META.new(),
         np.zeros((3, STACK), np.int64),
         np.zeros((PREFETCH_LEVELS, MAX_MOVES), FRAME),
@@ -976,14 +981,11 @@ def round_visits(tree, params, batch, walk, batch_size, max_ooo, collisions_left
 
 
 @njit(cache=True)
-def round_end(
-    tree, batch, walk, want, before_req, before_ooo, first, collisions_left, max_events, size
-):
+def round_end(tree, batch, walk, want, before_req, before_ooo, first, collisions_left):
     """After a round of ``want`` visits (the batch's requests, out-of-order backups and
     collisions were ``before_req``, ``before_ooo``, ``first`` before it): the collisions left
-    for the next round, or 0 when the gather is done. ``size``: the minibatch size, which
-    bounds the collisions a gather keeps (whatever room the buffers have: the same gather in
-    any buffers)."""
+    for the next round, or 0 when the gather is done (as lc0's GatherMinibatch: the collision
+    visits spent, whatever the collision events; or no room for another round's)."""
     if (
         batch.meta[REQUESTS] == before_req
         and batch.meta[OUT_OF_ORDER_DONE] == before_ooo
@@ -1010,10 +1012,9 @@ def round_end(
             collisions_left -= batch.coll.k[c]
     if (
         collisions_left <= 0
-        or batch.meta[EVENTS] >= max_events
         or walk.stop[0] != 0
         or batch.meta[NO_ROOM] != 0
-        or batch.meta[COLLISIONS] + want >= min(batch.coll.node.shape[0], 4 * size + 64)
+        or batch.meta[COLLISIONS] + want >= batch.coll.node.shape[0]
     ):
         return 0
     return collisions_left

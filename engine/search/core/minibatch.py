@@ -27,12 +27,12 @@ from .gather import (
 )
 from .layout import Layout
 
-GATHER_LIMITS = Layout("gather limits", "BATCH_SIZE MAX_OOO COLLISIONS_LEFT MAX_EVENTS NODES_LEFT")
+GATHER_LIMITS = Layout("gather limits", "BATCH_SIZE MAX_OOO COLLISIONS_LEFT NODES_LEFT")
 """A gather's limits: the batch's size, its out-of-order backups (lc0's
-MaxOutOfOrderEvalsFactor), the collision visits and events it may collect, and the nodes the
-search may still start (-1: no node limit)."""
-BATCH_SIZE, MAX_OOO, COLLISIONS_LEFT, MAX_EVENTS, NODES_LEFT = GATHER_LIMITS.indices(
-    "BATCH_SIZE MAX_OOO COLLISIONS_LEFT MAX_EVENTS NODES_LEFT"
+MaxOutOfOrderEvalsFactor), the collision visits it may collect, and the nodes the search may
+still start (-1: no node limit)."""
+BATCH_SIZE, MAX_OOO, COLLISIONS_LEFT, NODES_LEFT = GATHER_LIMITS.indices(
+    "BATCH_SIZE MAX_OOO COLLISIONS_LEFT NODES_LEFT"
 )
 
 
@@ -51,7 +51,7 @@ def gather(shared, batch, walk, limits, pad):
     With the network idle it stops early, as lc0's (core/gather.py's ``_network_idle``)."""
     tree, params, counters, cache = shared
     batch_size, max_ooo = limits[BATCH_SIZE], limits[MAX_OOO]
-    collisions_left, max_events = limits[COLLISIONS_LEFT], limits[MAX_EVENTS]
+    collisions_left = limits[COLLISIONS_LEFT]
     nodes_left = limits[NODES_LEFT]
     batch.meta[:] = 0
     for i in range(batch.order.shape[0]):
@@ -65,7 +65,7 @@ def gather(shared, batch, walk, limits, pad):
         first = batch.meta[COLLISIONS]
         select(tree, params, counters, cache, batch, walk, want)
         collisions_left = round_end(tree, batch, walk, want, before_req, before_ooo, first,
-                                    collisions_left, max_events, batch_size)  # fmt: skip
+                                    collisions_left)  # fmt: skip
         if collisions_left <= 0:
             break
     gather_end(tree, params, cache, batch, walk, pad)
