@@ -182,6 +182,9 @@ def test_a_gather_that_collided_with_a_batch_backed_up_meanwhile_does_not_end_th
 
     monkeypatch.setattr(search_threads, "run_gather", gather)
     monkeypatch.setattr(search_threads.SearchThreads, "_iterate", iterate)
+    # Both threads gather from the root's first visit (the second waits for a larger tree
+    # otherwise), where this schedule can be forced.
+    monkeypatch.setattr(search_threads.SearchThreads, "_small_tree", lambda self: False)
     search = Search(RandomNetwork(), from_options({"Threads": 2, "MinibatchSize": 16}))
     try:
         search.set_position(chess.Board())
@@ -190,3 +193,36 @@ def test_a_gather_that_collided_with_a_batch_backed_up_meanwhile_does_not_end_th
         assert result.nodes == 200 and search.root.n == 200, result.nodes
     finally:
         search.close()
+
+
+def test_a_second_thread_gathers_once_the_collision_budget_holds_a_minibatch(monkeypatch):
+    """While lc0's collision budget (MaxCollisionVisits scaled by the tree's visits) is below a
+    minibatch, a gather ends at its first collisions and a second thread's would meet only the
+    first's leaves: the other threads wait. Each gather of a thread but the first comes when
+    the root's visits give a budget of at least a minibatch; they do gather after that."""
+    from engine.search import threads as search_threads
+
+    seen: list[tuple[str, int]] = []
+    real_gather = search_threads.run_gather
+
+    def gather(call):
+        tree = call[0].tree
+        seen.append((threading.current_thread().name, int(tree.nodes["n"][0])))
+        real_gather(call)
+
+    monkeypatch.setattr(search_threads, "run_gather", gather)
+    params = from_options({"Threads": 2, "MinibatchSize": 64})
+    search = Search(RandomNetwork(), params)
+    try:
+        search.set_position(chess.Board())
+        result = search.run(Limit(nodes=20_000))
+        check_consistent(search.state.tree)
+        assert search.root.n == result.nodes == 20_000
+    finally:
+        search.close()
+    others = [n for name, n in seen if name != "search-0"]
+    assert others, "the second thread never gathered"
+    small = [n for n in others if params.collision_visit_limit(n) < 64]
+    assert not small, f"gathers of the second thread at {small[:5]} visits (budget below 64)"
+    # The budget reaches a minibatch of 64 at about 500 visits (lc0's scaling from 28 to 145,000).
+    assert params.collision_visit_limit(480) < 64 <= params.collision_visit_limit(520)
