@@ -37,7 +37,8 @@ def test_the_search_stops_when_tree_and_cache_hold_the_limit(name):
     params = from_options(
         {"RamLimitMb": limit_mb, "SmartPruningFactor": 0.0, "NNCacheSize": 20_000}
     )
-    search = Search(RandomNetwork(), params)
+    network = RandomNetwork()
+    search = Search(network, params)
     search.set_position(chess.Board(POSITIONS[name]))
     try:
         result = search.run(Limit(nodes=10**6))
@@ -53,12 +54,16 @@ def test_the_search_stops_when_tree_and_cache_hold_the_limit(name):
             nodes * tree.nodes.itemsize + edges * tree.edges.itemsize + kids * tree.kids.itemsize
         )
         assert result.nodes < 10**6, "the limit, not go nodes, ended the search"
-        # At most the batches in flight when the limit was reached are backed up after it: each
-        # leaf a node, its edges, its parent's block of kids and a cache entry with a slot per
-        # move.
+        # At most each thread's batch in flight when the limit was reached, and the out-of-order
+        # backups of a gather under way (lc0's MaxOutOfOrderEvalsFactor x the batch: cache hits
+        # and terminals expanded at once), are added after it: each leaf a node, its edges, its
+        # parent's block of kids and a cache entry with a slot per move.
         per_move = tree.edges.itemsize + tree.kids.itemsize + 4
         per_leaf = tree.nodes.itemsize + MAX_MOVES * per_move + 32
-        in_flight = params.threads * params.batch_size(1024, params.minibatch_size)
+        attributes = network.attributes()
+        batch = params.batch_size(attributes.max_batch, attributes.preferred_batch)
+        out_of_order = max(1, int(params.max_out_of_order_evals_factor * batch))
+        in_flight = params.threads * (batch + out_of_order)
         assert limit_mb * 1e6 <= held <= limit_mb * 1e6 + in_flight * per_leaf, held
         assert held / result.nodes > 100  # what the search counts is the tree itself
     finally:
