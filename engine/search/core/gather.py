@@ -151,11 +151,11 @@ children's Q+M, P*U and :func:`_assign`'s scratch) and pick_order int64 [4, MAX_
 made them, in which the network's answers are backed up."""
 STACK = 4096
 PREFETCH_LEVELS = 64
-BATCH_META = Layout("Batch.meta", "REQUESTS COLLISIONS EVENTS OUT_OF_ORDER_DONE NO_ROOM")
-"""A gather's counts: requests, collisions, collision events, out-of-order backups, out of room
-(nodes or edges ran short: the caller reserves more)."""
-REQUESTS, COLLISIONS, EVENTS, OUT_OF_ORDER_DONE, NO_ROOM = BATCH_META.indices(
-    "REQUESTS COLLISIONS EVENTS OUT_OF_ORDER_DONE NO_ROOM"
+BATCH_META = Layout("Batch.meta", "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM")
+"""A gather's counts: requests, collisions, out-of-order backups, out of room (nodes or edges
+ran short: the caller reserves more)."""
+REQUESTS, COLLISIONS, OUT_OF_ORDER_DONE, NO_ROOM = BATCH_META.indices(
+    "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM"
 )
 FRAME_META = Layout(
     "Batch.frame_meta", "FRAME_NODE FRAME_DEPTH FRAME_LEFT FRAME_SPENT FRAME_KEPT FRAME_NEXT"
@@ -494,7 +494,6 @@ def _collision(batch, node, k):
         batch.coll.k[c] = k
         batch.coll.most[c] = 0
         batch.meta[COLLISIONS] = c + 1
-    batch.meta[EVENTS] += 1
 
 
 @njit(cache=True)

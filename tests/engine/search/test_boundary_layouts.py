@@ -70,7 +70,6 @@ def test_no_source_indexes_a_packed_array_by_number():
             (
                 gather.REQUESTS,
                 gather.COLLISIONS,
-                gather.EVENTS,
                 gather.OUT_OF_ORDER_DONE,
                 gather.NO_ROOM,
             ),
