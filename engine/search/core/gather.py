@@ -975,7 +975,13 @@ def round_visits(tree, params, batch, walk, batch_size, max_ooo, collisions_left
         max_ooo - batch.meta[OUT_OF_ORDER_DONE],
     )
     if nodes_left >= 0:
-        want = min(want, nodes_left - tree.nodes.n[0] - in_flight(tree))
+        room = nodes_left - tree.nodes.n[0] - in_flight(tree)
+        if room < want:
+            # This gather's collisions are in flight only until it ends: they become no node,
+            # and counted as nodes they cut the last minibatches of a ``go nodes`` short.
+            for c in range(batch.meta[COLLISIONS]):
+                room += batch.coll.k[c]
+        want = min(want, room)
     return max(want, 0)
 
 

@@ -160,3 +160,30 @@ def test_partial_minibatch_when_the_network_idles():
     idle, busy = counts[(("ThreadIdlingThreshold", 1),)]
     assert 0 < idle < busy and busy >= 200, counts
     assert all(i == b >= 200 for i, b in list(counts.values())[1:]), counts
+
+
+def test_a_node_limit_counts_the_leaves_in_flight_not_the_collisions():
+    """Under ``go nodes`` a gather starts no visit past the limit, counting the visits in flight;
+    its own collision visits are among them only until it ends (they become no node). Two
+    batches gathered as two threads would, with room for one full minibatch and ``extra``
+    leaves: the first is full and the second takes exactly what is left (the tree and the leaves
+    in flight reach the limit). Counted as nodes, the first batch's collisions cut it to 66-169
+    leaves and the second to none, and a search's last minibatches came out as small."""
+    grow = NO_CLOCK | {"MinibatchSize": 256, "Threads": 1}  # one thread: a repeatable tree
+    for extra in (40, 250):
+        search = Search(RandomNetwork(), from_options(grow))
+        search.set_position(chess.Board())
+        search.run(Limit(nodes=20_000))
+        search.params = from_options(NO_CLOCK | {"MinibatchSize": 256, "Threads": 2})
+        tree = search.state.tree
+        limit = int(tree.nodes["n"][0]) + 256 + extra
+        run = SearchRun(search.resources, Limit(nodes=limit))
+        leaves = []
+        for batch in run.worker.prepare():
+            n, _ = run.worker.gather(batch)
+            leaves.append(int((batch.req["node"][:n] >= 0).sum()))  # not the prefetched rows
+        assert leaves[0] == 256 and 0 < leaves[1] <= extra, (extra, leaves)
+        assert int(tree.nodes["n"][0]) + sum(leaves) == limit, (extra, leaves)
+        for batch in reversed(run.worker.prepare()):
+            run.worker.abandon(batch)
+        search.close()
