@@ -794,7 +794,7 @@ def _tree_frame(tree, params, batch, walk, node, budget, depth, level):
         c = tree.kids[ks + j] if ks >= 0 else -1
         started[j] = (tree.nodes.n[c] + tree.nodes.nif[c]) if c >= 0 else 0.0
         scores[j] = qm[j] + pu[j] / (1.0 + started[j])
-    order = np.empty(width, np.int64)
+    order = batch.pick_order[0]  # the selection's scratch: it is done when the prefetch runs
     order_descending(scores, np.int64(width), order)
     kept = 0
     for j in range(width):

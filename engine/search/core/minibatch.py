@@ -43,7 +43,7 @@ Shared = namedtuple("Shared", "tree params counters cache")
 the tree's arrays are replaced when it grows."""
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **UNCOUNTED)
 def gather(shared, batch, walk, limits, pad):
     """Collect up to ``limits[BATCH_SIZE]`` positions to evaluate, as lc0's GatherMinibatch.
     A minibatch cut short by collisions is filled with prefetched positions up to
