@@ -66,9 +66,6 @@ from engine.search.worker import SearchWorker, run_backup, run_gather
 NETWORK_STALL_S = 60.0
 """A network call not back after this long has hung: the search stops and says so."""
 
-SMALL_TREE_WAIT_S = 0.0005
-"""How often a thread waiting for the tree to grow (:meth:`SearchThreads._small_tree`) looks."""
-
 NPS_LIMIT_WAIT_S = 0.001
 """lc0's wait under NodesPerSecondLimit: a millisecond at a time."""
 
@@ -143,8 +140,10 @@ class SearchThreads:
         """One search thread: lc0's ``SearchWorker::RunBlocking``. All but the ``first`` wait
         while the tree is small (:meth:`_small_tree`)."""
         try:
-            while not first and self._small_tree():
-                time.sleep(SMALL_TREE_WAIT_S)
+            if not first:
+                with self.nodes:
+                    while self._small_tree():
+                        self.nodes.wait(WAIT_SLICE_S)  # each backup notifies
             while self._iterate(batch):
                 if self.too_fast is not None:  # after every iteration, as lc0's
                     self._throttle(self.too_fast)
