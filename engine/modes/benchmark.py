@@ -143,22 +143,28 @@ def board_of(position: str) -> chess.Board:
     return board
 
 
-def timed_search(network, params, board: chess.Board, limit, on_info=None, timeline=None):
+def timed_search(network, params, board: chess.Board, limit, on_info=None, timeline=None,
+                 search=None):  # fmt: skip
     """One search of ``board`` to ``limit`` on a fresh tree: (result, wall seconds, CPU seconds
     of the process: the search's threads and the network's). ``timeline``
-    (engine/search/timeline.py's Timeline), if given, records the search's batches."""
+    (engine/search/timeline.py's Timeline), if given, records the search's batches. On a new
+    Search, or on ``search`` after what ``ucinewgame`` does to it (its arrays kept)."""
     from engine.search import Search
 
-    search = Search(network, params)
+    own = search is None
+    if search is None:
+        search = Search(network, params)
+    else:
+        search.clear()
     try:
         search.set_position(board)
-        if timeline is not None:
-            search.timeline = timeline
+        search.timeline = timeline
         t, process = time.monotonic(), time.process_time()
         result = search.run(limit, on_info=on_info)
         return result, time.monotonic() - t, time.process_time() - process
     finally:
-        search.close()
+        if own:
+            search.close()
 
 
 def run(mode_values: dict[str, Any]) -> int:

@@ -13,10 +13,11 @@ still in place when the node is popped.
     Q_i      = WL_i + draw_score * D_i for visited children, else the FPU
     S_i      = Q_i + U_i + M_i   (M_i: moves-left utility, networks with that head)
 
-Selection and what it calls run without numba's reference counting (``_nrt=False``; numba
-compiles a callee with its caller's flags): with it, every call of a compiled function counted
-each array argument in and out and every row view once more, 17 % of the search thread's time
-in atomic increments (measured with ``perf``, docs/engine.md). The caller holds every array for the whole
+The gather (core/minibatch.py's entry) and what it calls run without numba's reference
+counting (``_nrt=False``; numba compiles a callee with its caller's flags): with it, every call
+of a compiled function counted each array argument in and out and every row view once more, 17 %
+of the search thread's time in atomic increments (measured with ``perf``, docs/engine.md), and
+60 % of the prefetch's, whose frames allocated. The caller holds every array for the whole
 phase, so no count is needed; numba refuses to compile an allocation there, so nothing can
 leak (the buffers live in :class:`Batch`; tests/engine/search/test_compiled_boundary.py checks
 that a search's allocations are all freed).

@@ -170,12 +170,12 @@ def test_a_node_limit_counts_the_leaves_in_flight_not_the_collisions():
     in flight reach the limit). Counted as nodes, the first batch's collisions cut it to 66-169
     leaves and the second to none, and a search's last minibatches came out as small."""
     grow = NO_CLOCK | {"MinibatchSize": 256, "Threads": 1}  # one thread: a repeatable tree
-    for extra in (40, 250):
-        search = Search(RandomNetwork(), from_options(grow))
-        search.set_position(chess.Board())
-        search.run(Limit(nodes=20_000))
-        search.params = from_options(NO_CLOCK | {"MinibatchSize": 256, "Threads": 2})
-        tree = search.state.tree
+    search = Search(RandomNetwork(), from_options(grow))
+    search.set_position(chess.Board())
+    search.run(Limit(nodes=20_000))
+    search.params = from_options(NO_CLOCK | {"MinibatchSize": 256, "Threads": 2})
+    tree = search.state.tree
+    for extra in (40, 250):  # on the same tree: abandoned batches leave it as it was
         limit = int(tree.nodes["n"][0]) + 256 + extra
         run = SearchRun(search.resources, Limit(nodes=limit))
         leaves = []
@@ -186,4 +186,5 @@ def test_a_node_limit_counts_the_leaves_in_flight_not_the_collisions():
         assert int(tree.nodes["n"][0]) + sum(leaves) == limit, (extra, leaves)
         for batch in reversed(run.worker.prepare()):
             run.worker.abandon(batch)
-        search.close()
+        assert (tree.nodes["nif"][: tree.count[0]] == 0).all()
+    search.close()
