@@ -106,6 +106,10 @@ class SearchThreads:
         """Backups done (a batch's, a gather's out-of-order ones): leaves claimed before may be
         free again, so a gather that collided with them looks again rather than ending."""
         self._done = threading.Event()
+        self._grown = threading.Event()
+        """The tree has outgrown :meth:`_small_tree` (or the run is over): set by a backup, so
+        that the threads waiting for it are not woken by every backup before (each wake-up took
+        the GIL from the one thread gathering: a 500-node search 7.4 ms against 3.6 alone)."""
 
     def run(self, watch: Callable[[], bool], slice_s: float) -> None:
         """Start the threads, then call ``watch`` (nodes lock held) every ``slice_s`` until the
@@ -134,6 +138,7 @@ class SearchThreads:
         """The run is over (nodes lock held): the threads leave at their next iteration."""
         self._over = True
         self._done.set()
+        self._grown.set()
         self.nodes.notify_all()
 
     def _work(self, batch: cgather.Batch, first: bool) -> None:
@@ -142,8 +147,9 @@ class SearchThreads:
         try:
             if not first:
                 with self.nodes:
-                    while self._small_tree():
-                        self.nodes.wait(WAIT_SLICE_S)  # each backup notifies
+                    small = self._small_tree()
+                while small and not self._grown.wait(WAIT_SLICE_S):
+                    small = not self._over
             while self._iterate(batch):
                 if self.too_fast is not None:  # after every iteration, as lc0's
                     self._throttle(self.too_fast)
@@ -210,6 +216,8 @@ class SearchThreads:
                 return False
             self._in_tree_run(run_backup, call)
             self._changes += 1
+            if not self._grown.is_set() and not self._small_tree():
+                self._grown.set()
             self.worker.tally.batches += 1
             if timeline is not None:
                 timeline.add(seq, "backup", start, Timeline.now())
