@@ -1,6 +1,6 @@
 """A batch's evaluation on the search worker that gathered it (lc0's backend computation and
-the policy's softmax): its planes encoded from the histories the gather kept, the network call,
-and each position's moves sorted by prior. :class:`Evaluator` owns what the calls share: the
+the policy's softmax): the network call on the planes the gather encoded, and each position's
+moves sorted by prior. :class:`Evaluator` owns what the calls share: the
 count of batches on the network and the backend's limit on calls at once.
 """
 
@@ -30,7 +30,6 @@ from engine.search.core.calls import direct
 from engine.search.timeline import Timeline
 
 expand_planes = direct(expand_batch)
-encode_planes = direct(cminibatch.encode)
 sort_policies = direct(cminibatch.sort)
 """The compiled calls of every evaluation, without numba's per-call dispatch."""
 
@@ -38,19 +37,12 @@ sort_policies = direct(cminibatch.sort)
 @dataclass(frozen=True)
 class Job:
     """One batch's evaluation: its first ``n`` positions, its number in the search (the
-    timeline's), the input format and history fill to encode it with (the gather's Walk.info),
-    and lc0's PolicyTemperature for its softmax."""
+    timeline's), and lc0's PolicyTemperature for its softmax."""
 
     batch: cgather.Batch
     n: int
     seq: int
-    fmt: int
-    fill: int
     temperature: float
-
-    @staticmethod
-    def of(batch: cgather.Batch, n: int, seq: int, info: np.ndarray, temperature: float) -> Job:
-        return Job(batch, n, seq, int(info[cgather.FORMAT]), int(info[cgather.FILL]), temperature)
 
 
 class Evaluator:
@@ -94,15 +86,13 @@ class Evaluator:
         self._device = self._new_device()
 
     def evaluate(self, job: Job) -> NetworkOutput:
-        """The network's answer for the job's positions, on the calling thread: their legal
-        moves generated, and their packed planes encoded from the histories the gather kept, as
-        they are for a network that takes them, else expanded into the batch's float planes;
-        the network call, given the legal moves' policy indices where the network gathers their
-        logits itself; then each position's moves sorted by prior into the batch (lc0's
-        softmax)."""
+        """The network's answer for the job's positions, on the calling thread: their packed
+        planes (the gather's) as they are for a network that takes them, else expanded into the
+        batch's float planes; the network call, given the legal moves' policy indices where the
+        network gathers their logits itself; then each position's moves sorted by prior into the
+        batch (lc0's softmax)."""
         batch, n, attributes = job.batch, job.n, self.attributes
         packed = attributes.packed_input
-        encode_planes(batch, job.fmt, job.fill, 0, n)
         legal = None
         if attributes.policy_gather:
             width = gather_width(int(batch.req["count"][:n].max(initial=0)))

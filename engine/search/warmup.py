@@ -104,7 +104,6 @@ def compile_the_rest() -> None:
     steps.tablebase_terminal(t, packed, counters, 0, 0.0, 0)
     steps.cached_slot(rows, 0, -1, packed, cache)
     expand_batch(batch.masks, batch.values, batch.planes, 0, 0)
-    minibatch.encode(batch, 1, 0, 0, 0)
     # Contempt's rescaling of a batch's values (the warm-up's search has none).
     values = np.zeros(1, np.float32)
     rescale.rescale_rows(

@@ -199,7 +199,7 @@ class SearchWorker:
         """The network's answer for the batch's first ``n`` positions, on the calling thread
         (no lock needed: it touches only the batch); their moves sorted by prior into it."""
         temperature = self.params.policy_softmax_temp
-        out = self.res.evaluator.evaluate(Job.of(batch, n, seq, self._walk_consts[0], temperature))
+        out = self.res.evaluator.evaluate(Job(batch, n, seq, temperature))
         self.store(batch, out)
         return out
 
@@ -309,7 +309,7 @@ class SearchWorker:
         if n:
             try:
                 temperature = self.params.policy_softmax_temp
-                out = res.evaluator.evaluate(Job.of(batch, n, 0, walk.info, temperature))
+                out = res.evaluator.evaluate(Job(batch, n, 0, temperature))
                 self.store(batch, out)
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable

@@ -1,8 +1,8 @@
 """A minibatch's compiled entry points, the ones Python calls for each batch: its gather (lc0's
 GatherMinibatch: rounds of selection from the root, :func:`engine.search.core.gather.select`,
-until the batch is full or the collisions' limits are reached), its evaluation's part (legal
-moves and planes, then the policies' sort, then its results into the NN cache) and its
-expansion and backup. Each takes the batch
+until the batch is full or the collisions' limits are reached, then its requests' legal moves
+and planes), its evaluation's part (the policies' sort, then its results into the NN cache) and
+its expansion and backup. Each takes the batch
 whole, the search's :data:`Shared` arrays as one bundle, and at most six arguments; its counts
 travel in the packed arrays of the layouts (core/layout.py)."""
 
@@ -17,6 +17,8 @@ from .cache import insert_rows
 from .calls import UNCOUNTED
 from .gather import (
     COLLISIONS,
+    FILL,
+    FORMAT,
     OUT_OF_ORDER_DONE,
     REQUESTS,
     encode_requests,
@@ -48,7 +50,10 @@ def gather(shared, batch, walk, limits, pad):
     """Collect up to ``limits[BATCH_SIZE]`` positions to evaluate, as lc0's GatherMinibatch.
     A minibatch cut short by collisions is filled with prefetched positions up to
     ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer).
-    With the network idle it stops early, as lc0's (core/gather.py's ``_network_idle``)."""
+    With the network idle it stops early, as lc0's (core/gather.py's ``_network_idle``).
+    Then the requests' legal moves and input planes (in this call, not the evaluation's: on
+    two cores each compiled call a batch hands the GIL back and forth once more, 3-7 % of
+    two threads' nodes/s with the random backend)."""
     tree, params, counters, cache = shared
     batch_size, max_ooo = limits[BATCH_SIZE], limits[MAX_OOO]
     collisions_left = limits[COLLISIONS_LEFT]
@@ -69,14 +74,9 @@ def gather(shared, batch, walk, limits, pad):
         if collisions_left <= 0:
             break
     gather_end(tree, params, cache, batch, walk, pad)
-
-
-@njit(cache=True, nogil=True, **UNCOUNTED)
-def encode(batch, fmt, fill, start, n):
-    """The legal moves and input planes of requests ``start`` to ``n - 1`` (input format
-    ``fmt``, history fill ``fill``): :func:`engine.search.core.gather.encode_requests`."""
-    encode_requests(batch.req, batch.rows, batch.window, batch.moves, batch.indices, fmt, fill,
-                    batch.masks, batch.values, start, n)  # fmt: skip
+    encode_requests(batch.req, batch.rows, batch.window, batch.moves, batch.indices,
+                    walk.info[FORMAT], walk.info[FILL], batch.masks, batch.values, 0,
+                    batch.meta[REQUESTS])  # fmt: skip
 
 
 @njit(cache=True, nogil=True)

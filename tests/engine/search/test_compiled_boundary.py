@@ -40,7 +40,6 @@ def test_the_search_modules_call_their_compiled_entry_points_directly():
         "store_results": minibatch.store_results,
         "expand_and_backup": minibatch.expand_and_backup,
         "expand_planes": rows.expand_batch,
-        "encode_planes": minibatch.encode,
         "sort_policies": minibatch.sort,
     }
 
