@@ -7,6 +7,7 @@ count of batches on the network and the backend's limit on calls at once.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -156,6 +157,15 @@ class Evaluator:
         return out
 
 
+Heads = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""A batch's q, d and m as the compiled calls take them (:func:`network_heads`)."""
+
+
+def heads_of(out: NetworkOutput) -> Heads:
+    """The output's q, d and m as the compiled calls take them, made once a batch."""
+    return network_heads(out.q), network_heads(out.d), network_heads(out.m)
+
+
 def network_heads(values: np.ndarray) -> np.ndarray:
     """A head's values as the compiled backup takes them: contiguous float32, read-only (a view
     when they already are; numba types a read-only array apart from a writable one)."""
@@ -182,14 +192,18 @@ def check_values(out: NetworkOutput, n: int) -> None:
     NaN plays nonsense without a word (a network with broken weights, found by ``bin/check/soak
     networks``). One policy row: broken weights spoil every row, and all of them would cost a
     GPU's batch a few percent."""
-    finite = np.isfinite(out.q[:n])
-    bad = n - int(finite.sum())
-    what = "value"
-    if not bad and n and not np.isfinite(out.policy[0]).all():
+    q = out.q[:n]
+    # A sum is finite only when every term is (float64: float32 terms cannot overflow it); the
+    # count is for the message alone.
+    if math.isfinite(float(np.sum(q, dtype=np.float64))) and (
+        not n or math.isfinite(float(np.sum(out.policy[0], dtype=np.float64)))
+    ):
+        return
+    bad, what = n - int(np.isfinite(q).sum()), "value"
+    if not bad:
         bad, what = 1, "policy"
-    if bad:
-        raise ValueError(
-            f"the network's {what} is not a number (NaN or infinite) for {bad} of {n} "
-            "positions: its weights are broken, or its data type overflows (try the backend "
-            "option data_type=f32)"
-        )
+    raise ValueError(
+        f"the network's {what} is not a number (NaN or infinite) for {bad} of {n} "
+        "positions: its weights are broken, or its data type overflows (try the backend "
+        "option data_type=f32)"
+    )

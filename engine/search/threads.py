@@ -193,7 +193,7 @@ class SearchThreads:
         if not n:
             return True
         try:
-            out = self.worker.evaluate(batch, n, seq)
+            heads = self.worker.evaluate(batch, n, seq)
         except Exception as exc:  # the network failed: keep the tree whole and stop
             with self.nodes:
                 if not self._closed:
@@ -210,7 +210,7 @@ class SearchThreads:
                 return False
             timeline = self.res.timeline
             start = Timeline.now() if timeline is not None else 0.0
-            call = self.worker.begin_backup(batch, out)
+            call = self.worker.begin_backup(batch, heads)
             del self._evaluating[thread]
             if call is None:  # stopped: the batch dropped
                 return False

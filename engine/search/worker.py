@@ -18,7 +18,6 @@ from collections.abc import Callable
 import numpy as np
 
 from engine import tablebase as tb
-from engine.backend import NetworkOutput
 from engine.board import to_board
 from engine.board.moves import MAX_MOVES
 from engine.search.core import backup as cbackup
@@ -29,7 +28,7 @@ from engine.search.core import steps
 from engine.search.core import stoppers as cstop
 from engine.search.core import tree as ctree
 from engine.search.core.calls import direct
-from engine.search.evaluation import Job, network_heads
+from engine.search.evaluation import Heads, Job, heads_of
 from engine.search.go import Go, Tally
 from engine.search.params import SearchParams
 from engine.search.resources import Resources
@@ -195,32 +194,32 @@ class SearchWorker:
         res = self.res
         return cminibatch.Shared(self.state.tree, res.packed, self.tally.counters, res.cache.arrays)
 
-    def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> NetworkOutput:
-        """The network's answer for the batch's first ``n`` positions, on the calling thread
-        (no lock needed: it touches only the batch); their moves sorted by prior into it."""
+    def evaluate(self, batch: cgather.Batch, n: int, seq: int) -> Heads:
+        """The network's values for the batch's first ``n`` positions, on the calling thread
+        (no lock needed: it touches only the batch); their moves sorted by prior into it and
+        the results stored in the NN cache."""
         temperature = self.params.policy_softmax_temp
-        out = self.res.evaluator.evaluate(Job(batch, n, seq, temperature))
-        self.store(batch, out)
-        return out
+        heads = heads_of(self.res.evaluator.evaluate(Job(batch, n, seq, temperature)))
+        self.store(batch, heads)
+        return heads
 
-    def store(self, batch: cgather.Batch, out: NetworkOutput) -> None:
+    def store(self, batch: cgather.Batch, heads: Heads) -> None:
         """The batch's results into the NN cache, outside the nodes lock: the gathers read the
         cache meanwhile (core/cache.py's seqlock), one evaluation writes at a time."""
-        q, d, m = network_heads(out.q), network_heads(out.d), network_heads(out.m)
         cache = self.res.cache
         with cache.lock:
-            store_results(cache.arrays, batch, q, d, m)
+            store_results(cache.arrays, batch, *heads)
 
-    def process(self, batch: cgather.Batch, out: NetworkOutput) -> None:
-        """Expand the batch's leaves with the network's answer and back their values up (or
-        drop the batch when the search was stopped meanwhile), on this thread alone."""
-        call = self.begin_backup(batch, out)
+    def process(self, batch: cgather.Batch, heads: Heads) -> None:
+        """Expand the batch's leaves with the network's values and back them up (or drop the
+        batch when the search was stopped meanwhile), on this thread alone."""
+        call = self.begin_backup(batch, heads)
         if call is not None:
             run_backup(call)
             self.tally.batches += 1
 
     def begin_backup(
-        self, batch: cgather.Batch, out: NetworkOutput, exclusive: Callable[[], None] = _alone
+        self, batch: cgather.Batch, heads: Heads, exclusive: Callable[[], None] = _alone
     ) -> BackupCall | None:
         """A backup's first part (under the nodes lock): room in the tree (as
         :meth:`begin_gather`) and the compiled backup's arguments (:func:`run_backup`, which may
@@ -233,11 +232,11 @@ class SearchWorker:
             return None
         self.make_room(exclusive)
         # lc0's network_evaluations_ (eps): the batch's requests less the prefetched (node -1).
-        self.tally.evaluations += int(np.count_nonzero(batch.req["node"][:n] >= 0))
+        self.tally.evaluations += n - int(batch.meta[cgather.PREFETCHED])
         # The heads read-only contiguous float32 whatever the backend returns (XLA's CPU buffers
         # are read-only, a numpy backend's are not): the call skips numba's dispatch, so its
         # argument types must never change (engine/search/core/calls.py).
-        q, d, m = network_heads(out.q), network_heads(out.d), network_heads(out.m)
+        q, d, m = heads
         return self._shared(), batch, q, d, m
 
     def abandon(self, batch: cgather.Batch) -> None:
@@ -309,10 +308,10 @@ class SearchWorker:
         if n:
             try:
                 temperature = self.params.policy_softmax_temp
-                out = res.evaluator.evaluate(Job(batch, n, 0, temperature))
-                self.store(batch, out)
+                heads = heads_of(res.evaluator.evaluate(Job(batch, n, 0, temperature)))
+                self.store(batch, heads)
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable
                 raise
-            self.process(batch, out)
+            self.process(batch, heads)
         state.changed()

@@ -152,11 +152,12 @@ children's Q+M, P*U and :func:`_assign`'s scratch) and pick_order int64 [4, MAX_
 made them, in which the network's answers are backed up."""
 STACK = 4096
 PREFETCH_LEVELS = 64
-BATCH_META = Layout("Batch.meta", "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM")
+BATCH_META = Layout("Batch.meta", "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED")
 """A gather's counts: requests, collisions, out-of-order backups, out of room (nodes or edges
-ran short: the caller reserves more)."""
-REQUESTS, COLLISIONS, OUT_OF_ORDER_DONE, NO_ROOM = BATCH_META.indices(
-    "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM"
+ran short: the caller reserves more), and the requests that are prefetched positions (node -1:
+for the NN cache only)."""
+REQUESTS, COLLISIONS, OUT_OF_ORDER_DONE, NO_ROOM, PREFETCHED = BATCH_META.indices(
+    "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED"
 )
 FRAME_META = Layout(
     "Batch.frame_meta", "FRAME_NODE FRAME_DEPTH FRAME_LEFT FRAME_SPENT FRAME_KEPT FRAME_NEXT"
@@ -1039,3 +1040,4 @@ def gather_end(tree, params, cache, batch, walk, pad):
     if 0 < requests < target and walk.stop[0] == 0:
         # Past MaxPrefetch (pad[0]) the rows are padding the backend computes anyway.
         prefetch(tree, params, cache, batch, walk, target - requests, target > pad[0])
+        batch.meta[PREFETCHED] = batch.meta[REQUESTS] - requests
