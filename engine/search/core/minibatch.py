@@ -51,9 +51,9 @@ def gather(shared, batch, walk, limits, pad):
     A minibatch cut short by collisions is filled with prefetched positions up to
     ``pad[requests]`` (MaxPrefetch, or the rows the backend computes anyway if fewer).
     With the network idle it stops early, as lc0's (core/gather.py's ``_network_idle``).
-    Then the requests' legal moves and input planes (in this call, not the evaluation's: on
-    two cores each compiled call a batch hands the GIL back and forth once more, 3-7 % of
-    two threads' nodes/s with the random backend)."""
+    Then the requests' legal moves and input planes (in this call, not one of the evaluation's
+    own: each compiled call a batch hands the GIL back and forth once more, which cost two
+    threads 6-8 % of their nodes/s on two cores with the random backend)."""
     tree, params, counters, cache = shared
     batch_size, max_ooo = limits[BATCH_SIZE], limits[MAX_OOO]
     collisions_left = limits[COLLISIONS_LEFT]
