@@ -162,7 +162,10 @@ Heads = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def heads_of(out: NetworkOutput) -> Heads:
-    """The output's q, d and m as the compiled calls take them, made once a batch."""
+    """The output's q, d and m as the compiled calls take them, made once a batch: read-only
+    contiguous float32 whatever the backend returns (XLA's CPU buffers are read-only, a numpy
+    backend's are not); the calls skip numba's dispatch, so their argument types must never
+    change (engine/search/core/calls.py)."""
     return network_heads(out.q), network_heads(out.d), network_heads(out.m)
 
 

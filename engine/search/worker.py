@@ -233,11 +233,7 @@ class SearchWorker:
         self.make_room(exclusive)
         # lc0's network_evaluations_ (eps): the batch's requests less the prefetched (node -1).
         self.tally.evaluations += n - int(batch.meta[cgather.PREFETCHED])
-        # The heads read-only contiguous float32 whatever the backend returns (XLA's CPU buffers
-        # are read-only, a numpy backend's are not): the call skips numba's dispatch, so its
-        # argument types must never change (engine/search/core/calls.py).
-        q, d, m = heads
-        return self._shared(), batch, q, d, m
+        return self._shared(), batch, *heads
 
     def abandon(self, batch: cgather.Batch) -> None:
         """Drop an unfinished batch: its visits out of flight."""

@@ -511,13 +511,13 @@ def _planes_of(hist, row, fmt, fill, window, masks, values):
     return -1, 0
 
 
-@njit(cache=True, nogil=True)
-def encode_requests(req, rows, window, moves, indices, fmt, fill, masks, values, start, n):
-    """The legal moves and policy indices of requests ``start`` to ``n - 1`` (the gather left
-    them :data:`MOVES_PENDING`) and the input planes that :func:`_planes_of` left to encode:
-    once the gather's rounds are done (core/minibatch.py), out of the selection's way as lc0's
+@njit(cache=True)
+def encode_requests(req, rows, window, moves, indices, fmt, fill, masks, values, n):
+    """The legal moves and policy indices of the first ``n`` requests (the gather left them
+    :data:`MOVES_PENDING`) and the input planes that :func:`_planes_of` left to encode: once
+    the gather's rounds are done (core/minibatch.py), out of the selection's way as lc0's
     ExtendNode is out of its mutex."""
-    for r in range(start, n):
+    for r in range(n):
         if req.count[r] == MOVES_PENDING:
             pos = rows[r]
             req.count[r] = legal_moves(pos, I(canonical_transform(pos, fmt)), moves[r], indices[r])

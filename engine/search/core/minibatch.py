@@ -75,7 +75,7 @@ def gather(shared, batch, walk, limits, pad):
             break
     gather_end(tree, params, cache, batch, walk, pad)
     encode_requests(batch.req, batch.rows, batch.window, batch.moves, batch.indices,
-                    walk.info[FORMAT], walk.info[FILL], batch.masks, batch.values, 0,
+                    walk.info[FORMAT], walk.info[FILL], batch.masks, batch.values,
                     batch.meta[REQUESTS])  # fmt: skip
 
 

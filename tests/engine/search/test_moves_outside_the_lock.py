@@ -44,7 +44,7 @@ def test_the_gathers_end_writes_the_moves_its_rounds_left_pending():
         batch.req["wlast"][r] = -1  # planes already encoded: moves only
     gather.encode_requests(
         batch.req, batch.rows, batch.window, batch.moves, batch.indices, 1, 0, batch.masks,
-        batch.values, 0, len(boards),
+        batch.values, len(boards),
     )
     for r, board in enumerate(boards):
         n = int(batch.req["count"][r])
