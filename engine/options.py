@@ -428,7 +428,7 @@ OPTIONS: tuple[Option, ...] = (
         SPIN,
         0,
         "cache-history-length",
-        "Earlier positions included in the cache key (0: the position, rule50 and repetition only).",
+        "Earlier positions included in the cache key (0: the position and its repetitions only, as lc0).",
         0,
         7,
         param="cache_history_length",

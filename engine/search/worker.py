@@ -84,7 +84,9 @@ class SearchWorker:
         """The batch buffers (``Threads`` of them) and the selection's constants for this run;
         returns the buffers, all free."""
         state, res, p = self.state, self.res, self.params
-        rows = max(self.batch_size, p.max_prefetch)
+        # Twice MaxPrefetch: lc0's prefetch may spend past its budget (core/gather.py's
+        # PREFETCH_LC0), and lc0 sends every row it spends.
+        rows = max(self.batch_size, 2 * p.max_prefetch)
         res.ensure_batches(p.threads, rows)
         self._walk_consts = (
             res.walk_info(self.go.root_in_tablebase),

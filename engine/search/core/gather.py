@@ -152,6 +152,13 @@ children's Q+M, P*U and :func:`_assign`'s scratch) and pick_order int64 [4, MAX_
 made them, in which the network's answers are backed up."""
 STACK = 4096
 PREFETCH_LEVELS = 64
+PREFETCH_LC0, PREFETCH_PADDING, PREFETCH_DEEP = 0, 1, 2
+"""How a gather's prefetch fills its minibatch (:func:`prefetch`): lc0's PrefetchIntoCache with
+its MaxPrefetch budget (a backend that computes a batch's rows only: each leaf costs a slot, as
+in lc0, cached, in the batch already or terminal as well); the rows a backend pads the batch
+to (they cost no network time: a leaf cached, in the batch or terminal costs nothing); or
+past MaxPrefetch, those rows with the NN cache's entries descended through (a device whose
+call costs the same whatever its rows)."""
 BATCH_META = Layout("Batch.meta", "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED")
 """A gather's counts: requests, collisions, out-of-order backups, out of room (nodes or edges
 ran short: the caller reserves more), and the requests that are prefetched positions (node -1:
@@ -160,12 +167,21 @@ REQUESTS, COLLISIONS, OUT_OF_ORDER_DONE, NO_ROOM, PREFETCHED = BATCH_META.indice
     "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED"
 )
 FRAME_META = Layout(
-    "Batch.frame_meta", "FRAME_NODE FRAME_DEPTH FRAME_LEFT FRAME_SPENT FRAME_KEPT FRAME_NEXT"
+    "Batch.frame_meta",
+    "FRAME_NODE FRAME_DEPTH FRAME_LEFT FRAME_SPENT FRAME_KEPT FRAME_NEXT FRAME_TO_SPEND",
 )
 """A row of prefetch's descent (one a level): its node, depth, budget left, budget spent,
 children kept and next child."""
-FRAME_NODE, FRAME_DEPTH, FRAME_LEFT, FRAME_SPENT, FRAME_KEPT, FRAME_NEXT = FRAME_META.indices(
-    "FRAME_NODE FRAME_DEPTH FRAME_LEFT FRAME_SPENT FRAME_KEPT FRAME_NEXT"
+(
+    FRAME_NODE,
+    FRAME_DEPTH,
+    FRAME_LEFT,
+    FRAME_SPENT,
+    FRAME_KEPT,
+    FRAME_NEXT,
+    FRAME_TO_SPEND,
+) = FRAME_META.indices(
+    "FRAME_NODE FRAME_DEPTH FRAME_LEFT FRAME_SPENT FRAME_KEPT FRAME_NEXT FRAME_TO_SPEND"
 )
 Walk = namedtuple("Walk", "hist info draw_scores root_filter stop on_device")
 """What selection reads besides the tree: hist uint64 [H, FIELDS] (the game's rows, then the
@@ -407,10 +423,12 @@ def _mix(x):
 
 @njit(cache=True)
 def cache_key(hist, row, reps, history):
-    """lc0's NN-cache key: the position with its repetitions and rule50 count, and
-    ``history`` earlier positions (CacheHistoryLength). Never 0 (a free cache slot)."""
+    """lc0's NN-cache key (neural/memcache.cc: the position's Hash(), its board and its
+    repetitions; no rule50 count, though the network sees it, and no history), and ``history``
+    earlier positions (CacheHistoryLength, which lc0's classic search reads nowhere). Never 0
+    (a free cache slot)."""
     pos = hist[row]
-    key = _mix(pos[HASH] ^ (pos[RULE50] << np.uint64(48)) ^ np.uint64(min(reps, 2)))
+    key = _mix(pos[HASH] ^ np.uint64(min(reps, 2)))
     for j in range(1, history + 1):
         if row - j < 0:
             break
@@ -543,9 +561,11 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     got, q, d, m = -1, 0.0, 0.0, 0.0
     if slot >= 0:  # copied out at once: an evaluation may write the entry meanwhile
         got, q, d, m = read_entry(cache, slot, key, batch.moves[r], batch.priors[r])
-    if got < 0:
+    if got <= 0:
         # Mate or stalemate now; the moves themselves are generated once the rounds are done
-        # (:func:`encode_requests`; lc0's ExtendNode outside its mutex).
+        # (:func:`encode_requests`; lc0's ExtendNode outside its mutex). A cached position
+        # without moves is one the prefetch sent (lc0's does); the search's checks come first.
+        got = -1
         if not has_legal_move(pos, batch.moves[r], batch.indices[r]):
             wl = 1.0 if in_check(pos) else 0.0
             kind = MATE if wl else STALEMATE
@@ -756,6 +776,7 @@ def _push_frame(frame_meta, level, node, depth, budget, kept):
     frame_meta[level, FRAME_SPENT] = 0
     frame_meta[level, FRAME_KEPT] = kept
     frame_meta[level, FRAME_NEXT] = 0
+    frame_meta[level, FRAME_TO_SPEND] = budget
     return -1
 
 
@@ -808,31 +829,31 @@ def _tree_frame(tree, params, batch, walk, node, budget, depth, level):
 
 
 @njit(cache=True)
-def _prefetch_leaf(params, cache, batch, walk, budget, depth, level, deep):
-    """Prefetch's position at ``depth`` of the walk's history, unexpanded in the tree: a new
-    row (1), nothing (0: no room, in the batch already, terminal, cached), or, ``deep``, a
-    frame through its cached priors (-1)."""
+def _prefetch_leaf(params, cache, batch, walk, budget, depth, level, mode):
+    """Prefetch's position at ``depth`` of the walk's history, unexpanded in the tree: the slots
+    it spends (:data:`PREFETCH_LC0`'s rule: 1 for any leaf; else 1 for a new row, 0 for one
+    cached, in the batch already or terminal), or -1 for a frame through its cached priors
+    (:data:`PREFETCH_DEEP`)."""
     hist = walk.hist
     row = walk.info[GAME_LEN] - 1 + depth
     reps, _ = repetitions(hist, row)
     key = cache_key(hist, row, reps, np.int64(params[CACHE_HISTORY]))
     r = batch.meta[REQUESTS]
-    # lc0's PrefetchIntoCache spends a slot of its budget on a leaf cached, in the batch
-    # already or terminal; here the budget fills the padding the backend computes anyway
-    # (Resources.pad_table), which such a slot would leave empty: they cost nothing.
+    lc0 = mode == PREFETCH_LC0
     if r >= batch.req.node.shape[0]:
-        return 0
+        return 1 if lc0 else 0
     slot = lookup(cache, key)
     if slot >= 0:
-        if deep and budget > 1 and level < batch.frames.shape[0]:
+        if mode == PREFETCH_DEEP and budget > 1 and level < batch.frames.shape[0]:
             return _cached_frame(cache, batch, slot, key, budget, depth, level, r)
-        return 0
-    for j in range(r):
-        if batch.req.key[j] == key:
-            return 0
+        return 1 if lc0 else 0
     pos = hist[row]
-    if not has_legal_move(pos, batch.moves[r], batch.indices[r]):
-        return 0
+    if not lc0:  # lc0 sends these too (its computation has no other check)
+        for j in range(r):
+            if batch.req.key[j] == key:
+                return 0
+        if not has_legal_move(pos, batch.moves[r], batch.indices[r]):
+            return 0
     for f in range(FIELDS):
         batch.rows[r, f] = pos[f]
     batch.req.node[r] = -1
@@ -849,11 +870,11 @@ def _prefetch_leaf(params, cache, batch, walk, budget, depth, level, deep):
 
 
 @njit(cache=True)
-def _prefetch_enter(tree, params, cache, batch, walk, node, move, budget, depth, level, deep):
+def _prefetch_enter(tree, params, cache, batch, walk, node, move, budget, depth, level, mode):
     """One node of the prefetch descent (``node``: -1 for a position not in the tree, reached
     by ``move``): returns the budget it spent when that is known at once (a leaf, a terminal,
     nothing to do), or -1 when it pushed a frame at ``level`` whose children the caller walks.
-    ``deep``: a position in the NN cache is descended through with its cached priors."""
+    ``mode``: how the batch is filled (:data:`PREFETCH_LC0` and the others)."""
     if budget <= 0:
         return 0
     if node >= 0 and (tree.nodes.kind[node] != NONE or tree.nodes.status[node] & PENDING):
@@ -865,12 +886,12 @@ def _prefetch_enter(tree, params, cache, batch, walk, node, move, budget, depth,
             return 0
         make_move(hist[row - 1], I(move), hist[row])
     if node < 0 or load(tree.nodes.nedges, node) == 0:
-        return _prefetch_leaf(params, cache, batch, walk, budget, depth, level, deep)
+        return _prefetch_leaf(params, cache, batch, walk, budget, depth, level, mode)
     return _tree_frame(tree, params, batch, walk, node, budget, depth, level)
 
 
 @njit(cache=True)
-def prefetch(tree, params, cache, batch, walk, budget, deep):
+def prefetch(tree, params, cache, batch, walk, budget, mode):
     """lc0's PrefetchIntoCache: fill a small batch with positions the search is likely to visit
     next, for the NN cache only (the tree is not touched). From the root down, children in
     PUCT order each get the budget they would take before the next child overtakes them.
@@ -878,7 +899,7 @@ def prefetch(tree, params, cache, batch, walk, budget, deep):
     frames = batch.frames
     frame_meta = batch.frame_meta
     got = _prefetch_enter(
-        tree, params, cache, batch, walk, I(0), I(-1), I(budget), I(0), I(0), deep
+        tree, params, cache, batch, walk, I(0), I(-1), I(budget), I(0), I(0), mode
     )
     if got >= 0:
         return got
@@ -908,15 +929,21 @@ def prefetch(tree, params, cache, batch, walk, budget, deep):
             c, move = -1, frames.order[level, jj]
         else:
             i = frames.order[level, jj]
-            if jj + 1 < kept:  # the last child keeps the budget of the one before it
+            # lc0's budget_to_spend: the last child gets the one before it's, even past what
+            # is left (lc0's prefetch may spend more than its budget there); filling padding,
+            # what is left (a row past it would make the batch a size larger).
+            to_spend = meta[FRAME_TO_SPEND] if mode == PREFETCH_LC0 else left
+            if jj + 1 < kept:
                 # lc0 takes an unvisited child's Q here as minus its FPU (edge.GetQ(-fpu)).
                 c = child(tree, node, i)
                 q = frames.qm[level, i] if c >= 0 and tree.nodes.n[c] > 0 else -frames.qm[level, i]
                 gap = frames.scores[level, frames.order[level, jj + 1]] - q
+                to_spend = left
                 if gap > 0:
                     to_spend = min(
                         left, int(frames.pu[level, i] / gap - frames.started[level, i]) + 1
                     )
+                meta[FRAME_TO_SPEND] = to_spend
             c, move = child(tree, node, i), tree.edges.move[tree.nodes.first[node] + i]
         got = _prefetch_enter(
             tree,
@@ -929,7 +956,7 @@ def prefetch(tree, params, cache, batch, walk, budget, deep):
             I(to_spend),
             I(depth + 1),
             I(level + 1),
-            deep,
+            mode,
         )
         if got >= 0:
             meta[FRAME_LEFT] -= got
@@ -1038,6 +1065,11 @@ def gather_end(tree, params, cache, batch, walk, pad):
     requests = batch.meta[REQUESTS]
     target = pad[min(requests, pad.shape[0] - 1)]
     if 0 < requests < target and walk.stop[0] == 0:
-        # Past MaxPrefetch (pad[0]) the rows are padding the backend computes anyway.
-        prefetch(tree, params, cache, batch, walk, target - requests, target > pad[0])
+        # pad[0] is MaxPrefetch: a target above it is padding the backend computes anyway.
+        mode = PREFETCH_LC0
+        if target > pad[0]:
+            mode = PREFETCH_DEEP
+        elif target < pad[0]:
+            mode = PREFETCH_PADDING
+        prefetch(tree, params, cache, batch, walk, target - requests, I(mode))
         batch.meta[PREFETCHED] = batch.meta[REQUESTS] - requests

@@ -76,13 +76,18 @@ def lc0_softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
     return (out * (f32(1.0) / total)).astype(np.float32)
 
 
+def cache_key(board: chess.Board) -> tuple:
+    """lc0's NN-cache key (neural/memcache.cc, ComputeEvalPositionHash: the last position's
+    Hash(), its board and its repetitions): no rule50 count, no history. lc0 marks en passant
+    only where an enemy pawn attacks the square passed."""
+    ep = board.ep_square if board.has_pseudo_legal_en_passant() else None
+    return (board.board_fen(), board.turn, board.castling_rights, ep, board.is_repetition(2))
+
+
 def _expand(node: RefNode, board: chess.Board, net, temperature: float, cache: dict) -> float:
     """Evaluate ``board``: the node's priors (softmax at ``temperature``, largest first) and
     the value from the view of the player who moved into it."""
-    # lc0's cache key: the position and its rule50 count; lc0 marks en passant only where an
-    # enemy pawn attacks the square passed.
-    ep = board.ep_square if board.has_pseudo_legal_en_passant() else None
-    key = (board.board_fen(), board.turn, board.castling_rights, ep, board.halfmove_clock)
+    key = cache_key(board)
     if key not in cache:
         cache[key] = net.evaluate(encode_batch([board]))
     out = cache[key]
