@@ -171,7 +171,7 @@ FRAME_META = Layout(
     "FRAME_NODE FRAME_DEPTH FRAME_LEFT FRAME_SPENT FRAME_KEPT FRAME_NEXT FRAME_TO_SPEND",
 )
 """A row of prefetch's descent (one a level): its node, depth, budget left, budget spent,
-children kept and next child."""
+children kept, next child, and lc0's budget_to_spend (the last child's under PREFETCH_LC0)."""
 (
     FRAME_NODE,
     FRAME_DEPTH,

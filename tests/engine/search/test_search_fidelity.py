@@ -184,8 +184,8 @@ root visits on the same 100 random positions (``--random-positions 100 --seed 65
 
 These settings move lc0's own visits from ``none`` by 0.150, 0.101, 0.169 and 0.134 (12 to 21
 best moves in 100 change). Ours against lc0 on all 100 (bin/check/fidelity with the same options):
-play 97 % of best moves, distance 0.029; opponent 99 %, 0.018; mode 96 %, 0.029; ratio 97 %,
-0.022; none 99 %, 0.010 (2026-12-02)."""
+play 95 % of best moves, distance 0.035; opponent 99 %, 0.014; mode 97 %, 0.025; ratio 96 %,
+0.024; none 100 %, 0.0095 (2026-12-03, with lc0's cache key: no rule50 count)."""
 
 CONTEMPT_EVERY = 8
 """CI searches every 8th position (13) of one setting, CI_CONTEMPT: 92 %, 0.017 (play had 92 %,
