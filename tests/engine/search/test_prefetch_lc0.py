@@ -33,6 +33,8 @@ class RowsOnly(RandomNetwork):
 
 
 def _key(row) -> tuple:
+    """A batch row's cache key (a row has no history: not a repetition; these searches, one
+    thread and the random network, are the same every run, and prefetch no repeated position)."""
     return cache_key(to_board(row))
 
 
