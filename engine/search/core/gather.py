@@ -929,21 +929,21 @@ def prefetch(tree, params, cache, batch, walk, budget, mode):
             c, move = -1, frames.order[level, jj]
         else:
             i = frames.order[level, jj]
-            # lc0's budget_to_spend: the last child gets the one before it's, even past what
-            # is left (lc0's prefetch may spend more than its budget there); filling padding,
-            # what is left (a row past it would make the batch a size larger).
-            to_spend = meta[FRAME_TO_SPEND] if mode == PREFETCH_LC0 else left
             if jj + 1 < kept:
                 # lc0 takes an unvisited child's Q here as minus its FPU (edge.GetQ(-fpu)).
                 c = child(tree, node, i)
                 q = frames.qm[level, i] if c >= 0 and tree.nodes.n[c] > 0 else -frames.qm[level, i]
                 gap = frames.scores[level, frames.order[level, jj + 1]] - q
-                to_spend = left
                 if gap > 0:
                     to_spend = min(
                         left, int(frames.pu[level, i] / gap - frames.started[level, i]) + 1
                     )
                 meta[FRAME_TO_SPEND] = to_spend
+            elif mode == PREFETCH_LC0:
+                # lc0's budget_to_spend: the last child gets the one before it's, even past
+                # what is left (lc0 may spend more than its budget there); filling padding it
+                # gets what is left (a row past it would make the batch a size larger).
+                to_spend = meta[FRAME_TO_SPEND]
             c, move = child(tree, node, i), tree.edges.move[tree.nodes.first[node] + i]
         got = _prefetch_enter(
             tree,
