@@ -29,6 +29,7 @@ from pathlib import Path
 _ENGINE = Path(__file__).resolve().parent
 COMPILED_SOURCES = (
     "backends/random.py",
+    "backends/random_lc0.py",
     "board",
     "encoding/rows.py",
     "search/core",

@@ -18,6 +18,12 @@ backend takes them:
   outputs are the same with any delay.
 - ``seed``: an integer >= 0 (default 0) mixed into every position's hash: another seed, another
   (equally deterministic) network.
+- ``lc0``: 1 for lc0's own outputs, bit for bit (default 0): its hash of the packed planes
+  (``HashCat`` of each plane's mask and value), its uniform q, its d and its logits in [0, 3],
+  so that a search here and ``lc0 --backend=random`` (same ``seed``) see the same network (a
+  batch costs its rows, so the search prefetches as lc0's) and,
+  with lc0's ``--task-workers=0``, can be compared visit for visit (``bin/check/fidelity``).
+  Flatter than the default's logits (lc0's largest prior is at most e^3 times its smallest).
 
 Any other key raises :class:`engine.backend.OptionError` naming it and the allowed keys.
 """
@@ -44,6 +50,7 @@ from engine.backend import (
     read_options,
     register_backend,
 )
+from engine.backends import random_lc0
 
 ACCELERATOR_MINIBATCH = 256
 """The minibatch suggested with a ``delay`` (a simulated accelerator), as the XLA backend on a GPU."""
@@ -74,13 +81,17 @@ class Option:
     kind: type[float] | type[int]
     aliases: tuple[str, ...] = ()
 
+    most: float = math.inf
+
     def read(self, raw: str) -> float | int:
         allowed = "a number of milliseconds >= 0" if self.kind is float else "an integer >= 0"
+        if self.most != math.inf:
+            allowed = f"an integer from 0 to {self.most:g}"
         try:
             value = self.kind(raw)
         except ValueError:
             value = -1
-        if value < 0 or not math.isfinite(value):
+        if value < 0 or value > self.most or not math.isfinite(value):
             raise OptionError(f"backend option {self.name}: expected {allowed}, got {raw!r}")
         return value
 
@@ -97,6 +108,13 @@ OPTIONS = (
         0,
         "an integer mixed into every position's hash (another seed, another network)",
         int,
+    ),
+    Option(
+        "lc0",
+        0,
+        "1: lc0's random backend's own outputs, bit for bit (its hash of the planes)",
+        int,
+        most=1,
     ),
 )
 """The backend options this backend takes (lc0's random backend's), with their help."""
@@ -238,10 +256,13 @@ class RandomNetwork:
     preferred_batch = 7  # as lc0's CPU backends: the search then behaves as with a real CPU network
     concurrency = ANY_CALLS  # thread-safe; the delay's device model takes turns itself
 
-    def __init__(self, name: str = "random", delay_ms: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, name: str = "random", delay_ms: float = 0.0, seed: int = 0, lc0: bool = False
+    ) -> None:
         self.name = name
         self.delay_ms = float(delay_ms)
         self.seed = int(seed)
+        self.lc0 = bool(lc0)
         self._device = _Device(self.delay_ms / 1000.0)
         self._seed_word = np.uint64((self.seed * _SEED_WORD) % 2**64)
         # Compile (or load from numba's cache) now, not in a go; without the delay.
@@ -260,7 +281,9 @@ class RandomNetwork:
         )
 
     def attributes(self) -> BackendAttributes:
-        """Without a delay, a CPU backend's (minibatch 7, batches padded to multiples of it);
+        """Without a delay, a CPU backend's (minibatch 7, batches padded to multiples of it; with
+        ``lc0``, a batch costs its rows, as lc0's random backend, and the search prefetches
+        as lc0's);
         with one, an accelerator's: lc0's GPU minibatch, and a batch costs ``delay`` whatever
         its rows, as if each call computed that minibatch, so the search fills the rest."""
         accelerator = self.delay_ms > 0
@@ -272,7 +295,7 @@ class RandomNetwork:
             description=self._description(),
             max_batch=self.max_batch,
             preferred_batch=ACCELERATOR_MINIBATCH if accelerator else self.preferred_batch,
-            padded_size=_device_rows if accelerator else self.padded_size,
+            padded_size=_device_rows if accelerator else (None if self.lc0 else self.padded_size),
             concurrency=self.concurrency,
             packed_input=own,
             # As lc0's random backend, which computes a move's policy value only when asked.
@@ -282,9 +305,10 @@ class RandomNetwork:
 
     def _description(self) -> tuple[str, ...]:
         """The options that differ from the defaults, for the load message."""
-        if not self.delay_ms and not self.seed:
+        if not self.delay_ms and not self.seed and not self.lc0:
             return ()
-        return (f"random backend: delay {self.delay_ms:g} ms a batch, seed {self.seed}",)
+        outputs = ", lc0's outputs" if self.lc0 else ""
+        return (f"random backend: delay {self.delay_ms:g} ms a batch, seed {self.seed}{outputs}",)
 
     def padded_size(self, n: int) -> int:
         """Rows a batch of ``n`` costs, as the XLA backend on a CPU (sizes that are multiples
@@ -314,7 +338,9 @@ class RandomNetwork:
         d = np.empty(n, np.float32)
         masks = np.ascontiguousarray(masks, np.uint64)
         bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
-        if legal is None:
+        if self.lc0:
+            policy = self._lc0_outputs(masks, bits, legal, q, d)
+        elif legal is None:
             policy = np.empty((n, POLICY_SIZE), np.float32)
             _evaluate_packed(masks, bits, _HASH_WORDS, self._seed_word, _LOGITS, _WDL, policy, q, d)
         else:
@@ -325,6 +351,20 @@ class RandomNetwork:
         self._device.run(start)
         return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
 
+    def _lc0_outputs(
+        self, masks: np.ndarray, bits: np.ndarray, legal: np.ndarray | None, q: np.ndarray,
+        d: np.ndarray,
+    ) -> np.ndarray:  # fmt: skip
+        """lc0's own outputs (the ``lc0`` option) into q and d; returns the policy."""
+        n = masks.shape[0]
+        if legal is None:
+            legal, policy = np.zeros((0, 1), np.int32), np.empty((n, POLICY_SIZE), np.float32)
+        else:
+            legal = np.ascontiguousarray(legal, np.int32)
+            policy = np.empty(legal.shape, np.float32)
+        random_lc0.evaluate_packed(masks, bits, np.uint64(self.seed), legal, policy, q, d)
+        return policy
+
     def _outputs(self, planes: np.ndarray) -> NetworkOutput:
         """The outputs, without the delay."""
         planes = np.ascontiguousarray(planes, dtype=np.float32)
@@ -332,6 +372,12 @@ class RandomNetwork:
         policy = np.empty((n, POLICY_SIZE), np.float32)
         q = np.empty(n, np.float32)
         d = np.empty(n, np.float32)
+        if self.lc0:
+            masks = np.empty((n, planes.shape[1]), np.uint64)
+            bits = np.empty((n, planes.shape[1]), np.uint32)
+            random_lc0.pack(planes.view(np.uint32), masks, bits)
+            policy = self._lc0_outputs(masks, bits, None, q, d)
+            return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
         _evaluate(planes.view(np.uint32), _HASH_WORDS, self._seed_word, _LOGITS, _WDL, policy, q, d)
         return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
 
@@ -347,7 +393,9 @@ def load(path: str, options: str) -> RandomNetwork:
     """Loader for register_backend: ignores the weights path (as lc0's random backend does);
     ``options``: see the module docstring."""
     values = parse_options(options)
-    return RandomNetwork(delay_ms=float(values["delay"]), seed=int(values["seed"]))
+    return RandomNetwork(
+        delay_ms=float(values["delay"]), seed=int(values["seed"]), lc0=bool(values["lc0"])
+    )
 
 
 register_backend("random", load)

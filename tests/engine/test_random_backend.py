@@ -25,7 +25,7 @@ def _same(a, b) -> bool:
 
 
 def test_defaults_and_no_argument_constructor():
-    assert parse_options("") == {"delay": 0.0, "seed": 0}
+    assert parse_options("") == {"delay": 0.0, "seed": 0, "lc0": 0}
     net = RandomNetwork()
     assert net.delay_ms == 0.0 and net.seed == 0
     assert net.attributes().description == ()
@@ -61,7 +61,7 @@ def test_the_delay_models_one_device_that_calls_take_in_turn():
 
 
 def test_fractional_delay_and_seed():
-    assert parse_options(" delay = 2.5 , seed=7 ") == {"delay": 2.5, "seed": 7}
+    assert parse_options(" delay = 2.5 , seed=7 ") == {"delay": 2.5, "seed": 7, "lc0": 0}
     planes = _planes()
     seeded = load("", "seed=7")
     assert _same(seeded.evaluate(planes), load("", "seed=7").evaluate(planes))  # deterministic
@@ -74,8 +74,8 @@ def test_unknown_key_names_it_and_the_allowed_keys():
     with pytest.raises(OptionError) as err:
         load("", "delay=1,max_batch=64")
     message = str(err.value)
-    assert "'max_batch'" in message and "expected one of delay, seed" in message
-    assert {o.name for o in OPTIONS} == {"delay", "seed"}
+    assert "'max_batch'" in message and "expected one of delay, seed, lc0" in message
+    assert {o.name for o in OPTIONS} == {"delay", "seed", "lc0"}
 
 
 @pytest.mark.parametrize(
@@ -88,6 +88,8 @@ def test_unknown_key_names_it_and_the_allowed_keys():
         ("delay=", "delay", "''"),
         ("seed=1.5", "seed", "'1.5'"),
         ("seed=-3", "seed", "'-3'"),
+        ("lc0=2", "lc0", "'2'"),
+        ("lc0=yes", "lc0", "'yes'"),
     ],
 )
 def test_bad_values_name_the_key_and_the_value(text, key, value):
@@ -182,3 +184,40 @@ def test_packed_planes_give_the_outputs_of_the_expanded_ones():
             packed, floats = net.evaluate_packed(masks, values), net.evaluate(planes)
             for head in ("policy", "q", "d"):
                 np.testing.assert_array_equal(getattr(packed, head), getattr(floats, head))
+
+
+def test_lc0_outputs_are_lc0s_random_backends():
+    """``lc0=1``: the outputs lc0 --backend=random printed (VerboseMoveStats after ``position
+    startpos moves e2e4``, ``go nodes 1``, v0.33.0-dev 909a4082): the root's V 0.5434 and Q
+    0.54337, its priors at PolicySoftmaxTemp 1.359 (g8h6 9.88 %, b8a6 7.84 %, e7e5 7.43 %,
+    e7e6 1.65 %); packed and float planes alike; no padding (lc0's prefetch then)."""
+    from engine.encoding.rows import encode_boards, legal_moves_and_indices
+    from engine.search.core.backup import fast_softmax
+
+    board = chess.Board()
+    board.push_uci("e2e4")
+    net = load("", "lc0=1")
+    assert net.attributes().padded_size is None
+    moves, indices = legal_moves_and_indices(board)
+    out = net.evaluate(encode_boards([board]), np.array([indices], np.int32))
+    assert round(float(out.q[0]), 5) == 0.54337
+    logits = out.policy[0] - out.policy[0].max()
+    fast_softmax(logits, np.int32(len(moves)), np.float32(1.0 / np.float32(1.359)))
+    prior = {m.uci(): round(100 * float(p), 2) for m, p in zip(moves, logits, strict=True)}
+    assert (prior["g8h6"], prior["b8a6"], prior["e7e5"], prior["e7e6"]) == (9.88, 7.84, 7.43, 1.65)
+    packed = net.evaluate_packed(*_packed_of(board), np.array([indices], np.int32))
+    assert _same(packed, out)
+    default = RandomNetwork().evaluate(encode_boards([board]), np.array([indices], np.int32))
+    assert not _same(out, default)
+
+
+def _packed_of(board: chess.Board) -> tuple[np.ndarray, np.ndarray]:
+    """The engine's packed planes of ``board`` (the encoder the search uses)."""
+    from engine.board import game_rows
+    from engine.encoding.rows import FILL_FEN_ONLY, encode_packed
+
+    rows = game_rows(board)
+    masks = np.zeros((1, 112), np.uint64)
+    values = np.zeros((1, 112), np.float32)
+    encode_packed(rows, len(rows) - 1, 1, FILL_FEN_ONLY, masks[0], values[0])
+    return masks, values

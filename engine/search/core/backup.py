@@ -14,6 +14,7 @@ from numba import njit
 from .atomic import fetch_add, store
 from .calls import UNCOUNTED
 from .layout import Layout
+from .lc0_order import has_ties, lc0_sort
 from .params import STICKY
 from .tree import (
     NONE,
@@ -187,12 +188,13 @@ def fast_softmax(probs, count, inv_temperature):
 
 
 @njit(cache=True, **UNCOUNTED)  # called a row at a time: its 8 arrays uncounted
-def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_priors, scratch):
-    """Priors of ``count`` legal moves (lc0's softmax of their logits at ``temperature``,
-    :func:`fast_softmax`), written with the moves in decreasing order of their 16-bit prior
-    (lc0's Node::SortEdges; ties keep the generation order, as its insertion sort of a short
-    list). ``scratch``: the (int64, int64, float32) [>= count] arrays of
-    :func:`sort_policies`."""
+def softmax_sorted(pos, logits, indices, count, temperature, moves, out_moves, out_priors,
+                   scratch):  # fmt: skip
+    """Priors of ``count`` legal moves of position row ``pos`` (lc0's softmax of their logits
+    at ``temperature``, :func:`fast_softmax`), written with the moves in decreasing order of
+    their 16-bit prior; equal priors in lc0's order (its generator's, then its std::sort:
+    :mod:`engine.search.core.lc0_order`). ``scratch``: the (int64, int64, float32) [>= count]
+    arrays of :func:`sort_policies`."""
     keys, order, probs = scratch
     top = np.float32(-np.inf)
     for j in range(count):
@@ -218,24 +220,30 @@ def softmax_sorted(logits, indices, count, temperature, moves, out_moves, out_pr
         key = order[j]
         out_moves[j] = moves[key & 65535]
         out_priors[j] = np.uint16(65535 - (key >> 16))
+    if has_ties(out_priors, count):  # rare with a real network's priors: the slow way then
+        lc0_sort(pos, out_moves, out_priors, count, keys, order)
 
 
 @njit(cache=True, nogil=True)
-def sort_policies(req, moves, indices, policy, start, n, temperature, out_moves, out_priors):
-    """For each evaluated request ``start`` to ``n - 1`` of a batch, its moves by decreasing
+def sort_policies(req, rows, moves, indices, policy, start, n, temperature, out_moves, out_priors):
+    """For each evaluated request ``start`` to ``n - 1`` of a batch (positions ``rows``), its
+    moves by decreasing
     prior and the priors (:func:`softmax_sorted`) into ``out_moves`` int32 / ``out_priors``
     uint16 [B, MAX_MOVES]. Reads the batch and the network's policy only: the evaluation thread
     runs it beside the search's, and the search thread takes rows too while it waits."""
     width = moves.shape[1]
     scratch = (np.empty(width, np.int64), np.empty(width, np.int64), np.empty(width, np.float32))
-    _sort_rows(req, moves, indices, policy, start, n, temperature, out_moves, out_priors, scratch)
+    _sort_rows(req, rows, moves, indices, policy, start, n, temperature, out_moves, out_priors,
+               scratch)  # fmt: skip
 
 
 @njit(cache=True, **UNCOUNTED)  # a row's eight views a call, uncounted
-def _sort_rows(req, moves, indices, policy, start, n, temperature, out_moves, out_priors, scratch):
+def _sort_rows(req, rows, moves, indices, policy, start, n, temperature, out_moves, out_priors,
+               scratch):  # fmt: skip
     """:func:`sort_policies`' rows, given its scratch."""
     for r in range(start, n):
         softmax_sorted(
+            rows[r],
             policy[r],
             indices[r],
             req.count[r],

@@ -160,9 +160,9 @@ to (they cost no network time: a leaf cached, in the batch or terminal costs not
 past MaxPrefetch, those rows with the NN cache's entries descended through (a device whose
 call costs the same whatever its rows)."""
 BATCH_META = Layout("Batch.meta", "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED")
-"""A gather's counts: requests, collisions, out-of-order backups, out of room (nodes or edges
-ran short: the caller reserves more), and the requests that are prefetched positions (node -1:
-for the NN cache only)."""
+"""A gather's counts: requests, collisions (in flight until its prefetch is done: ``coll``'s
+records), out-of-order backups, out of room (nodes or edges ran short: the caller reserves
+more), and the requests that are prefetched positions (node -1: for the NN cache only)."""
 REQUESTS, COLLISIONS, OUT_OF_ORDER_DONE, NO_ROOM, PREFETCHED = BATCH_META.indices(
     "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED"
 )
@@ -339,6 +339,20 @@ def _sift_down(order, scratch, i, size):
         i = m
 
 
+@njit(cache=True, inline="always")
+def _started(tree, ks, j, scratch, take):
+    """The visits child ``j`` (kids block ``ks``) shows in flight after ``take`` more, as lc0's
+    picks count them (current_nstarted): all of them on an expanded node; one on a terminal
+    or a leaf not yet in flight (its TryStartScoreUpdate), none on a leaf in flight already
+    (the others are collisions, in flight above it only)."""
+    c = tree.kids[ks + j] if ks >= 0 else -1
+    if c >= 0 and tree.nodes.kind[c] != NONE:
+        return 1
+    if c < 0 or tree.nodes.n[c] == 0:
+        return 1 if scratch[_NIF, j] == 0 else 0
+    return take
+
+
 @njit(cache=True, **UNCOUNTED)
 def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
     """Share ``visits`` (more than one: :func:`best_child` takes a single one) among the first
@@ -389,7 +403,7 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
             order[GIVEN_K, slot] = 0
             given += 1
         order[GIVEN_K, slot] += take
-        scratch[_NIF, best] += take
+        scratch[_NIF, best] += _started(tree, ks, best, scratch, take)
         visits -= take
         if visits:
             visited = 1.0 + scratch[_CN, best] + scratch[_NIF, best]
@@ -484,7 +498,7 @@ def _terminal(tree, params, counters, batch, node, k, kind, wl, m, depth):
     _back_up(tree, params, counters, batch, node, 1, wl, 1.0 - abs(wl), m, depth)
     _release(tree, node)
     if k > 1:  # as lc0's: a terminal takes one visit, the others are a collision
-        _collision(batch, node, k - 1)
+        _collision(tree, batch, node, k - 1)
 
 
 @njit(cache=True, inline="always")
@@ -507,13 +521,27 @@ def _release(tree, node):
 
 
 @njit(cache=True)
-def _collision(batch, node, k):
+def _collision(tree, batch, node, k):
+    """``k`` of the visits handed to ``node`` collide there: in flight on its path above it
+    until the gather ends (:func:`cancel_collision`), not at ``node`` itself, as lc0's (its
+    TryStartScoreUpdate puts one visit at most in flight on a leaf or a terminal: a new
+    leaf's, and its collisions do not make it look more visited to the next picks)."""
+    if tree.nodes.parent[node] >= 0:  # the root's visits are not counted in flight
+        fetch_add(tree.nodes.nif, node, -k)
     c = batch.meta[COLLISIONS]
     if c < batch.coll.node.shape[0]:
         batch.coll.node[c] = node
         batch.coll.k[c] = k
         batch.coll.most[c] = 0
         batch.meta[COLLISIONS] = c + 1
+
+
+@njit(cache=True)
+def cancel_collision(tree, batch, c):
+    """Collision ``c`` of the batch out of flight: its visits, from its node's parent up."""
+    parent = tree.nodes.parent[batch.coll.node[c]]
+    if parent >= 0:
+        cancel(tree, I(parent), I(batch.coll.k[c]))
 
 
 @njit(cache=True)
@@ -549,7 +577,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
     new request. The node is claimed first (:func:`_claim`): gathers on other threads may
     reach it at once."""
     if not _claim(tree, node):
-        _collision(batch, node, k)
+        _collision(tree, batch, node, k)
         return
     game_len, fmt = walk.info[GAME_LEN], walk.info[FORMAT]
     row = game_len - 1 + depth
@@ -602,7 +630,7 @@ def leaf(tree, params, counters, cache, batch, walk, node, k, depth):
         )
         batch.meta[REQUESTS] = r + 1  # the node stays pending (claimed) until its backup
     if k > 1:
-        _collision(batch, node, k - 1)
+        _collision(tree, batch, node, k - 1)
 
 
 # ----------------------------------------------------------------------------- selection
@@ -733,7 +761,7 @@ def select(tree, params, counters, cache, batch, walk, visits):
                 # lc0's: one visit of a terminal a pick, the others a collision there.
                 _back_up(tree, params, counters, batch, node, 1, wl, d, m, depth)
                 if k > 1:
-                    _collision(batch, node, k - 1)
+                    _collision(tree, batch, node, k - 1)
                 continue
         # Acquire: an expansion on another thread (a cache hit) writes the edges, then nedges.
         if load(tree.nodes.nedges, node) == 0:
@@ -741,7 +769,7 @@ def select(tree, params, counters, cache, batch, walk, visits):
                 # The whole round on one leaf in flight: lc0 lets this collision grow to the
                 # visits its path could take before another child overtook (maxvisit).
                 limit = _path_limit(tree, params, batch, walk, node, depth, k)
-                _collision(batch, node, k)
+                _collision(tree, batch, node, k)
                 c = batch.meta[COLLISIONS] - 1
                 if limit > k and c >= 0 and batch.coll.node[c] == node:
                     batch.coll.most[c] = limit
@@ -1009,8 +1037,10 @@ def round_visits(tree, params, batch, walk, batch_size, max_ooo, collisions_left
         if room < want:
             # This gather's collisions are in flight only until it ends: they become no node,
             # and counted as nodes they cut the last minibatches of a ``go nodes`` short.
+            # (One on a root's child is not in flight there: :func:`_collision`.)
             for c in range(batch.meta[COLLISIONS]):
-                room += batch.coll.k[c]
+                if tree.nodes.parent[batch.coll.node[c]] > 0:
+                    room += batch.coll.k[c]
         want = min(want, room)
     return max(want, 0)
 
@@ -1030,7 +1060,7 @@ def round_end(tree, batch, walk, want, before_req, before_ooo, first, collisions
     if batch.meta[OUT_OF_ORDER_DONE] > before_ooo:
         # Values arrived meanwhile: the collisions may be worth another look.
         for c in range(first, batch.meta[COLLISIONS]):
-            cancel(tree, I(batch.coll.node[c]), I(batch.coll.k[c]))
+            cancel_collision(tree, batch, c)
         batch.meta[COLLISIONS] = first
     else:
         for c in range(first, batch.meta[COLLISIONS]):
@@ -1039,8 +1069,8 @@ def round_end(tree, batch, walk, want, before_req, before_ooo, first, collisions
                 # lc0's upsized collision: more visits in flight on its path, and the gather
                 # ends sooner.
                 extra = min(most, collisions_left) - k
-                n = batch.coll.node[c]
-                while tree.nodes.parent[n] >= 0:
+                n = tree.nodes.parent[batch.coll.node[c]]
+                while n >= 0 and tree.nodes.parent[n] >= 0:
                     fetch_add(tree.nodes.nif, n, extra)
                     n = tree.nodes.parent[n]
                 batch.coll.k[c] = k + extra
@@ -1057,11 +1087,9 @@ def round_end(tree, batch, walk, want, before_req, before_ooo, first, collisions
 
 @njit(cache=True)
 def gather_end(tree, params, cache, batch, walk, pad):
-    """A gather's last step: its collisions out of flight, and a minibatch cut short filled up
-    to ``pad[requests]`` with prefetched positions."""
-    for c in range(batch.meta[COLLISIONS]):
-        cancel(tree, I(batch.coll.node[c]), I(batch.coll.k[c]))
-    batch.meta[COLLISIONS] = 0
+    """A gather's last step: a minibatch cut short filled up to ``pad[requests]`` with
+    prefetched positions, then its collisions out of flight (lc0's stay in flight until the
+    backup: its prefetch scores the children with them)."""
     requests = batch.meta[REQUESTS]
     target = pad[min(requests, pad.shape[0] - 1)]
     if 0 < requests < target and walk.stop[0] == 0:
@@ -1073,3 +1101,5 @@ def gather_end(tree, params, cache, batch, walk, pad):
             mode = PREFETCH_PADDING
         prefetch(tree, params, cache, batch, walk, target - requests, I(mode))
         batch.meta[PREFETCHED] = batch.meta[REQUESTS] - requests
+    for c in range(batch.meta[COLLISIONS]):  # the count stays: the records, for the tests
+        cancel_collision(tree, batch, c)

@@ -84,7 +84,7 @@ def sort(batch, policy, indices, start, n, temperature):
     """Each request's moves by decreasing prior into the batch's ``sorted_moves`` and
     ``priors``, from the network's ``policy`` read at ``indices`` (the batch's own, or a
     gathered policy's): :func:`engine.search.core.backup.sort_policies`."""
-    sort_policies(batch.req, batch.moves, indices, policy, start, n, temperature,
+    sort_policies(batch.req, batch.rows, batch.moves, indices, policy, start, n, temperature,
                   batch.sorted_moves, batch.priors)  # fmt: skip
 
 

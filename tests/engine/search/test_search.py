@@ -207,12 +207,13 @@ def _assign_visits_numpy(qm, pu, cn, cnif, visits, mask=None):
     if mask is not None:
         score = np.where(mask, score, -np.inf)
     out, k = {}, len(score)
+    started = cnif.copy()
     while visits > 0:
         best = int(np.argmax(score))
         take = 1
         if visits > 1 and k > 1:
             second = np.partition(score, k - 2)[k - 2]
-            denom = 1.0 + cn[best] + cnif[best]
+            denom = 1.0 + cn[best] + started[best]
             if second <= qm[best]:
                 take = visits
             else:
@@ -222,9 +223,18 @@ def _assign_visits_numpy(qm, pu, cn, cnif, visits, mask=None):
             take = visits
         out[best] = out.get(best, 0) + take
         cnif[best] += take
+        started[best] += _lc0_started(cn[best], started[best], take)
         visits -= take
-        score[best] = qm[best] + pu[best] / (1.0 + cn[best] + cnif[best])
+        score[best] = qm[best] + pu[best] / (1.0 + cn[best] + started[best])
     return out
+
+
+def _lc0_started(n: float, started: float, take: int) -> int:
+    """lc0's current_nstarted after ``take`` more visits: all of them on a visited child; on
+    a leaf (n 0) one if none was in flight (its first visit), none after (collisions)."""
+    if n > 0:
+        return take
+    return 1 if started == 0 else 0
 
 
 def assign(qm, pu, cn, visits, mask=None) -> tuple[dict[int, int], np.ndarray]:
@@ -256,7 +266,8 @@ def assign(qm, pu, cn, visits, mask=None) -> tuple[dict[int, int], np.ndarray]:
 
 def test_assign_visits_equals_one_at_a_time():
     """Multi-visit picking gives each child what picking one visit at a time would give, in the
-    same order, masked children none."""
+    same order, masked children none; a leaf (no visit yet) counts one visit started at most,
+    as lc0's picks (its others are collisions)."""
     rng = np.random.default_rng(7)
     for trial in range(100):
         k = int(rng.integers(1, 40))
@@ -266,15 +277,16 @@ def test_assign_visits_equals_one_at_a_time():
         mask = rng.random(k) < 0.7 if trial % 3 == 0 else None
         if mask is not None and not mask.any():
             mask[0] = True
-        cnif_b = np.zeros(k)
+        cnif_b, started = np.zeros(k), np.zeros(k)
         got, cnif_a = assign(qm, pu, cn, visits, mask)
         order = []
         for _ in range(visits):
-            score = qm + pu / (1 + cn + cnif_b)
+            score = qm + pu / (1 + cn + started)
             if mask is not None:
                 score = np.where(mask, score, -np.inf)
             i = int(np.argmax(score))
             cnif_b[i] += 1
+            started[i] += _lc0_started(cn[i], started[i], 1)
             if i not in order:
                 order.append(i)
         assert sum(got.values()) == visits
