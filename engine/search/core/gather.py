@@ -159,13 +159,23 @@ in lc0, cached, in the batch already or terminal as well); the rows a backend pa
 to (they cost no network time: a leaf cached, in the batch or terminal costs nothing); or
 past MaxPrefetch, those rows with the NN cache's entries descended through (a device whose
 call costs the same whatever its rows)."""
-BATCH_META = Layout("Batch.meta", "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED")
+BATCH_META = Layout("Batch.meta", "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED SPREAD")
 """A gather's counts: requests, collisions (in flight until its prefetch is done: ``coll``'s
 records), out-of-order backups, out of room (nodes or edges ran short: the caller reserves
-more), and the requests that are prefetched positions (node -1: for the NN cache only)."""
-REQUESTS, COLLISIONS, OUT_OF_ORDER_DONE, NO_ROOM, PREFETCHED = BATCH_META.indices(
-    "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED"
+more), and the requests that are prefetched positions (node -1: for the NN cache only); and
+its picking rule: SPREAD 1 for a minibatch above :data:`LC0_PICKING_MAX` (every visit handed
+to a leaf counts in flight there: the visits spread over more leaves), else 0 (lc0's: one)."""
+REQUESTS, COLLISIONS, OUT_OF_ORDER_DONE, NO_ROOM, PREFETCHED, SPREAD = BATCH_META.indices(
+    "REQUESTS COLLISIONS OUT_OF_ORDER_DONE NO_ROOM PREFETCHED SPREAD"
 )
+LC0_PICKING_MAX = 32
+"""The largest minibatch gathered with lc0's picking rule, where a leaf counts one visit in
+flight at most (its TryStartScoreUpdate) and the visits it gets beyond are collisions that do
+not make it look more visited: the exact reference with lc0 (Threads 1, minibatch 7: visit
+for visit on lc0's random network). Above it (an accelerator's minibatch of 256) such
+collisions pile up on the best leaves round after round, and a search alone ran 0.65x as fast
+(150k against 225k nodes/s, Threads 1; two threads 0.5x): there a leaf counts every visit
+handed to it, as before 2026-12-03, and a minibatch fills with more leaves."""
 FRAME_META = Layout(
     "Batch.frame_meta",
     "FRAME_NODE FRAME_DEPTH FRAME_LEFT FRAME_SPENT FRAME_KEPT FRAME_NEXT FRAME_TO_SPEND",
@@ -340,11 +350,14 @@ def _sift_down(order, scratch, i, size):
 
 
 @njit(cache=True, inline="always")
-def _started(tree, ks, j, scratch, take):
+def _started(tree, ks, j, scratch, take, spread):
     """The visits child ``j`` (kids block ``ks``) shows in flight after ``take`` more, as lc0's
     picks count them (current_nstarted): all of them on an expanded node; one on a terminal
     or a leaf not yet in flight (its TryStartScoreUpdate), none on a leaf in flight already
-    (the others are collisions, in flight above it only)."""
+    (the others are collisions, in flight above it only). All of them when ``spread``
+    (:data:`LC0_PICKING_MAX`)."""
+    if spread:
+        return take
     c = tree.kids[ks + j] if ks >= 0 else -1
     if c >= 0 and tree.nodes.kind[c] != NONE:
         return 1
@@ -354,7 +367,7 @@ def _started(tree, ks, j, scratch, take):
 
 
 @njit(cache=True, **UNCOUNTED)
-def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
+def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order, spread):
     """Share ``visits`` (more than one: :func:`best_child` takes a single one) among the first
     ``width`` children as lc0's multi-visit picking: the
     best child takes as many as it can before its score falls below the second best's; ties
@@ -403,7 +416,7 @@ def _assign(tree, node, qm, pu, width, visits, mask, use_mask, scratch, order):
             order[GIVEN_K, slot] = 0
             given += 1
         order[GIVEN_K, slot] += take
-        scratch[_NIF, best] += _started(tree, ks, best, scratch, take)
+        scratch[_NIF, best] += _started(tree, ks, best, scratch, take, spread)
         visits -= take
         if visits:
             visited = 1.0 + scratch[_CN, best] + scratch[_NIF, best]
@@ -525,8 +538,9 @@ def _collision(tree, batch, node, k):
     """``k`` of the visits handed to ``node`` collide there: in flight on its path above it
     until the gather ends (:func:`cancel_collision`), not at ``node`` itself, as lc0's (its
     TryStartScoreUpdate puts one visit at most in flight on a leaf or a terminal: a new
-    leaf's, and its collisions do not make it look more visited to the next picks)."""
-    if tree.nodes.parent[node] >= 0:  # the root's visits are not counted in flight
+    leaf's, and its collisions do not make it look more visited to the next picks); at
+    ``node`` too when the batch spreads its visits (:data:`LC0_PICKING_MAX`)."""
+    if tree.nodes.parent[node] >= 0 and not batch.meta[SPREAD]:  # the root's: never in flight
         fetch_add(tree.nodes.nif, node, -k)
     c = batch.meta[COLLISIONS]
     if c < batch.coll.node.shape[0]:
@@ -538,10 +552,18 @@ def _collision(tree, batch, node, k):
 
 @njit(cache=True)
 def cancel_collision(tree, batch, c):
-    """Collision ``c`` of the batch out of flight: its visits, from its node's parent up."""
-    parent = tree.nodes.parent[batch.coll.node[c]]
-    if parent >= 0:
-        cancel(tree, I(parent), I(batch.coll.k[c]))
+    """Collision ``c`` of the batch out of flight: its visits, from its node's parent up (from
+    its node when the batch spreads its visits)."""
+    start = _collision_path(tree, batch, c)
+    if start >= 0:
+        cancel(tree, I(start), I(batch.coll.k[c]))
+
+
+@njit(cache=True, inline="always")
+def _collision_path(tree, batch, c):
+    """The first node whose visits in flight hold collision ``c``'s (-1: none)."""
+    node = batch.coll.node[c]
+    return node if batch.meta[SPREAD] else tree.nodes.parent[node]
 
 
 @njit(cache=True)
@@ -654,7 +676,8 @@ def share_visits(tree, params, batch, walk, node, k, depth):
         given = 1
     else:
         child_scores(tree, params, I(node), at_root, draw_score, I(width), qm, pu)
-        given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, scratch, order)
+        given = _assign(tree, node, qm, pu, width, k, walk.root_filter, masked, scratch, order,
+                        batch.meta[SPREAD] != 0)  # fmt: skip
     for g in range(given):
         _touch(tree, node, order[GIVEN_CHILD, g] + 1)
     return given
@@ -1037,9 +1060,9 @@ def round_visits(tree, params, batch, walk, batch_size, max_ooo, collisions_left
         if room < want:
             # This gather's collisions are in flight only until it ends: they become no node,
             # and counted as nodes they cut the last minibatches of a ``go nodes`` short.
-            # (One on a root's child is not in flight there: :func:`_collision`.)
+            # (One on a root's child may not be in flight there: :func:`_collision`.)
             for c in range(batch.meta[COLLISIONS]):
-                if tree.nodes.parent[batch.coll.node[c]] > 0:
+                if batch.meta[SPREAD] or tree.nodes.parent[batch.coll.node[c]] > 0:
                     room += batch.coll.k[c]
         want = min(want, room)
     return max(want, 0)
@@ -1069,7 +1092,7 @@ def round_end(tree, batch, walk, want, before_req, before_ooo, first, collisions
                 # lc0's upsized collision: more visits in flight on its path, and the gather
                 # ends sooner.
                 extra = min(most, collisions_left) - k
-                n = tree.nodes.parent[batch.coll.node[c]]
+                n = _collision_path(tree, batch, c)
                 while n >= 0 and tree.nodes.parent[n] >= 0:
                     fetch_add(tree.nodes.nif, n, extra)
                     n = tree.nodes.parent[n]

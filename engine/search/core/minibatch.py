@@ -19,8 +19,10 @@ from .gather import (
     COLLISIONS,
     FILL,
     FORMAT,
+    LC0_PICKING_MAX,
     OUT_OF_ORDER_DONE,
     REQUESTS,
+    SPREAD,
     encode_requests,
     gather_end,
     round_end,
@@ -59,6 +61,7 @@ def gather(shared, batch, walk, limits, pad):
     collisions_left = limits[COLLISIONS_LEFT]
     nodes_left = limits[NODES_LEFT]
     batch.meta[:] = 0
+    batch.meta[SPREAD] = batch_size > LC0_PICKING_MAX
     for i in range(batch.order.shape[0]):
         batch.order[i] = i
     while True:

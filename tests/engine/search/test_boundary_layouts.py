@@ -73,6 +73,7 @@ def test_no_source_indexes_a_packed_array_by_number():
                 gather.OUT_OF_ORDER_DONE,
                 gather.NO_ROOM,
                 gather.PREFETCHED,
+                gather.SPREAD,
             ),
         ),  # fmt: skip
         (backup.COUNTERS, (backup.PLAYOUTS, backup.DEPTH_SUM, backup.MAX_DEPTH, backup.TB_HITS)),

@@ -200,7 +200,7 @@ def test_fpu_absolute_at_root():
     assert puct_terms(tree, pack(p, False), 0, True, 0.0).q[1] == -1.0
 
 
-def _assign_visits_numpy(qm, pu, cn, cnif, visits, mask=None):
+def _assign_visits_numpy(qm, pu, cn, cnif, visits, mask=None, spread=False):
     """Reference multi-visit picking written plainly with numpy (argmax / partition a step):
     what assign_visits' heap must reproduce exactly, ties and masks included."""
     score = qm + pu / (1.0 + cn + cnif)
@@ -223,7 +223,7 @@ def _assign_visits_numpy(qm, pu, cn, cnif, visits, mask=None):
             take = visits
         out[best] = out.get(best, 0) + take
         cnif[best] += take
-        started[best] += _lc0_started(cn[best], started[best], take)
+        started[best] += take if spread else _lc0_started(cn[best], started[best], take)
         visits -= take
         score[best] = qm[best] + pu[best] / (1.0 + cn[best] + started[best])
     return out
@@ -237,7 +237,7 @@ def _lc0_started(n: float, started: float, take: int) -> int:
     return 1 if started == 0 else 0
 
 
-def assign(qm, pu, cn, visits, mask=None) -> tuple[dict[int, int], np.ndarray]:
+def assign(qm, pu, cn, visits, mask=None, spread=False) -> tuple[dict[int, int], np.ndarray]:
     """The compiled multi-visit picking (_assign) on a star tree: {child: visits} in the order
     given, and the children's visits in flight after it."""
     k = len(qm)
@@ -256,6 +256,7 @@ def assign(qm, pu, cn, visits, mask=None) -> tuple[dict[int, int], np.ndarray]:
         use_mask,
         np.zeros((3, k)),
         order,
+        spread,
     )
     got = {int(order[cgather.GIVEN_CHILD, g]): int(order[cgather.GIVEN_K, g]) for g in range(given)}
     nif = np.zeros(k)
@@ -269,7 +270,8 @@ def test_assign_visits_equals_one_at_a_time():
     same order, masked children none; a leaf (no visit yet) counts one visit started at most,
     as lc0's picks (its others are collisions)."""
     rng = np.random.default_rng(7)
-    for trial in range(100):
+    for trial in range(200):
+        spread = trial % 2 == 1  # a big minibatch's rule: every visit counts, leaves too
         k = int(rng.integers(1, 40))
         visits = int(rng.integers(1, 300))
         qm, pu = rng.uniform(-0.5, 0.5, k), rng.uniform(0.0, 3.0, k)
@@ -278,7 +280,7 @@ def test_assign_visits_equals_one_at_a_time():
         if mask is not None and not mask.any():
             mask[0] = True
         cnif_b, started = np.zeros(k), np.zeros(k)
-        got, cnif_a = assign(qm, pu, cn, visits, mask)
+        got, cnif_a = assign(qm, pu, cn, visits, mask, spread)
         order = []
         for _ in range(visits):
             score = qm + pu / (1 + cn + started)
@@ -286,7 +288,7 @@ def test_assign_visits_equals_one_at_a_time():
                 score = np.where(mask, score, -np.inf)
             i = int(np.argmax(score))
             cnif_b[i] += 1
-            started[i] += _lc0_started(cn[i], started[i], 1)
+            started[i] += 1 if spread else _lc0_started(cn[i], started[i], 1)
             if i not in order:
                 order.append(i)
         assert sum(got.values()) == visits
@@ -309,8 +311,9 @@ def test_assign_visits_equals_numpy_reference_with_ties():
         if mask is not None and not mask.any():
             mask[0] = True
         cnif_b = np.zeros(k)
-        got, cnif_a = assign(qm, pu, cn, visits, mask)
-        expected = _assign_visits_numpy(qm, pu, cn, cnif_b, visits, mask)
+        spread = trial % 4 < 2
+        got, cnif_a = assign(qm, pu, cn, visits, mask, spread)
+        expected = _assign_visits_numpy(qm, pu, cn, cnif_b, visits, mask, spread)
         assert list(got.items()) == list(expected.items())
         np.testing.assert_array_equal(cnif_a, cnif_b)
 
