@@ -145,7 +145,8 @@ OPTIONS: tuple[Option, ...] = (
         "xla",
         "backend",
         "Network backend: xla (JAX/XLA) or random (lc0's --backend=random: pseudo-random outputs, "
-        "for testing; its BackendOptions take lc0's delay=MS, a simulated accelerator, and seed=N).",
+        "for testing; its BackendOptions take lc0's delay=MS, a simulated accelerator, and seed=N; "
+        "lc0=1 gives lc0's own random outputs, bit for bit).",
     ),
     _o(
         "BackendOptions",

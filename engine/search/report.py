@@ -69,7 +69,8 @@ def score_cp(
             and (abs(mu) < 1.0 or abs(cp) < abs(100 * mu))
         )
         s = 100 * mu if use_mu else cp
-    return int(round(s))
+    # lc0 assigns the float to ThinkingInfo's int score: truncated toward zero (201.9 is 201).
+    return int(s)
 
 
 def wdl_permille(wl: float, d: float) -> tuple[int, int, int]:

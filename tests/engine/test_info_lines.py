@@ -192,3 +192,29 @@ def test_a_run_until_stop_past_its_limit_warns_as_lc0(monkeypatch):
     assert len([ln for ln in ours if ln == warning]) >= 2, ours  # with each heartbeat's line
     assert warning not in search_lines("go nodes 30")
     assert warning not in _until_stop_lines("go infinite", 0.3)
+
+
+LC0_SCORES = [
+    ("position startpos moves e2e4", 1, 201),
+    ("position startpos moves e2e4", 8, 88),
+    ("position startpos", 1, -163),
+    ("position startpos", 8, 2105),
+    ("position startpos moves d2d4 d7d5", 1, 127),
+    ("position fen r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", 8, 1317),
+    ("position startpos moves g1f3 g8f6 c2c4", 1, 79),
+]
+"""lc0's last ``info depth`` score (v0.33.0-dev 909a4082, ``--backend=random --task-workers=0
+--threads=1 --minibatch-size=7 --smart-pruning-factor=0``, ScoreType WDL_mu) after ``go nodes``
+1 and 8, where lc0's search ends at the limit too."""
+
+
+@pytest.mark.parametrize("position, nodes, cp", LC0_SCORES)
+def test_the_score_is_lc0s_on_lc0s_network(position, nodes, cp):
+    """With lc0's random network bit for bit (``lc0=1``), the score lc0 printed: lc0 assigns
+    its float score to an int (truncated toward zero: 201.9 prints 201, rounded it was 202)."""
+    session = Session(Backend="random", BackendOptions="lc0=1", MinibatchSize=7, MaxPrefetch=32)
+    try:
+        final = [ln for ln in session.go(f"go nodes {nodes}", position).lines if " score " in ln]
+        assert f" nodes {nodes} score cp {cp} " in final[-1], final[-1]
+    finally:
+        session.close()

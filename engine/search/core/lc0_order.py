@@ -27,7 +27,7 @@ _PROMOTION = np.array([0, 0, 3, 2, 1, 0, 0, 0], np.int64)
 type (knight 2 ... queen 5)."""
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def generation_rank(pos, move):
     """The place of ``move`` (a move word of position row ``pos``) in lc0's generated list:
     distinct for the legal moves of one position, increasing in lc0's order."""
@@ -64,35 +64,41 @@ def has_ties(priors, count):
 
 
 @njit(cache=True)
-def lc0_sort(pos, moves, priors, count, ranks, stack):
-    """Reorder ``moves`` and ``priors`` [:count] (int32, uint16) as lc0 orders a node's edges:
-    its generated order, then its std::sort by decreasing prior. ``ranks`` int64 [>= count]
-    and ``stack`` int64 [>= 48]: scratch."""
+def lc0_sort(pos, moves, priors, count, keys, scratch):
+    """Reorder ``moves`` and ``priors`` [:count] (int32 move words, uint16) as lc0 orders a
+    node's edges: its generated order, then its std::sort by decreasing prior. ``keys`` and
+    ``scratch``: int64 [>= max(count, 48)]."""
+    # Into lc0's generated order: each move's rank above its word and prior in one key (the
+    # ranks of legal moves are distinct), placed by counting the keys below it (no branch).
     for j in range(count):
-        ranks[j] = generation_rank(pos, moves[j])
-    for i in range(1, count):  # into lc0's generated order (ranks are distinct)
-        j = i
-        while j > 0 and ranks[j - 1] > ranks[j]:
-            _swap(ranks, moves, priors, j, j - 1)
-            j -= 1
+        rank = generation_rank(pos, moves[j])
+        keys[j] = (rank << 32) | (np.int64(moves[j] & 0xFFFF) << 16) | np.int64(priors[j])
+    for j in range(count):
+        key = keys[j]
+        place = 0
+        for i in range(count):  # equal keys (not legal moves: tests) in index order
+            place += (keys[i] < key) | ((keys[i] == key) & (i < j))
+        scratch[place] = key
+    for j in range(count):
+        moves[j] = (scratch[j] >> 16) & 0xFFFF
+        priors[j] = scratch[j] & 0xFFFF
     depth = 0
     n = count
     while n > 1:
         n >>= 1
         depth += 1
-    _introsort(moves, priors, ranks, stack, 0, count, 2 * depth)  # 2 * floor(log2(count))
-    _final_insertion_sort(moves, priors, ranks, 0, count)
+    _introsort(moves, priors, keys, 0, count, 2 * depth)  # 2 * floor(log2(count))
+    _final_insertion_sort(moves, priors, 0, count)
 
 
 @njit(cache=True, inline="always")
-def _swap(ranks, moves, priors, a, b):
-    ranks[a], ranks[b] = ranks[b], ranks[a]
+def _swap(moves, priors, a, b):
     moves[a], moves[b] = moves[b], moves[a]
     priors[a], priors[b] = priors[b], priors[a]
 
 
 @njit(cache=True)
-def _introsort(moves, priors, ranks, stack, first, last, depth):
+def _introsort(moves, priors, stack, first, last, depth):
     """libstdc++'s __introsort_loop with lc0's comparison (a before b: a higher prior), its
     recursion as ``stack`` (numba's recursive calls from compiled callers crashed): a lower
     part a level, three int64 each, 2 log2(218) + 1 levels at most."""
@@ -103,11 +109,11 @@ def _introsort(moves, priors, ranks, stack, first, last, depth):
         first, last, depth = stack[3 * top], stack[3 * top + 1], stack[3 * top + 2]
         while last - first > _THRESHOLD:
             if depth == 0:
-                _heap_sort(moves, priors, ranks, first, last)
+                _heap_sort(moves, priors, first, last)
                 break
             depth -= 1
             mid = first + (last - first) // 2
-            _median_to_first(moves, priors, ranks, first, first + 1, mid, last - 1)
+            _median_to_first(moves, priors, first, first + 1, mid, last - 1)
             lo, hi = first + 1, last
             while True:  # __unguarded_partition around priors[first]
                 while priors[lo] > priors[first]:
@@ -117,7 +123,7 @@ def _introsort(moves, priors, ranks, stack, first, last, depth):
                     hi -= 1
                 if not lo < hi:
                     break
-                _swap(ranks, moves, priors, lo, hi)
+                _swap(moves, priors, lo, hi)
                 lo += 1
             # The upper part first, as the recursion: the lower ones wait, one a level.
             stack[3 * top], stack[3 * top + 1], stack[3 * top + 2] = first, lo, depth
@@ -126,64 +132,64 @@ def _introsort(moves, priors, ranks, stack, first, last, depth):
 
 
 @njit(cache=True)
-def _median_to_first(moves, priors, ranks, result, a, b, c):
+def _median_to_first(moves, priors, result, a, b, c):
     """libstdc++'s __move_median_to_first."""
     if priors[a] > priors[b]:
         if priors[b] > priors[c]:
-            _swap(ranks, moves, priors, result, b)
+            _swap(moves, priors, result, b)
         elif priors[a] > priors[c]:
-            _swap(ranks, moves, priors, result, c)
+            _swap(moves, priors, result, c)
         else:
-            _swap(ranks, moves, priors, result, a)
+            _swap(moves, priors, result, a)
     elif priors[a] > priors[c]:
-        _swap(ranks, moves, priors, result, a)
+        _swap(moves, priors, result, a)
     elif priors[b] > priors[c]:
-        _swap(ranks, moves, priors, result, c)
+        _swap(moves, priors, result, c)
     else:
-        _swap(ranks, moves, priors, result, b)
+        _swap(moves, priors, result, b)
 
 
 @njit(cache=True)
-def _final_insertion_sort(moves, priors, ranks, first, last):
+def _final_insertion_sort(moves, priors, first, last):
     """libstdc++'s __final_insertion_sort (insertion sorts keep equal priors in order)."""
     if last - first > _THRESHOLD:
-        _insertion_sort(moves, priors, ranks, first, first + _THRESHOLD)
+        _insertion_sort(moves, priors, first, first + _THRESHOLD)
         for i in range(first + _THRESHOLD, last):
-            _linear_insert(moves, priors, ranks, i, first)
+            _linear_insert(moves, priors, i, first)
     else:
-        _insertion_sort(moves, priors, ranks, first, last)
+        _insertion_sort(moves, priors, first, last)
 
 
 @njit(cache=True)
-def _insertion_sort(moves, priors, ranks, first, last):
+def _insertion_sort(moves, priors, first, last):
     for i in range(first + 1, last):
-        _linear_insert(moves, priors, ranks, i, first)
+        _linear_insert(moves, priors, i, first)
 
 
 @njit(cache=True, inline="always")
-def _linear_insert(moves, priors, ranks, i, first):
+def _linear_insert(moves, priors, i, first):
     """Move element ``i`` down past the elements with a lower prior (never below ``first``:
     libstdc++ moves an element above the first one to the front in one step, the same)."""
     j = i
     while j > first and priors[j] > priors[j - 1]:
-        _swap(ranks, moves, priors, j, j - 1)
+        _swap(moves, priors, j, j - 1)
         j -= 1
 
 
 @njit(cache=True)
-def _heap_sort(moves, priors, ranks, first, last):
+def _heap_sort(moves, priors, first, last):
     """libstdc++'s __partial_sort(first, last, last): make_heap, then sort_heap (a max-heap of
     the comparison, i.e. the lowest prior on top)."""
     n = last - first
     for parent in range((n - 2) // 2, -1, -1):
-        _sift(moves, priors, ranks, first, parent, n)
+        _sift(moves, priors, first, parent, n)
     for end in range(n - 1, 0, -1):
-        _swap(ranks, moves, priors, first, first + end)
-        _sift(moves, priors, ranks, first, 0, end)
+        _swap(moves, priors, first, first + end)
+        _sift(moves, priors, first, 0, end)
 
 
 @njit(cache=True)
-def _sift(moves, priors, ranks, first, hole, n):
+def _sift(moves, priors, first, hole, n):
     """Restore the heap below ``hole`` (libstdc++'s __adjust_heap: the hole goes down to a leaf
     along the larger children, then the value climbs back)."""
     top = hole
@@ -192,14 +198,14 @@ def _sift(moves, priors, ranks, first, hole, n):
         child = 2 * (child + 1)
         if priors[first + child] > priors[first + child - 1]:  # comp(right, left): take left
             child -= 1
-        _swap(ranks, moves, priors, first + hole, first + child)
+        _swap(moves, priors, first + hole, first + child)
         hole = child
     if (n & 1) == 0 and child == (n - 2) // 2:
         child = 2 * (child + 1)
-        _swap(ranks, moves, priors, first + hole, first + child - 1)
+        _swap(moves, priors, first + hole, first + child - 1)
         hole = child - 1
     parent = (hole - 1) // 2
     while hole > top and priors[first + parent] > priors[first + hole]:
-        _swap(ranks, moves, priors, first + hole, first + parent)
+        _swap(moves, priors, first + hole, first + parent)
         hole = parent
         parent = (hole - 1) // 2

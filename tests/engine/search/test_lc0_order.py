@@ -57,7 +57,7 @@ def test_lc0_sort_is_libstdcxx_std_sort_by_decreasing_prior() -> None:
         ids = np.arange(n, dtype=np.int32)
         moves = ids // 4 | (((ids // 4) & 7) + 8 * (ids % 4)) << 6
         priors = keys.copy()
-        lc0_sort(pos, moves, priors, n, np.zeros(n, np.int64), np.zeros(48, np.int64))
+        lc0_sort(pos, moves, priors, n, np.zeros(max(n, 48), np.int64), np.zeros(n, np.int64))
         got = [4 * int(m & 63) + (int(m >> 6) >> 3) for m in moves]
         assert got == rec["order"]
         assert (priors == keys[rec["order"]]).all()
