@@ -21,8 +21,8 @@ backend takes them:
 - ``lc0``: 1 for lc0's own outputs, bit for bit (default 0): its hash of the packed planes
   (``HashCat`` of each plane's mask and value), its uniform q, its d and its logits in [0, 3],
   so that a search here and ``lc0 --backend=random`` (same ``seed``) see the same network (a
-  batch costs its rows, so the search prefetches as lc0's) and,
-  with lc0's ``--task-workers=0``, can be compared visit for visit (``bin/check/fidelity``).
+  batch costs its rows, so the search prefetches as lc0's) and, with lc0's
+  ``--task-workers=0``, can be compared visit for visit (``bin/check/fidelity``).
   Flatter than the default's logits (lc0's largest prior is at most e^3 times its smallest).
 
 Any other key raises :class:`engine.backend.OptionError` naming it and the allowed keys.
