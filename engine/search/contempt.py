@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.backend import NetworkOutput, OptionError
+from engine.backend import OptionError
 from engine.search.core.rescale import rescale, rescale_rows
 
 F32 = np.float32
@@ -210,15 +210,17 @@ class WdlRescale:
         white_sign = self.root_sign if root_white else -self.root_sign
         return (self.ratio, white_sign * self.diff, self.max_s)
 
-    def apply(self, out: NetworkOutput, depths: np.ndarray) -> NetworkOutput:
-        """The network's answer for positions ``depths`` plies below the root with q and d
-        rescaled as lc0's FetchSingleNodeResult: in the view of the side that moved into the
+    def apply(
+        self, q: np.ndarray, d: np.ndarray, depths: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A batch's q and d (positions ``depths`` plies below the root) rescaled as lc0's
+        FetchSingleNodeResult, into new arrays: in the view of the side that moved into the
         position (q negated), with the sign of that side."""
-        q = np.array(out.q, F32)
-        d = np.array(out.d, F32)
+        q = np.array(q, F32)
+        d = np.array(d, F32)
         args = (self.ratio, self.diff, self.root_sign, self.max_s)
         rescale_rows(q, d, depths, len(depths), *args, q, d)  # compiled (core/rescale.py)
-        return NetworkOutput(policy=out.policy, q=q, d=d, m=out.m)
+        return q, d
 
     def reported(self, wl: float, d: float) -> tuple[float, float, float]:
         """(W - L, D, mu) of a root move as lc0 reports them (SendUciInfo, VerboseMoveStats):

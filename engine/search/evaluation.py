@@ -7,7 +7,6 @@ count of batches on the network and the backend's limit on calls at once.
 from __future__ import annotations
 
 import functools
-import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from engine.search.timeline import Timeline
 
 expand_planes = direct(expand_batch)
 sort_policies = direct(cminibatch.sort)
+finite_values = direct(cminibatch.finite_values)
 """The compiled calls of every evaluation, without numba's per-call dispatch."""
 
 
@@ -86,8 +86,8 @@ class Evaluator:
         self._lock = threading.Lock()
         self._device = self._new_device()
 
-    def evaluate(self, job: Job) -> NetworkOutput:
-        """The network's answer for the job's positions, on the calling thread: their packed
+    def evaluate(self, job: Job) -> Heads:
+        """The network's values (q, d, m) for the job's positions, on the calling thread: their packed
         planes (the gather's) as they are for a network that takes them, else expanded into the
         batch's float planes; the network call, given the legal moves' policy indices where the
         network gathers their logits itself; then each position's moves sorted by prior into the
@@ -108,15 +108,19 @@ class Evaluator:
         finally:
             with self._lock:
                 self.on_device[0] -= 1
-        check_values(out, n)
+        # Once a batch, read-only contiguous float32 whatever the backend returns: the types the
+        # compiled calls were made for (engine/search/core/calls.py).
+        policy, q = network_heads(out.policy), network_heads(out.q)
+        check_values(q, policy, n)
+        d, m = network_heads(out.d), network_heads(out.m)
         rescale = self.rescale
         if rescale is not None:
-            out = rescale.apply(out, batch.req["depth"][:n])
-        policy = network_heads(out.policy)
+            q, d = rescale.apply(q, d, batch.req["depth"][:n])
+            q, d = network_heads(q), network_heads(d)
         # A gathered policy holds each position's legal moves' logits in the order of its moves.
         indices = batch.indices if legal is None else identity_indices(batch.indices.shape)
         sort_policies(batch, policy, indices, 0, n, float(job.temperature))
-        return out
+        return q, d, m
 
     def close(self) -> None:
         """The device threads leave once the calls queued are done."""
@@ -190,19 +194,14 @@ def identity_indices(shape: tuple[int, int]) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(np.arange(shape[1], dtype=np.int32), shape))
 
 
-def check_values(out: NetworkOutput, n: int) -> None:
-    """Refuse a batch whose value, or its first position's policy, is not a number: a search on
-    NaN plays nonsense without a word (a network with broken weights, found by ``bin/check/soak
-    networks``). One policy row: broken weights spoil every row, and all of them would cost a
-    GPU's batch a few percent."""
-    q = out.q[:n]
-    # A sum is finite only when every term is (float64: float32 terms cannot overflow it); the
-    # count is for the message alone.
-    if math.isfinite(float(np.sum(q, dtype=np.float64))) and (
-        not n or math.isfinite(float(np.sum(out.policy[0], dtype=np.float64)))
-    ):
+def check_values(q: np.ndarray, policy: np.ndarray, n: int) -> None:
+    """Refuse a batch whose value (float32 ``q``), or its first position's policy, is not a
+    number: a search on NaN plays nonsense without a word (a network with broken weights, found
+    by ``bin/check/soak networks``). One policy row: broken weights spoil every row, and all of
+    them would cost a GPU's batch a few percent."""
+    if finite_values(q, n, policy):
         return
-    bad, what = n - int(np.isfinite(q).sum()), "value"
+    bad, what = n - int(np.isfinite(q[:n]).sum()), "value"
     if not bad:
         bad, what = 1, "policy"
     raise ValueError(

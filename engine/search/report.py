@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import chess
 import numpy as np
 
+from engine.board.moves import to_chess_move
 from engine.search.core import stoppers as cstop
 from engine.search.core.params import pack
 from engine.search.core.view import NodeView, puct_terms
@@ -169,19 +170,18 @@ def make_infos(state: SearchState, go: Go, tally: Tally) -> list[ThinkingInfo]:
 
 
 def principal_variation(state: SearchState, first: int) -> list[chess.Move]:
-    """Root move ``first`` followed by the best child at each level."""
-    node = state.root
-    pv = [node.move(first)]
-    child = node.child(first)
-    depth = 1
-    while child is not None and child.expanded and child.n > 0:
-        best = best_children(state, child, 1, depth)
-        if not best:
+    """Root move ``first`` followed by the best child at each level (compiled:
+    :func:`engine.search.core.stoppers.pv_moves`)."""
+    draw_scores = np.array([state.draw_score(0), state.draw_score(1)], np.float64)
+    size = 64
+    while True:
+        words = np.empty(size, np.int64)
+        count = cstop.pv_moves(state.tree, np.int64(first), draw_scores, words)
+        if count < size:
             break
-        pv.append(child.move(best[0]))
-        child = child.child(best[0])
-        depth += 1
-    return pv
+        size *= 4  # a PV deeper than the buffer: again with room for it
+    chess960 = state.root_board.chess960
+    return [to_chess_move(w, chess960) for w in words[:count].tolist()]
 
 
 def verbose_stats(state: SearchState, path: tuple[chess.Move, ...] = ()) -> list[str]:

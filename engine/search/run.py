@@ -30,6 +30,7 @@ from engine.search.go import Go, Tally
 from engine.search.limit import Limit
 from engine.search.memory import full_message, held_bytes, reserve_for_limit
 from engine.search.noise import add_dirichlet_noise
+from engine.search.outbox import Outbox
 from engine.search.params import SearchParams
 from engine.search.report import make_infos, verbose_stats
 from engine.search.resources import Resources
@@ -76,6 +77,7 @@ class SearchRun:
         """The run's terms; :meth:`execute` adds the root's (tablebases, searchmoves) once."""
         self.tally = Tally()
         self.on_info, self.on_verbose = on_info, on_verbose
+        self.outbox = Outbox()  # the lines made under the nodes lock, sent once it is let go
         self.verbose, self.live_stats = verbose, live_stats
         attributes = res.attributes
         self.batch_size = self.params.batch_size(attributes.max_batch, attributes.preferred_batch)
@@ -86,8 +88,7 @@ class SearchRun:
         self.kld = cstop.kld_stopper(
             limit, self.params, lambda: cstop.root_edge_visits(self.state.tree)
         )
-        """lc0's KldGainStopper of this run (None: MinimumKLDGainPerNode 0, or a go it does
-        not watch)."""
+        """lc0's KldGainStopper of this run (None: MinimumKLDGainPerNode 0, or not watched)."""
         self._sent: ThinkingInfo | None = None
         """The first line of the last report sent (lc0's ``last_outputted_uci_info_``)."""
         self._sent_best = -1
@@ -119,6 +120,7 @@ class SearchRun:
             mask = np.array([m in self.go.searchmoves for m in moves], bool)
             self._set_go(dataclasses.replace(self.go, mask=mask if mask.any() else None))
         self._search()
+        self.outbox.flush()
         state.changed()
         self._report_the_end()
         infos = self._infos() if state.tree.nodes["n"][0] > 0 else []
@@ -187,6 +189,7 @@ class SearchRun:
             self._stoppers,
             self.go.limit.until_stop,
             self._above_nps_limit if np.float32(self.params.nps_limit) > 0.0 else None,
+            self.outbox.flush,
         )
         # The threads end the run themselves (a limit, a stop, a failure) at each iteration;
         # the watch is for the deadline while they all wait for the network, and the info lines.
@@ -216,9 +219,10 @@ class SearchRun:
         )
         if reached and full and not self.ram_limited:
             self.ram_limited = True
+            held = self.memory_bytes()
             if self.on_verbose is not None:  # now: under go infinite the search goes on
-                nodes = int(state.tree.nodes["n"][0])
-                self.on_verbose([full_message(nodes, self.params, self.memory_bytes())])
+                full_line = full_message(int(state.tree.nodes["n"][0]), self.params, held)
+                self.outbox.put(self.on_verbose, [full_line])
         if reached and not self.go.limit.until_stop:
             self._ending = True  # the run's end sends the final report
         else:
@@ -291,11 +295,11 @@ class SearchRun:
         infos = self._infos()
         if not infos:
             return
-        self.on_info(infos)
+        self.outbox.put(self.on_info, infos)
         if self.live_stats and self.on_verbose is not None:
-            self.on_verbose(verbose_stats(self.state))
+            self.outbox.put(self.on_verbose, verbose_stats(self.state))
         if self._stalled and self.on_verbose is not None:
-            self.on_verbose([LIMIT_WARNING])  # lc0: after the line and its live stats
+            self.outbox.put(self.on_verbose, [LIMIT_WARNING])  # lc0: after the line and its stats
         self._sent, self._sent_best = infos[0], summary.best
 
     # ----------------------------------------------------------------------------- helpers

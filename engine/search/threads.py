@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.search.core import gather as cgather
@@ -88,9 +88,10 @@ class SearchThreads:
         stoppers: Stoppers,
         until_stop: bool,
         too_fast: Callable[[], bool] | None = None,
+        flush: Callable[[], None] = lambda: None,
     ) -> None:
         self.res, self.worker, self.stoppers, self.until_stop = res, worker, stoppers, until_stop
-        self.too_fast = too_fast
+        self.too_fast, self.flush = too_fast, flush
         self.nodes = threading.Condition(threading.Lock())
         """lc0's nodes mutex (the table above); waiting on it waits for a backup."""
         self.failure: BaseException | None = None
@@ -107,9 +108,8 @@ class SearchThreads:
         free again, so a gather that collided with them looks again rather than ending."""
         self._done = threading.Event()
         self._grown = threading.Event()
-        """The tree has outgrown :meth:`_small_tree` (or the run is over): set by a backup, so
-        that the threads waiting for it are not woken by every backup before (each wake-up took
-        the GIL from the one thread gathering: a 500-node search 7.4 ms against 3.6 alone)."""
+        """The tree has outgrown :meth:`_small_tree` (or the run is over): a wake-up at every
+        backup took the GIL from the one thread gathering (500 nodes: 7.4 ms against 3.6)."""
 
     def run(self, watch: Callable[[], bool], slice_s: float) -> None:
         """Start the threads, then call ``watch`` (nodes lock held) every ``slice_s`` until the
@@ -128,6 +128,7 @@ class SearchThreads:
                 with self.nodes:
                     if self._stalled() or not watch():
                         break
+                self.flush()
         finally:
             on_network = self._close()
             for thread in threads:
@@ -162,36 +163,13 @@ class SearchThreads:
     def _iterate(self, batch: cgather.Batch) -> bool:
         """lc0's ``ExecuteOneIteration`` (the module docstring); False when the run is over."""
         thread = threading.current_thread()
-        with self.nodes:
-            if self._over or self.res.state.stop.is_set():
-                self.end()
-                return False
-            reached, remaining, best = self.stoppers()
-            if reached and not self.until_stop:
-                self.end()
-                return False
-            n = ooo = seq = 0
-            changes = self._changes
-            if not reached:
-                n, ooo, seq = self._gather(batch, remaining, best)
-            if n:
-                self._evaluating[thread] = (batch, time.monotonic())
-            elif not ooo:
-                # Nothing to gather: the other threads' batches hold the tree's leaves, or the
-                # search can go no further (then, unless it runs until stop, it is over). A
-                # thread in a compiled phase, or waiting for the tree alone with its batch
-                # gathered (its probes), may still add to it; one may have backed up its batch
-                # and be between iterations, holding nothing, while this gather ran.
-                if self._changes != changes:
-                    return True
-                busy = self._evaluating or self._in_tree or self._exclusives
-                if not busy and not self.until_stop:
-                    self.end()
-                    return False
-                self.nodes.wait(WAIT_SLICE_S)
-                return True
+        try:
+            with self.nodes:
+                go_on, n, seq = self._start(batch, thread)
+        finally:
+            self.flush()  # the info lines the stoppers made, without the lock
         if not n:
-            return True
+            return go_on
         try:
             heads = self.worker.evaluate(batch, n, seq)
         except Exception as exc:  # the network failed: keep the tree whole and stop
@@ -224,6 +202,38 @@ class SearchThreads:
             self.nodes.notify_all()
         return True
 
+    def _start(self, batch: cgather.Batch, thread: threading.Thread) -> tuple[bool, int, int]:
+        """An iteration's first part (nodes lock held): the stoppers, then the gather. Returns
+        (the run goes on, the batch's requests, its number); no requests: nothing to evaluate."""
+        if self._over or self.res.state.stop.is_set():
+            self.end()
+            return False, 0, 0
+        reached, remaining, best = self.stoppers()
+        if reached and not self.until_stop:
+            self.end()
+            return False, 0, 0
+        n = ooo = seq = 0
+        changes = self._changes
+        if not reached:
+            n, ooo, seq = self._gather(batch, remaining, best)
+        if n:
+            self._evaluating[thread] = (batch, time.monotonic())
+        elif not ooo:
+            # Nothing to gather: the other threads' batches hold the tree's leaves, or the
+            # search can go no further (then, unless it runs until stop, it is over). A
+            # thread in a compiled phase, or waiting for the tree alone with its batch
+            # gathered (its probes), may still add to it; one may have backed up its batch
+            # and be between iterations, holding nothing, while this gather ran.
+            if self._changes != changes:
+                return True, 0, 0
+            busy = self._evaluating or self._in_tree or self._exclusives
+            if not busy and not self.until_stop:
+                self.end()
+                return False, 0, 0
+            self.nodes.wait(WAIT_SLICE_S)
+            return True, 0, 0
+        return True, n, seq
+
     def _small_tree(self) -> bool:
         """Whether the run goes on with a tree so small that its collision budget (lc0's
         MaxCollisionVisits scaled by the tree's size) is below a minibatch: a gather then ends
@@ -235,8 +245,7 @@ class SearchThreads:
         return w.params.collision_visit_limit(int(self.res.state.tree.nodes["n"][0])) < w.batch_size
 
     def _throttle(self, too_fast: Callable[[], bool]) -> None:
-        """Wait (without the lock) while the run goes on and ``too_fast`` holds (read under
-        the lock, as lc0 reads its counters under theirs)."""
+        """Wait (unlocked) while the run goes on and ``too_fast`` (read under the lock) holds."""
         stop = self.res.state.stop
         while True:
             with self.nodes:
@@ -291,16 +300,14 @@ class SearchThreads:
             self._exclusives -= 1
 
     def _stalled(self) -> bool:
-        """Whether a network call has not returned in NETWORK_STALL_S (nodes lock held): then
-        ``failure`` says so (the run ends without its thread, which touches nothing once
-        back)."""
-        now = time.monotonic()
-        for _batch, since in self._evaluating.values():
-            if now - since > NETWORK_STALL_S:
-                self.failure = TimeoutError(f"no answer from the network in {now - since:.0f} s")
-                self.res.evaluator.renew()  # the next calls do not queue behind the hung one
-                return True
-        return False
+        """Whether a network call hangs (nodes lock held): then ``failure`` says so (the run ends
+        without its thread, which touches nothing once back)."""
+        hung = hung_call(self._evaluating.values())
+        if hung is None:
+            return False
+        self.failure = hung
+        self.res.evaluator.renew()  # the next calls do not queue behind the hung one
+        return True
 
     def _close(self) -> set[threading.Thread]:
         """End the run: the threads leave; the batches still on the network are taken out of
@@ -317,3 +324,12 @@ class SearchThreads:
             self.res.retire_batches([batch for batch, _since in on_network.values()])
             self.res.state.changed()
         return set(on_network)
+
+
+def hung_call(evaluating: Iterable[tuple[cgather.Batch, float]]) -> TimeoutError | None:
+    """The error of a network call (its batch, since when) not back in NETWORK_STALL_S."""
+    now = time.monotonic()
+    for _batch, since in evaluating:
+        if now - since > NETWORK_STALL_S:
+            return TimeoutError(f"no answer from the network in {now - since:.0f} s")
+    return None

@@ -99,6 +99,11 @@ def compile_the_rest() -> None:
     stoppers.root_filter.compile(
         (numba.typeof(t), numba.int64, numba.float64, flags, numba.boolean, flags)
     )
+    # The PV of an info line (the warm-up's search sends none), compiled without a root move.
+    words = numba.typeof(np.zeros(1, np.int64))
+    stoppers.pv_moves.compile(
+        (numba.typeof(t), numba.int64, numba.typeof(np.zeros(2, np.float64)), words)
+    )
     steps.abandon(t, batch.req, 0)
     steps.drop_request(batch, 0, 0)
     steps.tablebase_terminal(t, packed, counters, 0, 0.0, 0)

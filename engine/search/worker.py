@@ -28,7 +28,7 @@ from engine.search.core import steps
 from engine.search.core import stoppers as cstop
 from engine.search.core import tree as ctree
 from engine.search.core.calls import direct
-from engine.search.evaluation import Heads, Job, heads_of
+from engine.search.evaluation import Heads, Job
 from engine.search.go import Go, Tally
 from engine.search.params import SearchParams
 from engine.search.resources import Resources
@@ -201,7 +201,7 @@ class SearchWorker:
         (no lock needed: it touches only the batch); their moves sorted by prior into it and
         the results stored in the NN cache."""
         temperature = self.params.policy_softmax_temp
-        heads = heads_of(self.res.evaluator.evaluate(Job(batch, n, seq, temperature)))
+        heads = self.res.evaluator.evaluate(Job(batch, n, seq, temperature))
         self.store(batch, heads)
         return heads
 
@@ -306,7 +306,7 @@ class SearchWorker:
         if n:
             try:
                 temperature = self.params.policy_softmax_temp
-                heads = heads_of(res.evaluator.evaluate(Job(batch, n, 0, temperature)))
+                heads = res.evaluator.evaluate(Job(batch, n, 0, temperature))
                 self.store(batch, heads)
             except Exception:
                 self.abandon(batch)  # the root's visit out of flight: the tree stays usable

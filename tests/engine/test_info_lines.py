@@ -218,3 +218,41 @@ def test_the_score_is_lc0s_on_lc0s_network(position, nodes, cp):
         assert f" nodes {nodes} score cp {cp} " in final[-1], final[-1]
     finally:
         session.close()
+
+
+@pytest.mark.parametrize(
+    ("fen", "chess960"),
+    [
+        ("r3k2r/pppq1ppp/2n2n2/4p3/4P3/2N2N2/PPPQ1PPP/R3K2R w KQkq - 0 1", False),
+        ("r3k2r/pppq1ppp/2n2n2/4p3/4P3/2N2N2/PPPQ1PPP/R3K2R w KQkq - 0 1", True),
+        ("1r1k1r2/pppppppp/8/8/8/8/PPPPPPPP/1R1K1R2 w FBfb - 0 1", True),
+    ],
+)
+def test_an_info_lines_pv_is_written_as_the_checked_moves(fen, chess960):
+    """format_info writes the search's PV as it is (uci_format.pv_uci) where the board's castling
+    form is the one asked for: the same words as uci_moves, which plays each move on the board
+    (castling included: king to the g/c file, or takes its rook in Chess960), for every PV of a
+    search from positions whose PVs castle; and, the form not the board's, uci_moves itself."""
+    import chess
+
+    from engine.backends.random import RandomNetwork
+    from engine.search import Limit, Search, from_options
+    from engine.uci_format import pv_uci, uci_moves
+
+    board = chess.Board(fen, chess960=chess960)
+    search = Search(RandomNetwork(), from_options({"SmartPruningFactor": 0.0, "MultiPV": 100}))
+    pvs: list[tuple[chess.Move, ...]] = []
+    try:
+        search.set_position(board)
+        search.run(Limit(nodes=3000), on_info=lambda infos: pvs.extend(i.pv for i in infos))
+    finally:
+        search.close()
+    castled = 0
+    for pv in pvs:
+        for form in (chess960, not chess960):
+            assert pv_uci(board, pv, form) == uci_moves(board, pv, form), (pv, form)
+        b = board.copy()
+        for move in pv:
+            castled += b.is_castling(move)
+            b.push(move)
+    assert castled > 0, "expected PVs that castle"

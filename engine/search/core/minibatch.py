@@ -8,6 +8,7 @@ travel in the packed arrays of the layouts (core/layout.py)."""
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 from numba import njit
@@ -107,3 +108,18 @@ def expand_and_backup(shared, batch, q, d, m):
     tree, params, counters, _cache = shared
     expand_and_backup_rows(tree, params, counters, batch.req, batch.sorted_moves,
                            batch.priors, q, d, m, batch.order, batch.meta[REQUESTS])  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def finite_values(q, n, policy):
+    """Whether the batch's first ``n`` values and its first position's policy are all numbers
+    (not NaN, not infinite): engine/search/evaluation.py's ``check_values``, in one call where
+    numpy's two sums cost 20 µs of the GIL a batch."""
+    for i in range(n):
+        if not math.isfinite(q[i]):
+            return False
+    if n:
+        for j in range(policy.shape[1]):
+            if not math.isfinite(policy[0, j]):
+                return False
+    return True

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from engine import options as opts
-from engine.backend import NetworkOutput
 from engine.search import contempt as ct
 from engine.search.core.rescale import rescale
 from engine.search.params import from_options
@@ -215,11 +214,11 @@ def test_the_network_rows_are_rescaled_by_depth_as_the_scalar_rescaling():
     d = (rng.random(64) * 0.8).astype(F32)
     q = ((rng.random(64) * 2 - 1) * (1 - d)).astype(F32)
     depths = rng.integers(0, 9, 64)
-    out = rescale_.apply(NetworkOutput(np.zeros((64, 1)), q, d, np.zeros(64)), depths)
+    out_q, out_d = rescale_.apply(q, d, depths)
     for i in range(64):
         sign = 1.0 if depths[i] % 2 else -1.0
         v, dd, _ = rescale(-q[i], d[i], 1.3, 0.8, sign, False, 1.4)
-        assert out.q[i] == -v and out.d[i] == dd, i
+        assert out_q[i] == -v and out_d[i] == dd, i
 
 
 def test_wdl_rescale_leaves_extreme_and_value_only_results():
@@ -251,11 +250,11 @@ def test_the_network_values_are_rescaled_for_the_side_that_moved_into_them():
     rescale = ct.for_search(ct.PLAY, ct.WdlRescaleParams(1.0, 0.8), 1.4, 1.0, True, False)
     q = np.full(4, 0.1, np.float32)  # the side to move's value
     d = np.full(4, 0.4, np.float32)
-    out = rescale.apply(NetworkOutput(np.zeros((4, 1)), q, d, np.zeros(4)), np.arange(4))
+    out_q, out_d = rescale.apply(q, d, np.arange(4))
     # depth 0 and 2: White to move, the side contempt favours; depth 1 and 3: Black.
-    assert out.q[0] == out.q[2] > 0.1 and out.q[1] == out.q[3] < 0.1
+    assert out_q[0] == out_q[2] > 0.1 and out_q[1] == out_q[3] < 0.1
     v, dd, _ = _rescaled(-q[:1], d[:1], 1.0, 0.8, -1.0, False, 1.4)
-    assert out.q[0] == -v[0] and out.d[0] == dd[0]
+    assert out_q[0] == -v[0] and out_d[0] == dd[0]
     assert (q == 0.1).all(), "expected the network's arrays untouched"
 
 
@@ -264,9 +263,8 @@ def test_reports_take_the_contempt_back():
     taken back; 0 reports the values the search used."""
     rescale = ct.for_search(ct.PLAY, ct.WdlRescaleParams(1.0, 0.8), 9.0, 1.0, True, False)
     q = np.array([-0.2], np.float32)  # the position after the root's move, its mover's view
-    out = rescale.apply(NetworkOutput(np.zeros((1, 1)), q, np.array([0.5], np.float32),
-                                      np.zeros(1)), np.array([1]))  # fmt: skip
-    used_wl, used_d = -float(out.q[0]), float(out.d[0])
+    out_q, out_d = rescale.apply(q, np.array([0.5], np.float32), np.array([1]))
+    used_wl, used_d = -float(out_q[0]), float(out_d[0])
     assert used_wl > 0.25
     wl, d, _ = rescale.reported(used_wl, used_d)
     # Back within lc0's fast log and logistic (each off the exact by about 1e-3).

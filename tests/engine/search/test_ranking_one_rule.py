@@ -71,3 +71,29 @@ def test_a_mate_is_ranked_first_and_a_mask_keeps_only_allowed_moves():
     count = rank_edges(tree, np.int64(0), 0.0, mask, True, out)
     assert count == k - 1 and root.moves[int(out[0])].uci() != "a1a8"
     assert sorted(out[:count].tolist()) == [i for i in range(k) if mask[i]]
+
+
+def test_the_compiled_pv_follows_the_best_child_at_each_level():
+    """report.principal_variation (one compiled call, core/stoppers.py's pv_moves) is the walk
+    down :func:`_lc0_order` from each root move to the first child not expanded or not visited,
+    the draw score's sign alternating with the depth (DrawScore set, Black to move at the root:
+    the draw score decides ties of visits; the sign taken the other way round fails this)."""
+    from engine.search.report import principal_variation
+
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 3 3")
+    search = Search(RandomNetwork(), from_options({"SmartPruningFactor": 0.0, "DrawScore": 0.4}))
+    search.set_position(board)
+    search.run(Limit(nodes=4000))
+    state = search.state
+    root = state.root
+    walked = 0
+    for first in range(len(root.moves)):
+        expected = [root.move(first)]
+        node, depth = root.child(first), 1
+        while node is not None and node.expanded and node.n > 0:
+            best = _lc0_order(node, state.draw_score(depth))[0]
+            expected.append(node.move(best))
+            node, depth = node.child(best), depth + 1
+        assert principal_variation(state, first) == expected
+        walked += len(expected) - 1
+    assert walked > 2 * len(root.moves)  # the walks went below the root's children
