@@ -32,6 +32,7 @@ from engine.search.timeline import Timeline
 expand_planes = direct(expand_batch)
 sort_policies = direct(cminibatch.sort)
 finite_values = direct(cminibatch.finite_values)
+most_moves = direct(cminibatch.most_moves)
 """The compiled calls of every evaluation, without numba's per-call dispatch."""
 
 
@@ -96,7 +97,7 @@ class Evaluator:
         packed = attributes.packed_input
         legal = None
         if attributes.policy_gather:
-            width = gather_width(int(batch.req["count"][:n].max(initial=0)))
+            width = gather_width(most_moves(batch, n))
             legal = batch.indices[:n, :width]
         if not packed:
             expand_planes(batch.masks, batch.values, batch.planes, 0, n)

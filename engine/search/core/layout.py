@@ -22,12 +22,10 @@ class Layout:
     def __init__(self, array: str, names: str) -> None:
         self.array = array
         self.names: tuple[str, ...] = tuple(names.split())
-        if len(set(self.names)) != len(self.names):
+        self._slots = frozenset(self.names)
+        if len(self._slots) != len(self.names):
             raise ImportError(f"{array}: a slot named twice in {self.names}")
-
-    @property
-    def size(self) -> int:
-        return len(self.names)
+        self.size = len(self.names)
 
     def indices(self, names: str) -> range:
         """The slots' indices, for ``A, B, C = LAYOUT.indices("A B C")``: the names must be
@@ -50,14 +48,14 @@ class Layout:
     def pack(self, **values: int) -> np.ndarray:
         """The array with every slot given by name (all of them: a missing or unknown name is
         a TypeError that names both)."""
-        if set(values) != set(self.names):
+        if values.keys() != self._slots:
             missing = [n for n in self.names if n not in values]
             unknown = [n for n in values if n not in self.names]
             raise TypeError(
                 f"{self.array}: expected values for {self.names}, got {tuple(values)} "
                 f"(missing {missing}, unknown {unknown})"
             )
-        return np.array([int(values[n]) for n in self.names], np.int64)
+        return np.array([values[n] for n in self.names], np.int64)
 
     def read(self, array: np.ndarray) -> dict[str, int]:
         """Each slot's value by name."""

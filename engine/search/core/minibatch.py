@@ -123,3 +123,13 @@ def finite_values(q, n, policy):
             if not math.isfinite(policy[0, j]):
                 return False
     return True
+
+
+@njit(cache=True, nogil=True)
+def most_moves(batch, n):
+    """The most legal moves of the batch's first ``n`` requests (a gathered policy's width):
+    one pass over the records, where numpy's max of the strided field held the GIL 10 µs."""
+    most = 0
+    for i in range(n):
+        most = max(most, batch.req.count[i])
+    return most

@@ -42,6 +42,7 @@ def test_the_search_modules_call_their_compiled_entry_points_directly():
         "expand_planes": rows.expand_batch,
         "sort_policies": minibatch.sort,
         "finite_values": minibatch.finite_values,
+        "most_moves": minibatch.most_moves,
     }
 
 
