@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from engine import options as opts
 from engine.search.contempt import WdlRescale, WdlRescaleParams, for_search, rescale_params
+from engine.search.core.collisions import collision_visits
 
 AUTO_THREADS_MAX = 2
 """Threads 0 (automatic): the host's cores, up to this many search threads. On the 2-core host
@@ -195,7 +194,7 @@ class SearchParams:
         growing as ((size - start) / (end - start)) ** power in between. A small tree gains more
         from one evaluation than from many visits piled onto the few leaves it has."""
         return int(
-            _collision_visits(
+            collision_visits(
                 int(tree_size),
                 self.max_collision_visits_scaling_start,
                 self.max_collision_visits_scaling_end,
@@ -203,21 +202,6 @@ class SearchParams:
                 self.max_collision_visits,
             )
         )
-
-
-@njit(cache=True)
-def _collision_visits(tree_size, start, end, power, most):
-    """:meth:`SearchParams.collision_visit_limit` compiled (asked before every minibatch: numpy's
-    float32 scalars cost 5 µs of the GIL), in lc0's float arithmetic, rounded to the nearest
-    (its Mix(high, 1, share))."""
-    if end <= 0 or tree_size >= end:
-        return most
-    if tree_size <= start:
-        return 1
-    f32 = np.float32
-    share = (f32(tree_size) - f32(start)) / f32(end - start)
-    share = f32(share ** f32(power))
-    return int(math.floor(f32(1.0) + f32(most - 1) * share + 0.5))
 
 
 PARAM_NAMES = tuple(f.name for f in fields(SearchParams))  # type: ignore[arg-type]  # a dataclass made by _defaults_from_options
