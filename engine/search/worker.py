@@ -79,6 +79,15 @@ class SearchWorker:
         self.go, self.tally = go, tally
         self._walk_consts = (np.zeros(5, np.int64), np.zeros(2))
         self._histories: dict[int, np.ndarray] = {}
+        self._max_ooo = max(1, int(params.max_out_of_order_evals_factor * batch_size))
+        """lc0's out-of-order backups a gather may make (MaxOutOfOrderEvalsFactor x the size)."""
+        p, size = params, batch_size
+        self._room = (
+            p.threads * (2 * size + self._max_ooo + p.max_prefetch + 64),
+            p.threads * (self._max_ooo + 2 + max(size, p.max_prefetch)) * MAX_MOVES,
+        )
+        """What every thread's gather or backup at once can add at most (nodes, edges): a
+        gather's new nodes and out-of-order expansions, a batch's edges."""
 
     def prepare(self) -> list[cgather.Batch]:
         """The batch buffers (``Threads`` of them) and the selection's constants for this run;
@@ -115,7 +124,7 @@ class SearchWorker:
         gather at once (grown after ``exclusive``, which returns once no gather runs), and the
         compiled gather's arguments (:func:`run_gather`), which may run beside other threads'."""
         state, res, p = self.state, self.res, self.params
-        size, max_ooo = self.batch_size, self._max_out_of_order()
+        size, max_ooo = self.batch_size, self._max_ooo
         self.make_room(exclusive)
         res.pages.ahead(state.tree.nodes, int(state.tree.count[ctree.NODES]))
         res.pages.ahead(state.tree.edges, int(state.tree.count[ctree.EDGES]))
@@ -164,16 +173,10 @@ class SearchWorker:
         """Room in the tree for every thread's gather or backup at once: what each can add at
         most (a gather's new nodes and out-of-order expansions, a batch's edges), for each
         thread; grown after ``exclusive`` (no gather or backup runs) when short."""
-        p, size, max_ooo = self.params, self.batch_size, self._max_out_of_order()
-        nodes = p.threads * (2 * size + max_ooo + p.max_prefetch + 64)
-        edges = p.threads * (max_ooo + 2 + max(size, p.max_prefetch)) * MAX_MOVES
+        nodes, edges = self._room
         if not ctree.has_room(self.state.tree, nodes, edges):
             exclusive()
             self.state.tree = ctree.reserve(self.state.tree, nodes, edges)
-
-    def _max_out_of_order(self) -> int:
-        """lc0's out-of-order backups a gather may make (MaxOutOfOrderEvalsFactor x the size)."""
-        return max(1, int(self.params.max_out_of_order_evals_factor * self.batch_size))
 
     def _history_of(self, batch: cgather.Batch) -> np.ndarray:
         """The rows a gather into ``batch`` walks with: the game's, then its path's, which it

@@ -110,11 +110,12 @@ def expand_and_backup(shared, batch, q, d, m):
                            batch.priors, q, d, m, batch.order, batch.meta[REQUESTS])  # fmt: skip
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def finite_values(q, n, policy):
     """Whether the batch's first ``n`` values and its first position's policy are all numbers
     (not NaN, not infinite): engine/search/evaluation.py's ``check_values``, in one call where
-    numpy's two sums cost 20 µs of the GIL a batch."""
+    numpy's two sums cost 20 µs of the GIL a batch. It keeps the GIL (a microsecond): letting it
+    go and taking it back would cost more, and wait for the other threads' Python."""
     for i in range(n):
         if not math.isfinite(q[i]):
             return False
@@ -125,10 +126,11 @@ def finite_values(q, n, policy):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def most_moves(batch, n):
     """The most legal moves of the batch's first ``n`` requests (a gathered policy's width):
-    one pass over the records, where numpy's max of the strided field held the GIL 10 µs."""
+    one pass over the records, where numpy's max of the strided field held the GIL 10 µs (it
+    keeps the GIL, as :func:`finite_values`)."""
     most = 0
     for i in range(n):
         most = max(most, batch.req.count[i])
