@@ -334,8 +334,8 @@ class RandomNetwork:
         [N, 112]): the same outputs as for the expanded planes, with the same delay."""
         start = time.perf_counter()
         n = masks.shape[0]
-        q = np.empty(n, np.float32)
-        d = np.empty(n, np.float32)
+        heads = np.zeros((3, n), np.float32)  # q, d and m (no moves-left head: 0) at once
+        q, d, m = heads
         masks = np.ascontiguousarray(masks, np.uint64)
         bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
         if self.lc0:
@@ -349,7 +349,7 @@ class RandomNetwork:
             _evaluate_packed_gathered(masks, bits, _HASH_WORDS, self._seed_word, _LOGITS, _WDL,
                                       legal, policy, q, d)  # fmt: skip
         self._device.run(start)
-        return NetworkOutput(policy=policy, q=q, d=d, m=np.zeros(n, np.float32))
+        return NetworkOutput(policy=policy, q=q, d=d, m=m)
 
     def _lc0_outputs(
         self, masks: np.ndarray, bits: np.ndarray, legal: np.ndarray | None, q: np.ndarray,

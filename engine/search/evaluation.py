@@ -9,8 +9,7 @@ from __future__ import annotations
 import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -36,10 +35,10 @@ most_moves = direct(cminibatch.most_moves)
 """The compiled calls of every evaluation, without numba's per-call dispatch."""
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """One batch's evaluation: its first ``n`` positions, its number in the search (the
-    timeline's), and lc0's PolicyTemperature for its softmax."""
+    timeline's), and lc0's PolicyTemperature for its softmax. A named tuple (frozen; one is made
+    every minibatch, three times faster than a frozen dataclass)."""
 
     batch: cgather.Batch
     n: int
@@ -104,8 +103,11 @@ class Evaluator:
         with self._lock:
             self.on_device[0] += 1
         try:
-            call = functools.partial(self._call, packed, batch, n, legal, job.seq)
-            out = call() if self._device is None else self._device.submit(call).result()
+            if self._device is None:
+                out = self._call(packed, batch, n, legal, job.seq)
+            else:
+                call = functools.partial(self._call, packed, batch, n, legal, job.seq)
+                out = self._device.submit(call).result()
         finally:
             with self._lock:
                 self.on_device[0] -= 1
