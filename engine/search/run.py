@@ -145,16 +145,8 @@ class SearchRun:
         return self.state.stats(self.go, self.tally)
 
     def _set_go(self, go: Go) -> None:
-        """The run's terms with the root's added (before the loop: fixed from then on). The
-        worker's gathers stop at ``go nodes``'s visits; with NodesAsPlayouts those are the
-        root's visits once this run has made that many playouts (each playout is one visit
-        of the root), which the stoppers count as playouts."""
-        self.go = go
-        nodes = go.limit.nodes
-        if self.params.nodes_as_playouts and nodes is not None:
-            limit = dataclasses.replace(go.limit, nodes=go.initial_visits + nodes)
-            go = dataclasses.replace(go, limit=limit)
-        self.worker.go = go
+        """The run's terms with the root's added (before the loop: fixed from then on)."""
+        self.go = self.worker.go = go
 
     def _infos(self) -> list[ThinkingInfo]:
         return make_infos(self.state, self.go, self.tally)

@@ -132,7 +132,6 @@ class SearchWorker:
         ring, written = res.cache.arrays.ring, int(res.cache.arrays.meta[ccache.WRITE])
         res.pages.ahead(ring, min(written, len(ring)))
         collisions_left = p.collision_visit_limit(min(int(state.tree.nodes["n"][0]), remaining))
-        nodes_left = self.go.limit.nodes if self.go.limit.nodes is not None else -1
         pad = res.pad_table(size, p.max_prefetch)
         info, draw_scores = self._walk_consts
         root_filter = self.root_filter(remaining, best)
@@ -148,7 +147,6 @@ class SearchWorker:
             BATCH_SIZE=size,
             MAX_OOO=max_ooo,
             COLLISIONS_LEFT=collisions_left,
-            NODES_LEFT=nodes_left,
         )
         return self._shared(), batch, walk, limits, pad
 
@@ -301,9 +299,7 @@ class SearchWorker:
             res.stop_flag,
             res.evaluator.on_device,
         )
-        limits = cminibatch.GATHER_LIMITS.pack(
-            BATCH_SIZE=1, MAX_OOO=1, COLLISIONS_LEFT=1, NODES_LEFT=-1
-        )
+        limits = cminibatch.GATHER_LIMITS.pack(BATCH_SIZE=1, MAX_OOO=1, COLLISIONS_LEFT=1)
         self._run_gather(batch, walk, limits, np.zeros(2, np.int64))
         n = int(batch.meta[cgather.REQUESTS])
         if n:

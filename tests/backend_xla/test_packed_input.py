@@ -47,7 +47,9 @@ def test_search_visits_equal_with_packed_and_float_planes(packed_maia, plain_mai
     assert not plain_maia.attributes().packed_input
     params = SearchParams(smart_pruning_factor=0.0, minibatch_size=16, threads=1)  # repeatable
     visits = [root_visits(net, params, 300) for net in (packed_maia, plain_maia)]
-    assert sum(visits[0]) == 299 and visits[0] == visits[1]
+    # The search ends with the iteration that reaches 300 (lc0's): a minibatch of 16 and its
+    # out-of-order backups past it at most.
+    assert 299 <= sum(visits[0]) <= 299 + 16 + 38 and visits[0] == visits[1]
 
 
 def test_unpackable_planes_are_refused(packed_maia, maia1100_ref):

@@ -105,5 +105,5 @@ def test_the_option_tells_the_search_and_the_search_is_the_same(maia):
         calls.append(seen)
     assert set(calls[0]) <= set(GATHER_WIDTHS) - {256}  # a middlegame: 33-64 moves a batch
     assert set(calls[1]) == {None}
-    assert sum(visits[0]) == 299 and visits[0] == visits[1]
+    assert 299 <= sum(visits[0]) <= 299 + 16 + 38 and visits[0] == visits[1]  # as lc0's end
     assert gather_policy()._cache_size() == compiled  # nothing compiled during the searches

@@ -120,7 +120,10 @@ def test_bench_searches_lc0s_positions_and_totals(capsys):
     assert "Position: 2/2 r3k2r/p1ppqpb1/" in out and "Position: 3/" not in out
     assert len(re.findall(r"^bestmove \S+$", out, re.M)) == 2
     assert re.search(r"^Benchmark time \d+ ms, \d+ nodes, \d+ nps, move \S+$", out, re.M)
-    assert re.search(r"^Nodes searched  : 60$", out, re.M), out[-300:]
+    # Each search ends with the iteration that reaches its 30 nodes (lc0's): a minibatch of 4
+    # and its out-of-order backups past it at most.
+    total = re.search(r"^Nodes searched  : (\d+)$", out, re.M)
+    assert total and 60 <= int(total[1]) <= 60 + 2 * (4 + 9), out[-300:]
 
 
 def test_bench_with_a_fen_searches_that_position(capsys):

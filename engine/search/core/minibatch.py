@@ -32,13 +32,10 @@ from .gather import (
 )
 from .layout import Layout
 
-GATHER_LIMITS = Layout("gather limits", "BATCH_SIZE MAX_OOO COLLISIONS_LEFT NODES_LEFT")
+GATHER_LIMITS = Layout("gather limits", "BATCH_SIZE MAX_OOO COLLISIONS_LEFT")
 """A gather's limits: the batch's size, its out-of-order backups (lc0's
-MaxOutOfOrderEvalsFactor), the collision visits it may collect, and the nodes the search may
-still start (-1: no node limit)."""
-BATCH_SIZE, MAX_OOO, COLLISIONS_LEFT, NODES_LEFT = GATHER_LIMITS.indices(
-    "BATCH_SIZE MAX_OOO COLLISIONS_LEFT NODES_LEFT"
-)
+MaxOutOfOrderEvalsFactor) and the collision visits it may collect."""
+BATCH_SIZE, MAX_OOO, COLLISIONS_LEFT = GATHER_LIMITS.indices("BATCH_SIZE MAX_OOO COLLISIONS_LEFT")
 
 
 Shared = namedtuple("Shared", "tree params counters cache")
@@ -60,14 +57,12 @@ def gather(shared, batch, walk, limits, pad):
     tree, params, counters, cache = shared
     batch_size, max_ooo = limits[BATCH_SIZE], limits[MAX_OOO]
     collisions_left = limits[COLLISIONS_LEFT]
-    nodes_left = limits[NODES_LEFT]
     batch.meta[:] = 0
     batch.meta[SPREAD] = batch_size > LC0_PICKING_MAX
     for i in range(batch.order.shape[0]):
         batch.order[i] = i
     while True:
-        want = round_visits(tree, params, batch, walk, batch_size, max_ooo, collisions_left,
-                            nodes_left)  # fmt: skip
+        want = round_visits(tree, params, batch, walk, batch_size, max_ooo, collisions_left)
         if want <= 0:
             break
         before_req, before_ooo = batch.meta[REQUESTS], batch.meta[OUT_OF_ORDER_DONE]

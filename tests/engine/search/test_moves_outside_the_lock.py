@@ -8,6 +8,8 @@ from __future__ import annotations
 import chess
 import numpy as np
 
+from tree_checks import ended_at_limit
+
 from engine.backends.random import RandomNetwork
 from engine.board import from_chess_position, to_chess_move
 from engine.board.movegen import has_legal_move
@@ -56,10 +58,10 @@ def test_a_search_leaves_no_request_pending_after_its_gather():
     search = Search(RandomNetwork(), from_options({"Threads": 1, "MinibatchSize": 16}))
     try:
         search.set_position(chess.Board(FENS[1]))
-        search.run(Limit(nodes=300))
+        result = search.run(Limit(nodes=300))
         batch = search.resources.batches[0]
         n = int(batch.meta[gather.REQUESTS])
         assert n > 0 and (batch.req["count"][:n] > 0).all()
-        assert search.root.n == 300
+        assert search.root.n == result.nodes and ended_at_limit(result.nodes, 300, search)
     finally:
         search.close()

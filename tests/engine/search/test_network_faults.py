@@ -79,7 +79,9 @@ def test_a_hanging_network_call_stops_a_node_limited_search(monkeypatch):
     warm.close()
     monkeypatch.setattr(search_module, "NETWORK_STALL_S", 0.3)
     net = HangingNetwork(hang_at=30)
-    search = Search(net, from_options({"SmartPruningFactor": 0.0}))
+    # One search thread: a second one would reach the limit past the hung batch (a gather is
+    # not cut at ``go nodes``, as lc0's), and end the search without the wait.
+    search = Search(net, from_options({"SmartPruningFactor": 0.0, "Threads": 1}))
     board = chess.Board()
     search.set_position(board)
     lines: list[str] = []

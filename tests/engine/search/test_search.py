@@ -16,6 +16,7 @@ from engine.search.core import tree as ctree
 from engine.search.core.params import pack
 from engine.search.core.view import NodeView, puct_terms
 from reference_mcts import lc0_cpuct, lc0_prior, lc0_softmax
+from tree_checks import ended_at_limit
 
 NO_PRUNING = SearchParams(smart_pruning_factor=0.0)
 
@@ -370,12 +371,18 @@ def test_priors_are_softmax_with_policy_temperature():
     assert sum(s.root.p) == pytest.approx(1.0, rel=5e-4)
 
 
-def test_node_limit_is_exact_without_pruning():
+def test_a_node_limit_ends_with_the_iteration_that_reaches_it():
+    """lc0's ``go nodes``: its VisitsStopper is asked between iterations, so the search ends at
+    the limit or past it by its last minibatch (lc0 ends a search of 400 at 399-414 root
+    visits); a search of fewer nodes than its first minibatch holds stops at that minibatch."""
     s = Search(ConstNetwork(), NO_PRUNING)
     s.set_position(chess.Board())
     result = s.run(Limit(nodes=500))
-    assert result.nodes == 500 == s.root.n
-    assert sum(s.root.cnif) == 0 and sum(s.root.cn) == 499
+    assert result.nodes == s.root.n and ended_at_limit(result.nodes, 500, s)
+    assert sum(s.root.cnif) == 0 and sum(s.root.cn) == result.nodes - 1
+    s.set_position(chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"))
+    assert s.run(Limit(nodes=1)).nodes == 1  # the root's own evaluation: one iteration
+    s.close()
 
 
 def test_mate_in_one_found_and_scored():
@@ -661,18 +668,22 @@ def test_collision_limit_scales_with_tree_size_as_lc0():
 
 
 def test_prefetch_fills_small_batches_for_the_cache_only():
-    """MaxPrefetch (lc0's PrefetchIntoCache): small early batches are filled up with likely next
-    positions; they reach the network and the NN cache, while the tree gets exactly the visits
-    asked for, and later visits to those positions are cache hits. (One search thread: with
-    two, which batches come out small depends on timing, and the counts differed by one.)"""
+    """MaxPrefetch (lc0's PrefetchIntoCache): batches of fewer new positions than MaxPrefetch
+    (minibatches of 16) are filled up with likely next positions; they reach the network and
+    the NN cache, while the tree gets only its gathers' visits, and later visits to those
+    positions are cache hits. (One search thread: with two, which batches come out small
+    depends on timing, and the counts differed by one.)"""
     results = {}
     for prefetch in (0, 32):
         net = ConstNetwork(q=0.05)
-        search = Search(net, SearchParams(smart_pruning_factor=0.0, max_prefetch=prefetch, threads=1))
+        params = SearchParams(
+            smart_pruning_factor=0.0, max_prefetch=prefetch, threads=1, minibatch_size=16
+        )
+        search = Search(net, params)
         search.set_position(chess.Board())
         res = search.run(Limit(nodes=300))
         assert res.bestmove in chess.Board().legal_moves
-        assert search.root.n == 300
+        assert search.root.n == res.nodes and ended_at_limit(res.nodes, 300, search)
         _assert_tree_consistent(search.root)
         results[prefetch] = (net.evaluated, len(search.cache), search.root.count_nodes())
         search.close()
@@ -703,7 +714,7 @@ def test_prefetch_fills_the_padding_of_a_padding_backend():
     """A backend that computes each batch padded (compiled sizes; a device whose call costs
     the same whatever its rows) gets its padding filled with prefetched positions, beyond
     MaxPrefetch: those rows cost no network time. MaxPrefetch 0 still turns prefetch off, and
-    the tree gets exactly the visits asked for."""
+    the tree gets the visits of its gathers alone."""
     sizes = {}
     for prefetch in (0, 4):
         net = PaddedNetwork()
@@ -711,8 +722,8 @@ def test_prefetch_fills_the_padding_of_a_padding_backend():
         params = SearchParams(smart_pruning_factor=0.0, max_prefetch=prefetch, threads=1)
         search = Search(net, params)
         search.set_position(chess.Board())
-        search.run(Limit(nodes=400))
-        assert search.root.n == 400
+        res = search.run(Limit(nodes=400))
+        assert search.root.n == res.nodes and ended_at_limit(res.nodes, 400, search)
         _assert_tree_consistent(search.root)
         sizes[prefetch] = net.sizes
         search.close()
@@ -747,13 +758,13 @@ def test_prefetch_fills_a_device_batch_through_cached_positions():
     the NN cache holds but the tree has not expanded, by their cached priors. The third call
     comes when the tree has expanded the root and one child (40 unexpanded children, 19 of
     them cached by the second call), yet it is full: positions two plies below the tree. The
-    tree still gets exactly the visits asked for."""
+    tree still gets the visits of its gathers alone."""
     net = DeviceNetwork()
     params = SearchParams(smart_pruning_factor=0.0, max_prefetch=4, threads=1, minibatch_size=256)
     search = Search(net, params)
     search.set_position(chess.Board())
-    search.run(Limit(nodes=3000))
-    assert search.root.n == 3000
+    res = search.run(Limit(nodes=3000))
+    assert search.root.n == res.nodes and ended_at_limit(res.nodes, 3000, search)
     _assert_tree_consistent(search.root)
     search.close()
     assert net.sizes[:3] == [1, 20, 256], net.sizes

@@ -26,3 +26,20 @@ def check_consistent(tree: ctree.Tree) -> None:
     # An expanded node's visits: its own evaluation, then one child each.
     bad = np.nonzero(nodes["n"][inner] != below[inner] + 1)[0]
     assert bad.size == 0, f"a visit lost or counted twice at {bad.size} nodes"
+
+
+def past_the_limit(search) -> int:
+    """The most visits a ``go nodes`` search may end past its limit: lc0's VisitsStopper is
+    asked between iterations, so the iteration that reaches the limit is finished; each
+    thread's last minibatch and its out-of-order backups (``search``: an
+    engine.search.Search)."""
+    params, attributes = search.resources.params, search.resources.attributes
+    size = params.batch_size(attributes.max_batch, attributes.preferred_batch)
+    out_of_order = max(1, int(params.max_out_of_order_evals_factor * size))
+    return params.threads * (size + out_of_order)
+
+
+def ended_at_limit(nodes: int, limit: int, search) -> bool:
+    """Whether a search of ``go nodes limit`` ended as lc0's does: at the limit or past it by
+    no more than its last iterations (:func:`past_the_limit`)."""
+    return limit <= nodes <= limit + past_the_limit(search)
