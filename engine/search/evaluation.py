@@ -87,11 +87,11 @@ class Evaluator:
         self._device = self._new_device()
 
     def evaluate(self, job: Job) -> Heads:
-        """The network's values (q, d, m) for the job's positions, on the calling thread: their packed
-        planes (the gather's) as they are for a network that takes them, else expanded into the
-        batch's float planes; the network call, given the legal moves' policy indices where the
-        network gathers their logits itself; then each position's moves sorted by prior into the
-        batch (lc0's softmax)."""
+        """The network's values (q, d, m) for the job's positions, on the calling thread: their
+        packed planes (the gather's) as they are for a network that takes them, else expanded
+        into the batch's float planes; the network call, given the legal moves' policy indices
+        where the network gathers their logits itself; then each position's moves sorted by
+        prior into the batch (lc0's softmax)."""
         batch, n, attributes = job.batch, job.n, self.attributes
         packed = attributes.packed_input
         legal = None

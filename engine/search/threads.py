@@ -183,11 +183,12 @@ class SearchThreads:
         with self.nodes:
             while self._exclusives:  # the tree's growth, a probe or the close goes first
                 self.nodes.wait(WAIT_SLICE_S)
+            self.worker.make_room(self._exclusive)  # first: its wait may let the close in
             if self._closed:  # the run ended meanwhile: its close took the batch out of flight
                 return False
             timeline = self.res.timeline
             start = Timeline.now() if timeline is not None else 0.0
-            call = self.worker.begin_backup(batch, heads, self._exclusive)
+            call = self.worker.begin_backup(batch, heads)  # its room check finds the room made
             del self._evaluating[thread]
             if call is None:  # stopped: the batch dropped
                 return False
