@@ -87,6 +87,8 @@ def compile_the_rest() -> None:
     f32 = network_heads(np.zeros(1, np.float32))
     policy = network_heads(np.zeros((1, POLICY_SIZE), np.float32))
     minibatch.sort(batch, policy, batch.indices, 0, 0, 1.0)
+    minibatch.finite_values(f32, 0, policy)
+    minibatch.most_moves(batch, 0)  # a gathered policy's width: a network may never ask it
     minibatch.store_results(cache, batch, f32, f32, f32)
     minibatch.expand_and_backup(minibatch.Shared(t, packed, counters, cache), batch, f32, f32, f32)
     tree.keep_subtree(t, 0)
