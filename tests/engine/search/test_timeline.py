@@ -40,6 +40,12 @@ def test_each_batch_is_gathered_evaluated_and_backed_up_in_order_and_they_overla
     search.run(Limit(nodes=3000))
     batches = search.timeline.batches()
     assert [b.batch for b in batches] == list(range(1, len(batches) + 1))
+    # The run's end takes a batch still on the network out of flight at once (the other thread
+    # may have gathered past the limit: lc0's go nodes ends with its iterations): it has its
+    # gather alone. The rest went through every phase.
+    left = [b for b in batches if b.backup is None]
+    assert len(left) <= 1 and all(b.gather is not None for b in left), left
+    batches = [b for b in batches if b.backup is not None]
     for b in batches:
         assert b.gather is not None and b.device is not None and b.backup is not None
         assert b.gather[0] <= b.gather[1] <= b.device[0] <= b.device[1] <= b.backup[0]
