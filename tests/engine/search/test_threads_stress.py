@@ -228,3 +228,58 @@ def test_a_second_thread_gathers_once_the_collision_budget_holds_a_minibatch(mon
     assert not small, f"gathers of the second thread at {small[:5]} visits (budget below 64)"
     # The budget reaches a minibatch of 64 at about 500 visits (lc0's scaling from 28 to 145,000).
     assert params.collision_visit_limit(480) < 64 <= params.collision_visit_limit(520)
+
+
+def test_a_backup_waiting_for_the_tree_alone_when_the_run_ends_keeps_every_visit(monkeypatch):
+    """A thread back from the network whose backup needs room waits for the other threads'
+    compiled phases (``_exclusive``), letting the nodes lock go; the run may end meanwhile (its
+    limit, a stop), its close taking that batch out of flight. The backup must then see the run
+    closed and touch nothing. Here one room check in three says the tree is full (the wait is
+    then taken as for a growth); checking the close before the room (engine/search/threads.py's
+    ``_iterate``) drops those batches twice when a stop ended the run, and visits stay in flight
+    (4 of 5 runs failed so). The phases are slowed (the waits for them likelier) and the stopped
+    runs rearmed (a stop holds until then)."""
+    from engine.search import threads as threads_module
+    from engine.search import worker as worker_module
+
+    rng = random.Random(SEED + 2)
+    lock = threading.Lock()
+    real_has_room = worker_module.ctree.has_room
+
+    def has_room(tree, nodes, edges):
+        with lock:
+            full = rng.random() < 1 / 3
+        return not full and real_has_room(tree, nodes, edges)
+
+    def slow(phase):
+        def run(call):  # the compiled phase takes longer: the wait for it is likelier
+            time.sleep(rng.random() * 0.002)
+            phase(call)
+
+        return run
+
+    monkeypatch.setattr(worker_module.ctree, "has_room", has_room)
+    monkeypatch.setattr(threads_module, "run_gather", slow(threads_module.run_gather))
+    monkeypatch.setattr(threads_module, "run_backup", slow(threads_module.run_backup))
+    net = JitteredNetwork(SEED + 2)
+    search = Search(net, from_options({"Threads": 8, "MinibatchSize": 2, "MaxPrefetch": 0,
+                                       "SmartPruningFactor": 0.0}))  # fmt: skip
+    try:
+        search.set_position(chess.Board())
+        for round_ in range(48):
+            before = search.root.n
+            if round_ % 3:
+                stop = threading.Timer(rng.random() * 0.02, search.stop)
+                stop.start()
+                result = search.run(Limit(infinite=True))
+                stop.join()
+                search.rearm()  # the next run searches on
+            else:
+                limit = before + rng.randrange(20, 300)
+                result = search.run(Limit(nodes=limit))
+                assert ended_at_limit(result.nodes, limit, search), (round_, result.nodes, limit)
+            search.state.changed()
+            check_consistent(search.state.tree)
+            assert search.root.n == result.nodes, round_
+    finally:
+        search.close()
