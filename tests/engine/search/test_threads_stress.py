@@ -57,10 +57,15 @@ def test_every_visit_is_accounted_for_after_searches_and_stops():
             search.params = from_options(_options(rng))
             before = search.root.n
             if round_ % 3 == 2:  # go infinite, stopped at a random moment
-                threading.Timer(rng.random() * 0.05, search.stop).start()
+                stop = threading.Timer(rng.random() * 0.05, search.stop)
+                stop.start()
                 result = search.run(Limit(infinite=True))
+                stop.join()
+                search.rearm()  # a stop holds until then: the next run searches on
             else:
-                result = search.run(Limit(nodes=before + rng.randrange(200, 1500)))
+                limit = before + rng.randrange(200, 1500)
+                result = search.run(Limit(nodes=limit))
+                assert ended_at_limit(result.nodes, limit, search), (round_, result.nodes, limit)
             search.state.changed()
             check_consistent(search.state.tree)
             root = search.root
