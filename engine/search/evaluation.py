@@ -168,17 +168,12 @@ Heads = tuple[np.ndarray, np.ndarray, np.ndarray]
 """A batch's q, d and m as the compiled calls take them (:func:`network_heads`)."""
 
 
-def heads_of(out: NetworkOutput) -> Heads:
-    """The output's q, d and m as the compiled calls take them, made once a batch: read-only
-    contiguous float32 whatever the backend returns (XLA's CPU buffers are read-only, a numpy
-    backend's are not); the calls skip numba's dispatch, so their argument types must never
-    change (engine/search/core/calls.py)."""
-    return network_heads(out.q), network_heads(out.d), network_heads(out.m)
-
-
 def network_heads(values: np.ndarray) -> np.ndarray:
-    """A head's values as the compiled backup takes them: contiguous float32, read-only (a view
-    when they already are; numba types a read-only array apart from a writable one)."""
+    """A head's values as the compiled backup takes them, made once a batch: contiguous float32,
+    read-only, whatever the backend returns (XLA's CPU buffers are read-only, a numpy backend's
+    are not; a view when they already are). The compiled calls skip numba's dispatch, so their
+    argument types must never change (engine/search/core/calls.py), and numba types a read-only
+    array apart from a writable one."""
     out = np.ascontiguousarray(values, np.float32).view()
     out.flags.writeable = False
     return out
