@@ -11,7 +11,11 @@ import numpy as np
 
 from engine import options as opts
 from engine.search.contempt import WdlRescale, WdlRescaleParams, for_search, rescale_params
+from engine.search.core.calls import direct
 from engine.search.core.collisions import collision_visits
+
+_collision_visits = direct(collision_visits)
+"""Asked before every minibatch: without numba's per-call dispatch."""
 
 AUTO_THREADS_MAX = 2
 """Threads 0 (automatic): the host's cores, up to this many search threads. On the 2-core host
@@ -194,7 +198,7 @@ class SearchParams:
         growing as ((size - start) / (end - start)) ** power in between. A small tree gains more
         from one evaluation than from many visits piled onto the few leaves it has."""
         return int(
-            collision_visits(
+            _collision_visits(
                 int(tree_size),
                 self.max_collision_visits_scaling_start,
                 self.max_collision_visits_scaling_end,

@@ -108,8 +108,10 @@ class SearchThreads:
         free again, so a gather that collided with them looks again rather than ending."""
         self._done = threading.Event()
         self._grown = threading.Event()
-        """The tree has outgrown :meth:`_small_tree` (or the run is over): a wake-up at every
-        backup took the GIL from the one thread gathering (500 nodes: 7.4 ms against 3.6)."""
+        """The tree has outgrown :meth:`_small_tree`, the run is over, or one thread runs (none
+        waits); an event: a wake-up at every backup cost 500 nodes 7.4 ms against 3.6."""
+        if worker.params.threads <= 1:
+            self._grown.set()
 
     def run(self, watch: Callable[[], bool], slice_s: float) -> None:
         """Start the threads, then call ``watch`` (nodes lock held) every ``slice_s`` until the
@@ -188,7 +190,7 @@ class SearchThreads:
                 return False
             timeline = self.res.timeline
             start = Timeline.now() if timeline is not None else 0.0
-            call = self.worker.begin_backup(batch, heads)  # its room check finds the room made
+            call = self.worker.begin_backup(batch, heads)
             del self._evaluating[thread]
             if call is None:  # stopped: the batch dropped
                 return False
@@ -235,10 +237,9 @@ class SearchThreads:
         return True, n, seq
 
     def _small_tree(self) -> bool:
-        """Whether the run goes on with a tree so small that its collision budget (lc0's
-        MaxCollisionVisits scaled by the tree's size) is below a minibatch: a gather then ends
-        at its first collisions, and a second thread's gather only meets the first's leaves (a
-        2,000-node search took 13-50 ms with two threads each gathering, 11-12 with one)."""
+        """Whether the run goes on with a tree whose collision budget (lc0's, scaled by its
+        size) is below a minibatch: a second thread's gather would meet only the first's leaves
+        (a 2,000-node search took 13-50 ms with two threads each gathering, 11-12 with one)."""
         if self._over or self.res.state.stop.is_set():
             return False
         w = self.worker
@@ -246,10 +247,9 @@ class SearchThreads:
 
     def _throttle(self, too_fast: Callable[[], bool]) -> None:
         """Wait (unlocked) while the run goes on and ``too_fast`` (read under the lock) holds."""
-        stop = self.res.state.stop
         while True:
             with self.nodes:
-                if self._over or stop.is_set() or not too_fast():
+                if self._over or self.res.state.stop.is_set() or not too_fast():
                     return
             time.sleep(NPS_LIMIT_WAIT_S)
 

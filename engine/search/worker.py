@@ -216,24 +216,21 @@ class SearchWorker:
     def process(self, batch: cgather.Batch, heads: Heads) -> None:
         """Expand the batch's leaves with the network's values and back them up (or drop the
         batch when the search was stopped meanwhile), on this thread alone."""
+        self.make_room(_alone)
         call = self.begin_backup(batch, heads)
         if call is not None:
             run_backup(call)
             self.tally.batches += 1
 
-    def begin_backup(
-        self, batch: cgather.Batch, heads: Heads, exclusive: Callable[[], None] = _alone
-    ) -> BackupCall | None:
-        """A backup's first part (under the nodes lock): room in the tree (as
-        :meth:`begin_gather`) and the compiled backup's arguments (:func:`run_backup`, which may
-        run beside other threads' gathers and backups); None when the search was stopped
-        meanwhile (the batch dropped)."""
+    def begin_backup(self, batch: cgather.Batch, heads: Heads) -> BackupCall | None:
+        """A backup's first part (under the nodes lock, the tree's room made: :meth:`make_room`):
+        the compiled backup's arguments (:func:`run_backup`, which may run beside other threads'
+        gathers and backups); None when the search was stopped meanwhile (the batch dropped)."""
         state = self.state
         n = int(batch.meta[cgather.REQUESTS])
         if state.stop.is_set():
             self.abandon(batch)
             return None
-        self.make_room(exclusive)
         # lc0's network_evaluations_ (eps): the batch's requests less the prefetched (node -1).
         self.tally.evaluations += n - int(batch.meta[cgather.PREFETCHED])
         return self._shared(), batch, *heads
