@@ -46,6 +46,26 @@ def _options(rng: random.Random) -> dict:
     }
 
 
+def _go(search: Search, rng: random.Random, stopped: bool, within_s: float, more: tuple[int, int]):
+    """One run: ``go infinite`` stopped at a random moment within ``within_s`` (then rearmed: a
+    stop holds until then), else ``go nodes`` a random ``more`` past the root's visits, which
+    must end as lc0's; after it the tree is whole and the root holds the run's nodes."""
+    if stopped:
+        stop = threading.Timer(rng.random() * within_s, search.stop)
+        stop.start()
+        result = search.run(Limit(infinite=True))
+        stop.join()
+        search.rearm()
+    else:
+        limit = search.root.n + rng.randrange(*more)
+        result = search.run(Limit(nodes=limit))
+        assert ended_at_limit(result.nodes, limit, search), (result.nodes, limit)
+    search.state.changed()
+    check_consistent(search.state.tree)
+    assert search.root.n == result.nodes
+    return result
+
+
 def test_every_visit_is_accounted_for_after_searches_and_stops():
     rng = random.Random(SEED)
     net = JitteredNetwork(SEED)
@@ -55,21 +75,7 @@ def test_every_visit_is_accounted_for_after_searches_and_stops():
         search.set_position(board)
         for round_ in range(24):
             search.params = from_options(_options(rng))
-            before = search.root.n
-            if round_ % 3 == 2:  # go infinite, stopped at a random moment
-                stop = threading.Timer(rng.random() * 0.05, search.stop)
-                stop.start()
-                result = search.run(Limit(infinite=True))
-                stop.join()
-                search.rearm()  # a stop holds until then: the next run searches on
-            else:
-                limit = before + rng.randrange(200, 1500)
-                result = search.run(Limit(nodes=limit))
-                assert ended_at_limit(result.nodes, limit, search), (round_, result.nodes, limit)
-            search.state.changed()
-            check_consistent(search.state.tree)
-            root = search.root
-            assert root.n == before + (result.nodes - before), round_
+            result = _go(search, rng, round_ % 3 == 2, 0.05, (200, 1500))
             assert result.bestmove in board.legal_moves, round_
             if round_ % 4 == 3:  # the game goes on: the tree below the move is kept
                 board.push(result.bestmove)
@@ -242,7 +248,7 @@ def test_a_backup_waiting_for_the_tree_alone_when_the_run_ends_keeps_every_visit
     closed and touch nothing. Here one room check in three says the tree is full (the wait is
     then taken as for a growth); checking the close before the room (engine/search/threads.py's
     ``_iterate``) drops those batches twice when a stop ended the run, and visits stay in flight
-    (4 of 5 runs failed so). The phases are slowed (the waits for them likelier) and the stopped
+    (9 of 10 runs failed so). The phases are slowed (the waits for them likelier) and the stopped
     runs rearmed (a stop holds until then)."""
     from engine.search import threads as threads_module
     from engine.search import worker as worker_module
@@ -272,19 +278,6 @@ def test_a_backup_waiting_for_the_tree_alone_when_the_run_ends_keeps_every_visit
     try:
         search.set_position(chess.Board())
         for round_ in range(48):
-            before = search.root.n
-            if round_ % 3:
-                stop = threading.Timer(rng.random() * 0.02, search.stop)
-                stop.start()
-                result = search.run(Limit(infinite=True))
-                stop.join()
-                search.rearm()  # the next run searches on
-            else:
-                limit = before + rng.randrange(20, 300)
-                result = search.run(Limit(nodes=limit))
-                assert ended_at_limit(result.nodes, limit, search), (round_, result.nodes, limit)
-            search.state.changed()
-            check_consistent(search.state.tree)
-            assert search.root.n == result.nodes, round_
+            _go(search, rng, round_ % 3 != 0, 0.02, (20, 300))
     finally:
         search.close()
