@@ -11,14 +11,19 @@ from conftest import REPO_ROOT
 
 
 @pytest.mark.slow
-def test_prints_each_settings_median_and_its_ratio_to_the_first():
+def test_prints_each_settings_median_its_ratio_to_the_first_and_the_ceiling():
     proc = subprocess.run(
         [str(REPO_ROOT / "bin" / "perf" / "threads"), "--threads", "1,2", "--nodes", "300",
-         "--repeats", "1", "--minibatch-size", "8"],
+         "--repeats", "1", "--minibatch-size", "8", "--ceiling"],
         capture_output=True, text=True, timeout=600, cwd="/",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    rows = re.findall(r"xlazero\s+Threads (\d): +(\d+) nodes/s +\(x([\d.]+) our Threads 1\)",
-                      proc.stdout)  # fmt: skip
+    rows = re.findall(r"xlazero\s+Threads (\d): +(\d+) nodes/s +\(x([\d.]+) our Threads 1; "
+                      r"round by round x([\d.]+)\)", proc.stdout)  # fmt: skip
     assert [r[0] for r in rows] == ["1", "2"], proc.stdout
-    assert all(int(r[1]) > 0 for r in rows) and rows[0][2] == "1.00", proc.stdout
+    assert all(int(r[1]) > 0 for r in rows) and rows[0][2] == rows[0][3] == "1.00", proc.stdout
+    # Two engines at Threads 1 searched at once: their nodes/s together, and Threads 2 against it.
+    together = re.search(r"two of ours at Threads 1 at once: +(\d+) nodes/s together", proc.stdout)
+    assert together and int(together.group(1)) > 0, proc.stdout
+    share = re.search(r"Threads 2 / two at once, round by round: x([\d.]+)", proc.stdout)
+    assert share and float(share.group(1)) > 0, proc.stdout
