@@ -86,9 +86,11 @@ def test_probe_on_a_stand_in_engine(tmp_path):
 
 @pytest.mark.slow
 def test_probe_on_the_engine(tmp_path):
-    """The real engine, random backend, a 1 MB limit (2,500 nodes): reached at once."""
+    """The real engine, random backend, a 1 MB limit: reached at once. RamLimitMb counts the NN
+    cache's table whole (as lc0 counts its cache), 6.4 MB at the default NNCacheSize: a small
+    cache (64 kB) leaves the tree most of the megabyte (thousands of nodes)."""
     out, rows = run_probe(
-        f"{REPO_ROOT / 'bin' / 'xlazero'} --backend=random",
+        f"{REPO_ROOT / 'bin' / 'xlazero'} --backend=random --nncache=2000",
         tmp_path,
         "--ram-limit-mb", "1", "--seconds", "6",
         timeout=120,
