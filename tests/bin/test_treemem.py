@@ -88,11 +88,12 @@ def test_probe_on_a_stand_in_engine(tmp_path):
 def test_probe_on_the_engine(tmp_path):
     """The real engine, random backend, a 1 MB limit: reached at once. RamLimitMb counts the NN
     cache's table whole (as lc0 counts its cache), 6.4 MB at the default NNCacheSize: a small
-    cache (64 kB) leaves the tree most of the megabyte (thousands of nodes)."""
+    cache (64 kB) leaves the tree most of the megabyte (thousands of nodes). Stopped, the search
+    reports its nodes every 5 s (lc0's heartbeat): 12 s let the count settle for the probe."""
     out, rows = run_probe(
         f"{REPO_ROOT / 'bin' / 'xlazero'} --backend=random --nncache=2000",
         tmp_path,
-        "--ram-limit-mb", "1", "--seconds", "6",
+        "--ram-limit-mb", "1", "--seconds", "12",
         timeout=120,
     )  # fmt: skip
     assert len(rows) >= 5
