@@ -312,7 +312,7 @@ class SearchThreads:
     def _close(self) -> set[threading.Thread]:
         """End the run: the threads leave; the batches still on the network are taken out of
         flight now and their buffers left to their threads, which are returned (the next run
-        gathers into new buffers)."""
+        gathers into a buffer once its thread has gone: ``Resources.retire_batches``)."""
         with self.nodes:
             self.end()
             self._closed = True
@@ -321,7 +321,7 @@ class SearchThreads:
             self._evaluating.clear()
             for batch, _since in on_network.values():
                 self.worker.abandon(batch)
-            self.res.retire_batches([batch for batch, _since in on_network.values()])
+            self.res.retire_batches((batch, t) for t, (batch, _since) in on_network.items())
             self.res.state.changed()
         return set(on_network)
 

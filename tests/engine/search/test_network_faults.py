@@ -95,9 +95,9 @@ def test_a_hanging_network_call_stops_a_node_limited_search(monkeypatch):
         # The hung call's worker still holds its batch, and writes into it once it returns
         # (here during the next search): the next search gathers into other buffers.
         assert net.hung_planes is not None
-        assert not any(b.planes is net.hung_planes for b in search.resources.batches)
         threading.Timer(0.05, net.release.set).start()
         again = search.run(Limit(nodes=3000), on_verbose=lines.extend)
+        assert not any(b.planes is net.hung_planes for b in search.resources.batches)
         assert again.nodes >= 3000 and not lines, lines
         assert again.bestmove in board.legal_moves
         _assert_moves_legal(search)
