@@ -36,6 +36,7 @@ from engine.search.resources import Resources
 gather_minibatch = direct(cminibatch.gather)
 store_results = direct(cminibatch.store_results)
 expand_and_backup = direct(cminibatch.expand_and_backup)
+release_collisions = direct(cminibatch.release_collisions)
 """The compiled calls of every minibatch, without numba's per-call dispatch."""
 
 _ALL_MOVES = np.zeros(0, np.uint8)
@@ -119,6 +120,7 @@ class SearchWorker:
         remaining: float = math.inf,
         best: int = -1,
         exclusive: Callable[[], None] = _alone,
+        keep_collisions: bool = False,
     ) -> GatherCall:
         """A gather's first part (under the nodes lock): room in the tree for every thread's
         gather at once (grown after ``exclusive``, which returns once no gather runs), and the
@@ -147,6 +149,7 @@ class SearchWorker:
             BATCH_SIZE=size,
             MAX_OOO=max_ooo,
             COLLISIONS_LEFT=collisions_left,
+            KEEP_COLLISIONS=int(keep_collisions),
         )
         return self._shared(), batch, walk, limits, pad
 
@@ -167,6 +170,13 @@ class SearchWorker:
             ooo += hits
         return requests, ooo
 
+    def small_tree(self) -> bool:
+        """Whether the tree's collision budget (lc0's, scaled by its size) is below a minibatch:
+        a second thread's gather would meet only the first's leaves (a 2,000-node search took
+        13-50 ms with two threads each gathering, 11-12 with one)."""
+        n = int(self.state.tree.nodes["n"][0])
+        return self.params.collision_visit_limit(n) < self.batch_size
+
     def make_room(self, exclusive: Callable[[], None]) -> None:
         """Room in the tree for every thread's gather or backup at once: what each can add at
         most (a gather's new nodes and out-of-order expansions, a batch's edges), for each
@@ -183,13 +193,6 @@ class SearchWorker:
         if hist is None or hist.shape != self.res.hist.shape:
             hist = self._histories[id(batch)] = self.res.hist.copy()
         return hist
-
-    def _run_gather(
-        self, batch: cgather.Batch, walk: cgather.Walk, limits: np.ndarray, pad: np.ndarray
-    ) -> None:
-        """The compiled gather into ``batch``; ``limits``: int64 [cminibatch.GATHER_LIMITS],
-        ``pad``: the prefetch table (int64)."""
-        gather_minibatch(self._shared(), batch, walk, limits, pad)
 
     def _shared(self) -> cminibatch.Shared:
         """The arrays every minibatch shares, as the compiled entry points take them (the tree's
@@ -234,6 +237,10 @@ class SearchWorker:
         # lc0's network_evaluations_ (eps): the batch's requests less the prefetched (node -1).
         self.tally.evaluations += n - int(batch.meta[cgather.PREFETCHED])
         return self._shared(), batch, *heads
+
+    def release_collisions(self, batch: cgather.Batch) -> None:
+        """The collisions a gather kept in flight (``keep_collisions``) out of flight."""
+        release_collisions(self.state.tree, batch)
 
     def abandon(self, batch: cgather.Batch) -> None:
         """Drop an unfinished batch: its visits out of flight."""
@@ -296,8 +303,10 @@ class SearchWorker:
             res.stop_flag,
             res.evaluator.on_device,
         )
-        limits = cminibatch.GATHER_LIMITS.pack(BATCH_SIZE=1, MAX_OOO=1, COLLISIONS_LEFT=1)
-        self._run_gather(batch, walk, limits, np.zeros(2, np.int64))
+        limits = cminibatch.GATHER_LIMITS.pack(
+            BATCH_SIZE=1, MAX_OOO=1, COLLISIONS_LEFT=1, KEEP_COLLISIONS=0
+        )
+        run_gather((self._shared(), batch, walk, limits, np.zeros(2, np.int64)))
         n = int(batch.meta[cgather.REQUESTS])
         if n:
             try:

@@ -536,10 +536,10 @@ def _release(tree, node):
 @njit(cache=True)
 def _collision(tree, batch, node, k):
     """``k`` of the visits handed to ``node`` collide there: in flight on its path above it
-    until the gather ends (:func:`cancel_collision`), not at ``node`` itself, as lc0's (its
-    TryStartScoreUpdate puts one visit at most in flight on a leaf or a terminal: a new
-    leaf's, and its collisions do not make it look more visited to the next picks); at
-    ``node`` too when the batch spreads its visits (:data:`LC0_PICKING_MAX`)."""
+    until the gather ends or, kept, a backup (:func:`cancel_collision`), not at ``node``
+    itself, as lc0's (its TryStartScoreUpdate puts one visit at most in flight on a leaf or a
+    terminal: a new leaf's, and its collisions do not make it look more visited to the next
+    picks); at ``node`` too when the batch spreads its visits (:data:`LC0_PICKING_MAX`)."""
     if tree.nodes.parent[node] >= 0 and not batch.meta[SPREAD]:  # the root's: never in flight
         fetch_add(tree.nodes.nif, node, -k)
     c = batch.meta[COLLISIONS]
@@ -1090,10 +1090,11 @@ def round_end(tree, batch, walk, want, before_req, before_ooo, first, collisions
 
 
 @njit(cache=True)
-def gather_end(tree, params, cache, batch, walk, pad):
+def gather_end(tree, params, cache, batch, walk, pad, keep):
     """A gather's last step: a minibatch cut short filled up to ``pad[requests]`` with
-    prefetched positions, then its collisions out of flight (lc0's stay in flight until the
-    backup: its prefetch scores the children with them)."""
+    prefetched positions (lc0's prefetch scores the children with the collisions in flight),
+    then, unless ``keep``, its collisions out of flight (:func:`cancel_collisions`; kept, they
+    stay until a backup, as lc0's shared collisions)."""
     requests = batch.meta[REQUESTS]
     target = pad[min(requests, pad.shape[0] - 1)]
     if 0 < requests < target and walk.stop[0] == 0:
@@ -1105,5 +1106,12 @@ def gather_end(tree, params, cache, batch, walk, pad):
             mode = PREFETCH_PADDING
         prefetch(tree, params, cache, batch, walk, target - requests, I(mode))
         batch.meta[PREFETCHED] = batch.meta[REQUESTS] - requests
-    for c in range(batch.meta[COLLISIONS]):  # the count stays: the records, for the tests
+    if not keep:
+        cancel_collisions(tree, batch)
+
+
+@njit(cache=True)
+def cancel_collisions(tree, batch):
+    """The batch's collisions out of flight (the count stays: the records, for the tests)."""
+    for c in range(batch.meta[COLLISIONS]):
         cancel_collision(tree, batch, c)

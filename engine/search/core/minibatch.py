@@ -24,6 +24,7 @@ from .gather import (
     OUT_OF_ORDER_DONE,
     REQUESTS,
     SPREAD,
+    cancel_collisions,
     encode_requests,
     gather_end,
     round_end,
@@ -32,10 +33,13 @@ from .gather import (
 )
 from .layout import Layout
 
-GATHER_LIMITS = Layout("gather limits", "BATCH_SIZE MAX_OOO COLLISIONS_LEFT")
+GATHER_LIMITS = Layout("gather limits", "BATCH_SIZE MAX_OOO COLLISIONS_LEFT KEEP_COLLISIONS")
 """A gather's limits: the batch's size, its out-of-order backups (lc0's
-MaxOutOfOrderEvalsFactor) and the collision visits it may collect."""
-BATCH_SIZE, MAX_OOO, COLLISIONS_LEFT = GATHER_LIMITS.indices("BATCH_SIZE MAX_OOO COLLISIONS_LEFT")
+MaxOutOfOrderEvalsFactor), the collision visits it may collect, and whether its collisions
+stay in flight after it (1: until :func:`release_collisions`, lc0's shared collisions)."""
+BATCH_SIZE, MAX_OOO, COLLISIONS_LEFT, KEEP_COLLISIONS = GATHER_LIMITS.indices(
+    "BATCH_SIZE MAX_OOO COLLISIONS_LEFT KEEP_COLLISIONS"
+)
 
 
 Shared = namedtuple("Shared", "tree params counters cache")
@@ -72,10 +76,16 @@ def gather(shared, batch, walk, limits, pad):
                                     collisions_left)  # fmt: skip
         if collisions_left <= 0:
             break
-    gather_end(tree, params, cache, batch, walk, pad)
+    gather_end(tree, params, cache, batch, walk, pad, limits[KEEP_COLLISIONS] != 0)
     encode_requests(batch.req, batch.rows, batch.window, batch.moves, batch.indices,
                     walk.info[FORMAT], walk.info[FILL], batch.masks, batch.values,
                     batch.meta[REQUESTS])  # fmt: skip
+
+
+@njit(cache=True, nogil=True, **UNCOUNTED)
+def release_collisions(tree, batch):
+    """The collisions a gather kept in flight (``KEEP_COLLISIONS``) out of flight."""
+    cancel_collisions(tree, batch)
 
 
 @njit(cache=True, nogil=True)

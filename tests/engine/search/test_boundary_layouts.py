@@ -95,6 +95,7 @@ def test_no_source_indexes_a_packed_array_by_number():
                 minibatch.BATCH_SIZE,
                 minibatch.MAX_OOO,
                 minibatch.COLLISIONS_LEFT,
+                minibatch.KEEP_COLLISIONS,
             ),
         ),  # fmt: skip
     ],

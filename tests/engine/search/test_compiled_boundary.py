@@ -39,6 +39,7 @@ def test_the_search_modules_call_their_compiled_entry_points_directly():
         "gather_minibatch": minibatch.gather,
         "store_results": minibatch.store_results,
         "expand_and_backup": minibatch.expand_and_backup,
+        "release_collisions": minibatch.release_collisions,
         "expand_planes": rows.expand_batch,
         "sort_policies": minibatch.sort,
         "finite_values": minibatch.finite_values,
