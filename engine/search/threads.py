@@ -7,13 +7,14 @@ the other threads' gathers and backups) → Syzygy probes of the candidates it f
 gather or backup running) → evaluate (its own network call, unlocked: the compiled encoding and
 sort and the backend's call release the GIL) → expand and back up (compiled, without the lock,
 beside the others), then every batch's collisions out of flight (lock; a gather leaves its own
-in flight until then, lc0's shared collisions: :class:`SharedCollisions`). lc0 picks and backs up under one nodes mutex; here the compiled phases share
-the tree through atomics instead (two threads selecting under one lock topped out at x1.2 of one
-thread on two cores, the lock held 83 % of the time): a visit in flight is an atomic add to
-``nif``, a leaf is claimed (PENDING) by one gather, a child or a node's block of kids is made by
-the thread that claims its slot, an expansion publishes its edges before its edge count, and the
-values along a path (n, wl, d, m, the counters) change under one spin lock (core/tree.py's
-``lock_values``, core/gather.py's ``_claim``, core/backup.py). What needs the tree alone (its
+in flight until then, lc0's shared collisions: :class:`SharedCollisions`). lc0 picks and backs
+up under one nodes mutex; here the compiled phases share the tree through atomics instead (two
+threads selecting under one lock topped out at x1.2 of one thread on two cores, the lock held
+83 % of the time): a visit in flight is an atomic add to ``nif``, a leaf is claimed (PENDING) by
+one gather, a child or a node's block of kids is made by the thread that claims its slot, an
+expansion publishes its edges before its edge count, and the values along a path (n, wl, d, m,
+the counters) change under one spin lock (core/tree.py's ``lock_values``, core/gather.py's
+``_claim``, core/backup.py). What needs the tree alone (its
 growth, which replaces the arrays; a probe's backups; the run's close) waits for the compiled
 phases to end (:meth:`SearchThreads._exclusive`), and none starts meanwhile. A run's end takes
 the batches still on the network out of flight at once (a stop does not wait for a network
@@ -333,7 +334,7 @@ class SharedCollisions:
     """lc0's shared collisions (``Search::shared_collisions_``): the batches gathered whose
     collision visits stay in flight, under the nodes lock, until the next backup, whoever's
     (lc0's ``CancelSharedCollisions``), so that the other threads' gathers meanwhile see those
-    paths busy (two threads: 4 % more nodes/s than taking them out at the gather's end).
+    paths busy (two threads: 5 % more nodes/s than taking them out at the gather's end).
     ``release_collisions``: the compiled call that takes a batch's out of flight."""
 
     def __init__(self, release_collisions: Callable[[cgather.Batch], None]) -> None:
