@@ -1,12 +1,14 @@
-"""A run's info and verbose lines, made under the nodes lock and sent after it is let go.
+"""A run's info and verbose lines, queued under the nodes lock and made and sent after it is let go.
 
 lc0 builds and sends its info lines under the nodes mutex (classic/search.cc MaybeOutputInfo),
-which costs it microseconds; here sending means formatting the lines in Python and writing them
-to the GUI's pipe, about a third of a millisecond a report, while the other search threads wait
-for the lock (two threads through UCI lost 5-7 % of their nodes/s to it). The lines are made
-where lc0 makes them, in its order, and queued; the thread that made them sends them once it
-has let the lock go (:meth:`Outbox.flush`), one sender at a time, so they leave in the order they
-were made whichever thread sends them.
+which costs it microseconds; here making a report (the principal variations, scores and counters,
+in Python: about 80 µs) and sending it (formatting the lines and writing them to the GUI's pipe,
+about a third of a millisecond) would hold the lock while the other search threads wait for it
+(two threads through UCI lost 5-7 % of their nodes/s to the sending, 2-3 % more to the making).
+A report is queued where lc0 makes it, in its order (:meth:`Outbox.put`, or :meth:`Outbox.later`
+for lines read from the tree when sent); the thread that queued it makes and sends it once it has
+let the lock go (:meth:`Outbox.flush`), one sender at a time, so reports leave in the order they
+were queued whichever thread sends them.
 """
 
 from __future__ import annotations
@@ -18,24 +20,45 @@ from typing import Any
 
 
 class Outbox:
-    """The lines of one run in the order they were made (``put`` under the nodes lock), each with
-    the callback that sends it (the run's ``on_info`` or ``on_verbose``)."""
+    """The lines of one run in the order they were queued (under the nodes lock), each with the
+    callback that sends it (the run's ``on_info`` or ``on_verbose``)."""
 
     def __init__(self) -> None:
-        self._queue: deque[tuple[Callable[[Any], None], Any]] = deque()
+        self._queue: deque[tuple[Callable[[Any], None], Any, bool]] = deque()
         self._sending = threading.Lock()
         """One sender at a time: a report taken from the queue leaves before the next."""
 
-    def put(self, send: Callable[[Any], None], lines: Any) -> None:
-        """Queue ``lines`` for ``send`` (made under the nodes lock, so in the run's order)."""
-        self._queue.append((send, lines))
+    def __bool__(self) -> bool:
+        """Whether lines are queued."""
+        return bool(self._queue)
 
-    def flush(self) -> None:
-        """Send what is queued, in order (without the nodes lock); a callback's exception is the
-        caller's, as a direct call's would be (what is left stays queued)."""
+    def put(self, send: Callable[[Any], None], lines: Any) -> None:
+        """Queue ``lines`` for ``send`` (under the nodes lock, so in the run's order)."""
+        self._queue.append((send, lines, False))
+
+    def later(self, send: Callable[[Any], Any], make: Callable[[], Any]) -> None:
+        """Queue the lines ``make`` returns when they are sent (without the nodes lock: it reads
+        the tree as it is then); nothing is sent when it returns none."""
+        self._queue.append((send, make, True))
+
+    def flush(self, unlocking: threading.Condition | None = None) -> None:
+        """Make and send what is queued, in order (without the nodes lock: ``unlocking``, the
+        lock the caller holds, let go meanwhile); a callback's exception is the caller's, as a
+        direct call's would be (what is left stays queued)."""
         if not self._queue:
+            return
+        if unlocking is not None:
+            unlocking.release()
+            try:
+                self.flush()
+            finally:
+                unlocking.acquire()
             return
         with self._sending:
             while self._queue:
-                send, lines = self._queue.popleft()
+                send, lines, made_now = self._queue.popleft()
+                if made_now:
+                    lines = lines()
+                    if not lines:
+                        continue
                 send(lines)

@@ -77,7 +77,7 @@ class SearchRun:
         """The run's terms; :meth:`execute` adds the root's (tablebases, searchmoves) once."""
         self.tally = Tally()
         self.on_info, self.on_verbose = on_info, on_verbose
-        self.outbox = Outbox()  # the lines made under the nodes lock, sent once it is let go
+        self.outbox = Outbox()  # the lines queued under the nodes lock, made and sent without it
         self.verbose, self.live_stats = verbose, live_stats
         attributes = res.attributes
         self.batch_size = self.params.batch_size(attributes.max_batch, attributes.preferred_batch)
@@ -91,8 +91,9 @@ class SearchRun:
         """lc0's KldGainStopper of this run (None: MinimumKLDGainPerNode 0, or not watched)."""
         self._sent: ThinkingInfo | None = None
         """The first line of the last report sent (lc0's ``last_outputted_uci_info_``)."""
-        self._sent_best = -1
-        """The root's best edge when it was sent (lc0's ``last_outputted_info_edge_``)."""
+        self._queued: tuple[int, int, int, int] | None = None
+        """The last report queued: the root's best edge (lc0's ``last_outputted_info_edge_``),
+        the average depth, the seldepth and the milliseconds when it was."""
         self._ending = False
         """A limit is reached: the next report is the final one (lc0's ``bestmove_is_sent_``)."""
         self._stalled = False
@@ -181,7 +182,7 @@ class SearchRun:
             self._stoppers,
             self.go.limit.until_stop,
             self._above_nps_limit if np.float32(self.params.nps_limit) > 0.0 else None,
-            self.outbox.flush,
+            self.outbox,
         )
         # The threads end the run themselves (a limit, a stop, a failure) at each iteration;
         # the watch is for the deadline while they all wait for the network, and the info lines.
@@ -274,25 +275,28 @@ class SearchRun:
             return
         if not summary.expanded or summary.best < 0 or summary.first_visits == 0:
             return  # no visited root move yet: lc0's current_best_edge_ is unset
-        tally, last = self.tally, self._sent
+        tally, last, elapsed = self.tally, self._queued, int(self._elapsed_ms())
         if (
             last is not None
-            and summary.best == self._sent_best
-            and tally.average_depth == last.depth
-            and tally.seldepth == last.seldepth
-            and self._elapsed_ms() <= last.time_ms + INFO_HEARTBEAT_MS
+            and (summary.best, tally.average_depth, tally.seldepth) == last[:3]
+            and elapsed <= last[3] + INFO_HEARTBEAT_MS
         ):
             return
-        self.state.changed()
-        infos = self._infos()
-        if not infos:
-            return
-        self.outbox.put(self.on_info, infos)
+        self._queued = (summary.best, tally.average_depth, tally.seldepth, elapsed)
+        # Made when sent, without the lock (engine/search/outbox.py): with one thread, before
+        # its next gather, so from the tree lc0 would report.
+        self.outbox.later(self.on_info, self._made_infos)
         if self.live_stats and self.on_verbose is not None:
-            self.outbox.put(self.on_verbose, verbose_stats(self.state))
+            self.outbox.later(self.on_verbose, lambda: verbose_stats(self.state.snapshot()))
         if self._stalled and self.on_verbose is not None:
             self.outbox.put(self.on_verbose, [LIMIT_WARNING])  # lc0: after the line and its stats
-        self._sent, self._sent_best = infos[0], summary.best
+
+    def _made_infos(self) -> list[ThinkingInfo]:
+        """A report's lines from the tree as it is now (read without the nodes lock)."""
+        infos = make_infos(self.state.snapshot(), self.go, self.tally)
+        if infos:
+            self._sent = infos[0]
+        return infos
 
     # ----------------------------------------------------------------------------- helpers
     def _summary(self) -> cstop.RootSummary:

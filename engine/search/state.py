@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -128,6 +129,14 @@ class SearchState:
     def changed(self) -> None:
         """The tree changed: views read it anew."""
         self._root = None
+
+    def snapshot(self) -> SearchState:
+        """This state as a report reads it without the nodes lock: the same objects, with the
+        tree's arrays as they are now throughout (the tree's growth replaces them and leaves
+        these whole: a view never mixes the old arrays with the new)."""
+        view = copy.copy(self)
+        view._root = None
+        return view
 
     @property
     def root_ply(self) -> int:

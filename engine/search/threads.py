@@ -2,8 +2,9 @@
 tree, and the nodes lock they share.
 
 Each thread repeats one iteration (lc0's ``ExecuteOneIteration``, :meth:`SearchThreads._iterate`):
-stoppers (nodes lock) → gather (compiled: select, new leaves, planes; *without* the lock, beside
-the other threads' gathers and backups) → Syzygy probes of the candidates it flagged (lock, no
+stoppers (nodes lock) → the report they queued, made and sent (unlocked: engine/search/outbox.py)
+→ gather (compiled: select, new leaves, planes; *without* the lock, beside the other threads'
+gathers and backups) → Syzygy probes of the candidates it flagged (lock, no
 gather or backup running) → evaluate (its own network call, unlocked: the compiled encoding and
 sort and the backend's call release the GIL) → expand and back up (compiled, without the lock,
 beside the others), then every batch's collisions out of flight (lock; a gather leaves its own
@@ -49,6 +50,8 @@ the run's ``Tally`` each thread (under the lock); its    the stoppers, the info 
 ``failure``         the thread whose call failed, the    the run (its report)
                     watching thread (a hung call)
 ``_done``           :meth:`end`                          the watching thread (wakes)
+``outbox`` (queue)  the stoppers and ``watch`` (queue a      whichever thread flushes it next
+                    report; it is made when sent)        (without the lock, one at a time)
 the NN cache        each thread's evaluation, unlocked   the gathers (a seqlock: core/cache.py)
 (not ``nodes``)     (one at a time: ``NNCache.lock``)
 =================== ==================================== =====================================
@@ -62,6 +65,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.search.core import gather as cgather
+from engine.search.outbox import Outbox
 from engine.search.resources import Resources
 from engine.search.result import WAIT_SLICE_S
 from engine.search.timeline import Timeline
@@ -92,10 +96,10 @@ class SearchThreads:
         stoppers: Stoppers,
         until_stop: bool,
         too_fast: Callable[[], bool] | None = None,
-        flush: Callable[[], None] = lambda: None,
+        outbox: Outbox | None = None,
     ) -> None:
         self.res, self.worker, self.stoppers, self.until_stop = res, worker, stoppers, until_stop
-        self.too_fast, self.flush = too_fast, flush
+        self.too_fast, self.outbox = too_fast, Outbox() if outbox is None else outbox
         self.nodes = threading.Condition(threading.Lock())
         """lc0's nodes mutex (the table above); waiting on it waits for a backup."""
         self.failure: BaseException | None = None
@@ -134,7 +138,7 @@ class SearchThreads:
                 with self.nodes:
                     if self._stalled() or not watch():
                         break
-                self.flush()
+                self.outbox.flush()
         finally:
             on_network = self._close()
             for thread in threads:
@@ -169,11 +173,8 @@ class SearchThreads:
     def _iterate(self, batch: cgather.Batch) -> bool:
         """lc0's ``ExecuteOneIteration`` (the module docstring); False when the run is over."""
         thread = threading.current_thread()
-        try:
-            with self.nodes:
-                go_on, n, seq = self._start(batch, thread)
-        finally:
-            self.flush()  # the info lines the stoppers made, without the lock
+        with self.nodes:
+            go_on, n, seq = self._start(batch, thread)
         if not n:
             return go_on
         try:
@@ -218,7 +219,9 @@ class SearchThreads:
             self.end()
             return False, 0, 0
         reached, remaining, best = self.stoppers()
-        if reached and not self.until_stop:
+        if self.outbox:  # their report, made and sent before the gather adds to the tree
+            self.outbox.flush(unlocking=self.nodes)
+        if (reached and not self.until_stop) or self._over or self.res.state.stop.is_set():
             self.end()
             return False, 0, 0
         n = ooo = seq = 0
