@@ -138,7 +138,7 @@ class SearchThreads:
                 with self.nodes:
                     if self._stalled() or not watch():
                         break
-                self.outbox.flush()
+                self.outbox.flush(wait=False)
         finally:
             on_network = self._close()
             for thread in threads:
@@ -220,7 +220,7 @@ class SearchThreads:
             return False, 0, 0
         reached, remaining, best = self.stoppers()
         if self.outbox:  # their report, made and sent before the gather adds to the tree
-            self.outbox.flush(unlocking=self.nodes)
+            self.outbox.flush(self.nodes, wait=False)
         if (reached and not self.until_stop) or self._over or self.res.state.stop.is_set():
             self.end()
             return False, 0, 0
