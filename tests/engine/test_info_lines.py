@@ -124,13 +124,14 @@ def test_a_line_at_least_every_heartbeat(monkeypatch):
     """While nothing changes, lc0 repeats its line every 5 s (here shortened to 60 ms): with a
     network that takes 250 ms a batch, the lines between two batches are the heartbeat's,
     60 ms apart plus the watch's look (20 ms), each with its own time (without it, a line
-    comes only after a batch that changed something)."""
+    comes only after a batch that changed something: 250 ms apart). The slack (70 ms) is for a
+    busy host (the suite's other tests beside it: 40 ms was once not enough)."""
     monkeypatch.setattr(search_run, "INFO_HEARTBEAT_MS", 60)
     lines = search_lines("go movetime 900", BackendOptions="delay=0.25", MoveOverheadMs=0)
     assert_well_formed(lines)
     times = [parse(ln)["time"] for ln in lines]
     gaps = sorted(b - a for a, b in zip(times, times[1:]))  # type: ignore[operator]
-    assert len(lines) >= 4 and gaps[len(gaps) // 2] <= 60 + 20 + 40, (gaps, lines)
+    assert len(lines) >= 4 and gaps[len(gaps) // 2] <= 60 + 20 + 70, (gaps, lines)
 
 
 LC0_FIELDS = ("depth", "seldepth", "time", "nodes", "score", "wdl", "movesleft", "hashfull", "nps",
