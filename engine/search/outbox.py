@@ -37,7 +37,7 @@ class Outbox:
         """Queue ``lines`` for ``send`` (under the nodes lock, so in the run's order)."""
         self._queue.append((send, lines, False))
 
-    def later(self, send: Callable[[Any], Any], make: Callable[[], Any]) -> None:
+    def later(self, send: Callable[[Any], None], make: Callable[[], Any]) -> None:
         """Queue the lines ``make`` returns when they are sent (without the nodes lock: it reads
         the tree as it is then); nothing is sent when it returns none."""
         self._queue.append((send, make, True))
