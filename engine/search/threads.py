@@ -214,8 +214,8 @@ class SearchThreads:
 
     def _start(self, batch: cgather.Batch, thread: threading.Thread) -> tuple[bool, int, int]:
         """An iteration's first part (nodes lock held): the stoppers, the report they queued (sent
-        with the lock let go), then the gather. Returns
-        (the run goes on, the batch's requests, its number); no requests: nothing to evaluate."""
+        with the lock let go), then the gather. Returns (the run goes on, the batch's requests,
+        its number); no requests: nothing to evaluate."""
         if self._over or self.res.state.stop.is_set():
             self.end()
             return False, 0, 0
