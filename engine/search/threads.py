@@ -2,24 +2,23 @@
 tree, and the nodes lock they share.
 
 Each thread repeats one iteration (lc0's ``ExecuteOneIteration``, :meth:`SearchThreads._iterate`):
-stoppers (nodes lock) → the report they queued, made and sent (unlocked: engine/search/outbox.py)
-→ gather (compiled: select, new leaves, planes; *without* the lock, beside the other threads'
-gathers and backups) → Syzygy probes of the candidates it flagged (lock, no
-gather or backup running) → evaluate (its own network call, unlocked: the compiled encoding and
-sort and the backend's call release the GIL) → expand and back up (compiled, without the lock,
-beside the others), then every batch's collisions out of flight (lock; a gather leaves its own
-in flight until then, lc0's shared collisions: :class:`SharedCollisions`). lc0 picks and backs
-up under one nodes mutex; here the compiled phases share the tree through atomics instead (two
-threads selecting under one lock topped out at x1.2 of one thread on two cores, the lock held
-83 % of the time): a visit in flight is an atomic add to ``nif``, a leaf is claimed (PENDING) by
-one gather, a child or a node's block of kids is made by the thread that claims its slot, an
-expansion publishes its edges before its edge count, and the values along a path (n, wl, d, m,
-the counters) change under one spin lock (core/tree.py's ``lock_values``, core/gather.py's
-``_claim``, core/backup.py). What needs the tree alone (its
-growth, which replaces the arrays; a probe's backups; the run's close) waits for the compiled
-phases to end (:meth:`SearchThreads._exclusive`), and none starts meanwhile. A run's end takes
-the batches still on the network out of flight at once (a stop does not wait for a network
-call), and their threads, once back, touch nothing.
+stoppers (nodes lock) → the report they queued, made and sent (unlocked: engine/search/outbox.py) →
+gather (compiled: select, new leaves, planes; *without* the lock, beside the other threads' gathers
+and backups) → Syzygy probes of the candidates it flagged (lock, no gather or backup running) →
+evaluate (its own network call, unlocked: the compiled encoding and sort and the backend's call
+release the GIL) → expand and back up (compiled, without the lock, beside the others), then every
+batch's collisions out of flight (lock; a gather leaves its own in flight until then, lc0's shared
+collisions: :class:`SharedCollisions`). lc0 picks and backs up under one nodes mutex; here the
+compiled phases share the tree through atomics instead (two threads selecting under one lock topped
+out at x1.2 of one thread on two cores, the lock held 83 % of the time): a visit in flight is an
+atomic add to ``nif``, a leaf is claimed (PENDING) by one gather, a child or a node's block of kids
+is made by the thread that claims its slot, an expansion publishes its edges before its edge count,
+and the values along a path (n, wl, d, m, the counters) change under one spin lock (core/tree.py's
+``lock_values``, core/gather.py's ``_claim``, core/backup.py). What needs the tree alone (its
+growth, which replaces the arrays; a probe's backups; the run's close) waits for the compiled phases
+to end (:meth:`SearchThreads._exclusive`), and none starts meanwhile. A run's end takes the batches
+still on the network out of flight at once (a stop does not wait for a network call), and their
+threads, once back, touch nothing.
 
 Who writes what (:class:`SearchThreads`; everything under ``nodes`` but ``_done``, the NN cache
 and the compiled phases' tree updates):
@@ -355,10 +354,13 @@ class SharedCollisions:
 
     def release(self, batch: cgather.Batch | None = None) -> None:
         """``batch``'s collisions out of flight, or every batch's (after a backup)."""
+        kept = []
         for b in self._batches:
             if batch is None or b is batch:
                 self._release(b)
-        self._batches = [] if batch is None else [b for b in self._batches if b is not batch]
+            else:
+                kept.append(b)
+        self._batches = kept
 
 
 def hung_call(evaluating: Iterable[tuple[cgather.Batch, float]]) -> TimeoutError | None:
