@@ -185,3 +185,36 @@ def test_a_node_limit_does_not_cut_a_gather():
             run.worker.abandon(batch)
         assert (tree.nodes["nif"][: tree.count[0]] == 0).all()
     search.close()
+
+
+class SlowLate(RandomNetwork):
+    """The random network, whose calls take 0.1 s once it has evaluated 800 rows: the run's
+    end finds a thread on the network."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows = 0
+
+    def evaluate(self, planes):
+        self.rows += len(planes)
+        if self.rows > 800:
+            time.sleep(0.1)
+        return super().evaluate(planes)
+
+
+def _search_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("search-")}
+
+
+def test_close_waits_for_the_threads_a_run_left_on_the_network():
+    """A thread on the network when the run ends finishes its call after ``bestmove`` and
+    stores the evaluations (the NN cache); a search closed (a network dropped, the engine
+    quit) has no such thread still running in the network it leaves."""
+    search = Search(SlowLate(), from_options(NO_CLOCK | {"Threads": 2, "MinibatchSize": 16}))
+    search.set_position(chess.Board())
+    before = _search_threads()
+    search.run(Limit(nodes=1200))
+    left = _search_threads() - before
+    assert left  # the run ended with a thread on the network: the test means something
+    search.close()
+    assert not [t for t in left if t.is_alive()]
