@@ -361,6 +361,8 @@ class Controller:
         _log_move_stats(listener, search, result, self.values, best)
         self._bestmove_sent.set()  # the thread only sends this answer and exits
         listener.bestmove(board, best, ponder)
+        if search is not None:
+            search.settle()  # the batches left on the network, into the tree (lc0's)
 
 
 def _smooth_watch(timemgr: TimeManager, search: Search, ran: Limit) -> SmoothWatch | None:
@@ -406,6 +408,7 @@ def _run(
             on_verbose=on_verbose,
             verbose=bool(values["VerboseMoveStats"]),
             live_stats=bool(values["LogLiveStats"]),
+            settle=False,  # after the bestmove
         )
     except Exception as exc:
         listener.error(f"search failed: {type(exc).__name__}: {exc}")

@@ -12,6 +12,7 @@ loads and times its searches with :func:`load` and :func:`timed_search` from her
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from typing import Any
@@ -146,7 +147,8 @@ def board_of(position: str) -> chess.Board:
 def timed_search(network, params, board: chess.Board, limit, on_info=None, timeline=None,
                  search=None):  # fmt: skip
     """One search of ``board`` to ``limit`` on a fresh tree: (result, wall seconds, CPU seconds
-    of the process: the search's threads and the network's). ``timeline``
+    of the process: the search's threads and the network's), timed, as lc0's benchmark, until
+    the batches left on the network are backed up, with their nodes. ``timeline``
     (engine/search/timeline.py's Timeline), if given, records the search's batches. On a new
     Search, or on ``search`` after what ``ucinewgame`` does to it (its arrays kept)."""
     from engine.search import Search
@@ -160,8 +162,13 @@ def timed_search(network, params, board: chess.Board, limit, on_info=None, timel
         search.set_position(board)
         search.timeline = timeline
         t, process = time.monotonic(), time.process_time()
-        result = search.run(limit, on_info=on_info)
-        return result, time.monotonic() - t, time.process_time() - process
+        result = search.run(limit, on_info=on_info, settle=False)
+        search.settle()
+        wall, cpu = time.monotonic() - t, time.process_time() - process
+        nodes = int(search.state.tree.nodes["n"][0])
+        late = nodes - result.nodes
+        result = dataclasses.replace(result, nodes=nodes, playouts=result.playouts + late)
+        return result, wall, cpu
     finally:
         if own:
             search.close()

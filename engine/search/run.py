@@ -97,6 +97,7 @@ class SearchRun:
         self._ending = False
         """A limit is reached: the next report is the final one (lc0's ``bestmove_is_sent_``)."""
         self._stalled = False
+        self.threads: SearchThreads | None = None  # its threads, once started
         """A limit is reached in a run until stop: it waits for ``stop`` (lc0's ``stop_``
         without ``ok_to_respond_bestmove_``); each info line then comes with LIMIT_WARNING."""
 
@@ -186,6 +187,7 @@ class SearchRun:
         )
         # The threads end the run themselves (a limit, a stop, a failure) at each iteration;
         # the watch is for the deadline while they all wait for the network, and the info lines.
+        self.threads = threads
         threads.run(self._watch, WATCH_SLICE_S)
         self.failure = threads.failure
 

@@ -37,6 +37,8 @@ class Search:
         tablebase: Tablebase | None = None,
     ) -> None:
         self.resources = Resources(network, params, cache, tablebase)
+        self._unsettled: SearchRun | None = None
+        """The last run, until the batches it left on the network are backed up."""
 
     @property
     def state(self) -> SearchState:
@@ -80,6 +82,7 @@ class Search:
         continues the previous one, and returns whether it did. A stop asked for before this
         is forgotten; one asked for after it ends the next ``run`` at once, even if that
         ``run`` has not begun yet."""
+        self.settle()
         state, res = self.state, self.resources
         res.rearm()
         old = state.root_board
@@ -108,11 +111,13 @@ class Search:
 
     def clear_tree(self) -> None:
         """Forget the tree, keeping the NN cache (lc0's ClearTree)."""
+        self.settle()
         self.state.tree = ctree.emptied(self.state.tree)
         self.state.changed()
 
     def clear(self) -> None:
         """Forget the tree and the NN cache (ucinewgame)."""
+        self.settle()
         self.state.tree = ctree.emptied(self.state.tree)
         self.cache.clear()
         self.state.changed()
@@ -129,7 +134,20 @@ class Search:
         self.resources.rearm()
 
     def close(self) -> None:
+        self.settle()
         self.resources.close()
+
+    def settle(self) -> None:
+        """The batches the last run left on the network backed up into the tree (lc0's search
+        threads finish their iteration after the bestmove, and the next search waits for them:
+        ``Search::Wait``). Every step that reads or changes the tree next calls it first; any
+        thread may, more than once."""
+        run = self._unsettled
+        if run is not None:
+            if run.threads is not None:
+                run.threads.late.settle()
+            if self._unsettled is run:
+                self._unsettled = None
 
     def run(
         self,
@@ -138,10 +156,21 @@ class Search:
         on_verbose: Callable[[list[str]], None] | None = None,
         verbose: bool = False,
         live_stats: bool = False,
+        settle: bool = True,
     ) -> SearchResult:
-        """Search the current position to ``limit`` (one :class:`SearchRun`)."""
+        """Search the current position to ``limit`` (one :class:`SearchRun`). The result is
+        made from the tree as the run ended; with ``settle`` the call returns once the batches
+        left on the network are backed up, else they wait for :meth:`settle` (the controller's,
+        after its bestmove)."""
+        self.settle()
         self._rescale_for(limit)
-        return SearchRun(self.resources, limit, on_info, on_verbose, verbose, live_stats).execute()
+        run = self._unsettled = SearchRun(
+            self.resources, limit, on_info, on_verbose, verbose, live_stats
+        )
+        result = run.execute()
+        if settle:
+            self.settle()
+        return result
 
     def _rescale_for(self, limit: Limit) -> None:
         """The WDL rescaling (contempt) of a run to ``limit``: for the reports, and for the

@@ -68,7 +68,7 @@ from engine.search.outbox import Outbox
 from engine.search.resources import Resources
 from engine.search.result import WAIT_SLICE_S
 from engine.search.timeline import Timeline
-from engine.search.worker import SearchWorker, run_backup, run_gather
+from engine.search.worker import SearchWorker, alone, run_backup, run_gather
 
 NETWORK_STALL_S = 60.0
 """A network call not back after this long has hung: the search stops and says so."""
@@ -105,6 +105,8 @@ class SearchThreads:
         """What ended the run early: a network call that failed or hung."""
         self._evaluating: dict[threading.Thread, tuple[cgather.Batch, float]] = {}
         self._collided = SharedCollisions(worker.release_collisions)
+        self.late = LateBatches(self.nodes, worker, res)
+        """The batches on the network when the run ended, until it settles."""
         self._over = self._closed = False
         self._in_tree = 0
         """Threads in a compiled gather or backup now, outside the lock (side by side)."""
@@ -180,6 +182,7 @@ class SearchThreads:
             heads = self.worker.evaluate(batch, n, seq)
         except Exception as exc:  # the network failed: keep the tree whole and stop
             with self.nodes:
+                self.late.drop(thread)  # when left on the network at the run's end
                 if not self._closed:
                     del self._evaluating[thread]
                     self.worker.abandon(batch)
@@ -190,16 +193,15 @@ class SearchThreads:
         with self.nodes:
             while self._exclusives:  # the tree's growth, a probe or the close goes first
                 self.nodes.wait(WAIT_SLICE_S)
-            self.worker.make_room(self._exclusive)  # first: its wait may let the close in
-            if self._closed:  # the run ended meanwhile: its close took the batch out of flight
+            if not self._closed:
+                self.worker.make_room(self._exclusive)  # its wait may let the close in
+            if self._closed:  # the run ended meanwhile: backed up once it settles (lc0's)
+                self.late.back_up(thread, batch, heads)
                 return False
             timeline = self.res.timeline
             start = Timeline.now() if timeline is not None else 0.0
             call = self.worker.begin_backup(batch, heads)
             del self._evaluating[thread]
-            if call is None:  # stopped: the batch dropped
-                self._collided.release(batch)
-                return False
             self._in_tree_run(run_backup, call)
             self._collided.release()
             self._changes += 1
@@ -316,21 +318,18 @@ class SearchThreads:
         return True
 
     def _close(self) -> set[threading.Thread]:
-        """End the run: the threads leave; the batches still on the network are taken out of
-        flight now and their buffers left to their threads, which are returned (the next run
-        gathers into a buffer once its thread has gone: ``Resources.retire_batches``)."""
+        """End the run: the threads leave; the batches still on the network stay in flight,
+        backed up when the run settles (:attr:`late`); their threads are returned."""
         with self.nodes:
             self.end()
             self._closed = True
-            self._exclusive()
-            on_network = dict(self._evaluating)
+            on_network = set(self._evaluating)
+            self.late.keep(self._evaluating)  # now: the wait below lets their threads back in
             self._evaluating.clear()
-            for batch, _since in on_network.values():
-                self.worker.abandon(batch)
+            self._exclusive()
             self._collided.release()
-            self.res.retire_batches((batch, t) for t, (batch, _since) in on_network.items())
             self.res.state.changed()
-        return set(on_network)
+        return on_network
 
 
 class SharedCollisions:
@@ -361,6 +360,58 @@ class SharedCollisions:
             else:
                 kept.append(b)
         self._batches = kept
+
+
+class LateBatches:
+    """The batches on the network when a run ended: backed up into the tree once the run
+    settles, as lc0's search threads finish their iteration after the bestmove (the next
+    ``Search`` waits for them: lc0's ``Search::Wait``); none touches the tree before, so the
+    run's report and move are made from the tree as it ended. A call not back in
+    NETWORK_STALL_S (or a thread gone without its batch: a bug) is dropped then (its visits out
+    of flight, its buffer retired: ``Resources.retire_batches``), and its thread, once back,
+    touches nothing. Its state is under the run's nodes lock."""
+
+    def __init__(self, nodes: threading.Condition, worker: SearchWorker, res: Resources) -> None:
+        self._nodes, self._worker, self._res = nodes, worker, res
+        self._batches: dict[threading.Thread, tuple[cgather.Batch, float]] = {}
+        self._settling = False
+
+    def keep(self, on_network: dict[threading.Thread, tuple[cgather.Batch, float]]) -> None:
+        """The run's close (nodes lock held): its batches on the network, with since when."""
+        self._batches.update(on_network)
+
+    def back_up(self, thread: threading.Thread, batch: cgather.Batch, heads: Any) -> None:
+        """``thread``, back from the network with ``heads`` (nodes lock held): its batch backed
+        up once the run settles, alone in the tree; nothing if it was dropped meanwhile."""
+        while thread in self._batches and not self._settling:
+            self._nodes.wait(WAIT_SLICE_S)
+        if self._batches.pop(thread, None) is not None:
+            self._worker.make_room(alone)
+            run_backup(self._worker.begin_backup(batch, heads))
+            self._nodes.notify_all()
+
+    def drop(self, thread: threading.Thread) -> None:
+        """``thread``'s call failed (nodes lock held): its batch's visits out of flight."""
+        held = self._batches.pop(thread, None)
+        if held is not None:
+            self._worker.abandon(held[0])
+            self._nodes.notify_all()
+
+    def settle(self) -> None:
+        """Wait until every batch is backed up or dropped (its call hung)."""
+        with self._nodes:
+            self._settling = True
+            self._nodes.notify_all()
+            while self._batches:
+                now = time.monotonic()
+                for thread, (batch, since) in list(self._batches.items()):
+                    if now - since > NETWORK_STALL_S or not thread.is_alive():
+                        del self._batches[thread]
+                        self._worker.abandon(batch)
+                        self._res.retire_batches([(batch, thread)])
+                if self._batches:
+                    self._nodes.wait(WAIT_SLICE_S)
+            self._res.state.changed()
 
 
 def hung_call(evaluating: Iterable[tuple[cgather.Batch, float]]) -> TimeoutError | None:

@@ -64,7 +64,7 @@ def run_backup(call: BackupCall) -> None:
     expand_and_backup(*call)
 
 
-def _alone() -> None:
+def alone() -> None:
     """``exclusive`` of a gather with no other thread: nothing to wait for."""
 
 
@@ -119,7 +119,7 @@ class SearchWorker:
         batch: cgather.Batch,
         remaining: float = math.inf,
         best: int = -1,
-        exclusive: Callable[[], None] = _alone,
+        exclusive: Callable[[], None] = alone,
         keep_collisions: bool = False,
     ) -> GatherCall:
         """A gather's first part (under the nodes lock): room in the tree for every thread's
@@ -154,7 +154,7 @@ class SearchWorker:
         return self._shared(), batch, walk, limits, pad
 
     def end_gather(
-        self, batch: cgather.Batch, exclusive: Callable[[], None] = _alone
+        self, batch: cgather.Batch, exclusive: Callable[[], None] = alone
     ) -> tuple[int, int]:
         """A gather's last part (under the nodes lock): the history grown if it ran short, and
         the Syzygy probes of its candidates (after ``exclusive``: a hit is backed up at once).
@@ -217,23 +217,17 @@ class SearchWorker:
             store_results(cache.arrays, batch, *heads)
 
     def process(self, batch: cgather.Batch, heads: Heads) -> None:
-        """Expand the batch's leaves with the network's values and back them up (or drop the
-        batch when the search was stopped meanwhile), on this thread alone."""
-        self.make_room(_alone)
-        call = self.begin_backup(batch, heads)
-        if call is not None:
-            run_backup(call)
-            self.tally.batches += 1
+        """Expand the batch's leaves with the network's values and back them up, on this thread
+        alone."""
+        self.make_room(alone)
+        run_backup(self.begin_backup(batch, heads))
+        self.tally.batches += 1
 
-    def begin_backup(self, batch: cgather.Batch, heads: Heads) -> BackupCall | None:
+    def begin_backup(self, batch: cgather.Batch, heads: Heads) -> BackupCall:
         """A backup's first part (under the nodes lock, the tree's room made: :meth:`make_room`):
         the compiled backup's arguments (:func:`run_backup`, which may run beside other threads'
-        gathers and backups); None when the search was stopped meanwhile (the batch dropped)."""
-        state = self.state
+        gathers and backups). A batch gathered is backed up, a stop or not (lc0's)."""
         n = int(batch.meta[cgather.REQUESTS])
-        if state.stop.is_set():
-            self.abandon(batch)
-            return None
         # lc0's network_evaluations_ (eps): the batch's requests less the prefetched (node -1).
         self.tally.evaluations += n - int(batch.meta[cgather.PREFETCHED])
         return self._shared(), batch, *heads

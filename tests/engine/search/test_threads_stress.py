@@ -1,8 +1,9 @@
 """The search threads under stress (issue 65): many threads on tiny minibatches over a network
 whose calls take jittered times, stopped, pondered and quit at random moments. After every
-search, and after every stop, each visit is accounted for (tree_checks.check_consistent: none in
-flight, a node's visits its evaluation plus its children's), the run's playouts are the root's
-new visits, and every go gets one legal bestmove. Taking the nodes lock out of
+search, and after every stop, each visit is accounted for (tree_checks.run_settled: the run's
+nodes are the root's visits as it ended; once the batches it left on the network are backed up,
+none is in flight and a node's visits are its evaluation plus its children's), and every go gets
+one legal bestmove. Taking the nodes lock out of
 ``engine.search.threads`` makes this fail (the threads' updates of the visit counts race)."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
-from tree_checks import check_consistent, ended_at_limit
+from tree_checks import check_consistent, ended_at_limit, run_settled
 
 SEED = 65
 
@@ -53,16 +54,13 @@ def _go(search: Search, rng: random.Random, stopped: bool, within_s: float, more
     if stopped:
         stop = threading.Timer(rng.random() * within_s, search.stop)
         stop.start()
-        result = search.run(Limit(infinite=True))
+        result = run_settled(search, Limit(infinite=True))
         stop.join()
         search.rearm()
     else:
         limit = search.root.n + rng.randrange(*more)
-        result = search.run(Limit(nodes=limit))
+        result = run_settled(search, Limit(nodes=limit))
         assert ended_at_limit(result.nodes, limit, search), (result.nodes, limit)
-    search.state.changed()
-    check_consistent(search.state.tree)
-    assert search.root.n == result.nodes
     return result
 
 
@@ -141,10 +139,7 @@ def test_gathers_and_backups_side_by_side_lose_no_visit():
         }))  # fmt: skip
         try:
             search.set_position(board)
-            result = search.run(Limit(nodes=30_000))
-            search.state.changed()
-            check_consistent(search.state.tree)
-            assert search.root.n == result.nodes, (threads, minibatch)
+            run_settled(search, Limit(nodes=30_000))
         finally:
             search.close()
 
@@ -199,9 +194,9 @@ def test_a_gather_that_collided_with_a_batch_backed_up_meanwhile_does_not_end_th
     search = Search(RandomNetwork(), from_options({"Threads": 2, "MinibatchSize": 16}))
     try:
         search.set_position(chess.Board())
-        result = search.run(Limit(nodes=200))
+        result = run_settled(search, Limit(nodes=200))
         assert looked.is_set(), "the schedule was not the one forced"
-        assert ended_at_limit(result.nodes, 200, search) and search.root.n == result.nodes
+        assert ended_at_limit(result.nodes, 200, search)
     finally:
         search.close()
 
@@ -228,9 +223,8 @@ def test_a_second_thread_gathers_once_the_collision_budget_holds_a_minibatch(mon
     search = Search(RandomNetwork(), params)
     try:
         search.set_position(chess.Board())
-        result = search.run(Limit(nodes=20_000))
-        check_consistent(search.state.tree)
-        assert search.root.n == result.nodes and ended_at_limit(result.nodes, 20_000, search)
+        result = run_settled(search, Limit(nodes=20_000))
+        assert ended_at_limit(result.nodes, 20_000, search)
     finally:
         search.close()
     others = [n for name, n in seen if name != "search-0"]
@@ -244,12 +238,13 @@ def test_a_second_thread_gathers_once_the_collision_budget_holds_a_minibatch(mon
 def test_a_backup_waiting_for_the_tree_alone_when_the_run_ends_keeps_every_visit(monkeypatch):
     """A thread back from the network whose backup needs room waits for the other threads'
     compiled phases (``_exclusive``), letting the nodes lock go; the run may end meanwhile (its
-    limit, a stop), its close taking that batch out of flight. The backup must then see the run
-    closed and touch nothing. Here one room check in three says the tree is full (the wait is
-    then taken as for a growth); checking the close before the room (engine/search/threads.py's
-    ``_iterate``) drops those batches twice when a stop ended the run, and visits stay in flight
-    (9 of 10 runs failed so). The phases are slowed (the waits for them likelier) and the stopped
-    runs rearmed (a stop holds until then)."""
+    limit, a stop), its close keeping that batch for the run's settling (LateBatches). The
+    backup must then see the run closed and wait for it. Here one room check in three says the
+    tree is full (the wait is then taken as for a growth); checking the close only before the
+    room (engine/search/threads.py's ``_iterate``), or the close keeping the batches only after
+    its own wait for the phases, loses those batches' visits (3 of 3 runs failed each way).
+    The phases are slowed (the waits for them likelier) and the stopped runs rearmed (a stop
+    holds until then)."""
     from engine.search import threads as threads_module
     from engine.search import worker as worker_module
 

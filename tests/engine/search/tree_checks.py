@@ -43,3 +43,22 @@ def ended_at_limit(nodes: int, limit: int, search) -> bool:
     """Whether a search of ``go nodes limit`` ended as lc0's does: at the limit or past it by
     no more than its last iterations (:func:`past_the_limit`)."""
     return limit <= nodes <= limit + past_the_limit(search)
+
+
+def run_settled(search, limit):
+    """``search.run(limit)`` as the controller runs it (``search``: an engine.search.Search):
+    the result from the tree as the run ended (the root's visits then are its nodes), then the
+    batches left on the network backed up (lc0's, after the bestmove): each of their visits in
+    flight at the root becomes one visit, and every visit is accounted for."""
+    result = search.run(limit, settle=False)
+    search.state.changed()
+    root = search.root
+    # The root's own visits in flight are not counted (a path's start): its children's are.
+    ended = root.n
+    late = int(sum(root.cnif)) if root.expanded else int(root.pending)
+    assert ended == result.nodes, (ended, result.nodes)
+    search.settle()
+    search.state.changed()
+    check_consistent(search.state.tree)
+    assert int(search.state.tree.nodes["n"][0]) == ended + late, (ended, late, int(search.state.tree.nodes["n"][0]))
+    return result
