@@ -195,9 +195,12 @@ def compare(
 def _compare_one(search: Search, rec: dict) -> Comparison:
     board = board_of(rec)
     search.set_position(board)
-    move = search.run(Limit(nodes=int(rec["nodes"]))).bestmove
+    # The root as the run ended, as lc0's verbose statistics show it beside its bestmove; the
+    # batches left on the network are then backed up (the next search of a game reuses them).
+    move = search.run(Limit(nodes=int(rec["nodes"])), settle=False).bestmove
     best = move.uci() if move is not None else "0000"
     visits = root_visits(search)
+    search.settle()
     ref = reference_visits(rec, board)
     return Comparison(
         rec["index"],
