@@ -16,9 +16,10 @@ is made by the thread that claims its slot, an expansion publishes its edges bef
 and the values along a path (n, wl, d, m, the counters) change under one spin lock (core/tree.py's
 ``lock_values``, core/gather.py's ``_claim``, core/backup.py). What needs the tree alone (its
 growth, which replaces the arrays; a probe's backups; the run's close) waits for the compiled phases
-to end (:meth:`SearchThreads._exclusive`), and none starts meanwhile. A run's end takes the batches
-still on the network out of flight at once (a stop does not wait for a network call), and their
-threads, once back, touch nothing.
+to end (:meth:`SearchThreads._exclusive`), and none starts meanwhile. A run's end does not wait
+for the batches still on the network (nor does a stop): as lc0's threads finish their iteration
+after the bestmove, they are backed up once the run settles (:class:`LateBatches`), before the next
+step on the tree.
 
 Who writes what (:class:`SearchThreads`; everything under ``nodes`` but ``_done``, the NN cache
 and the compiled phases' tree updates):
@@ -28,9 +29,8 @@ state               written by                           read by
 =================== ==================================== =====================================
 the tree's visits,  each thread's compiled gather and    the threads, the watching thread (the
 values and shape    backup, without the lock (atomics,   stoppers' deadline, the info lines)
-                    claims, the values' lock); a dropped
-                    batch, the watching thread (the
-                    batches left on the network)
+                    claims, the values' lock); a late
+                    batch's thread once the run settles
 the tree's arrays   a thread under the lock with no      every phase (which holds them whole)
 (growth)            phase running (``_exclusive``)
 the run's ``Tally`` each thread (under the lock); its    the stoppers, the info lines
@@ -42,8 +42,10 @@ the run's ``Tally`` each thread (under the lock); its    the stoppers, the info 
                     own or a gather's out-of-order ones) looks again if the tree changed)
 ``_collided``       each thread (its gather's end adds   each thread (a backup takes every
                     its batch; a dropped batch leaves)   batch's collisions out of flight)
-``_evaluating``     each thread (its batch on the        the watching thread (a hung call,
-                    network, since when)                 the batches to drop at the end)
+``_evaluating``     each thread (its batch on the        the watching thread (a hung call),
+                    network, since when)                 the close (the batches kept late)
+``late``            the close (keeps), a late thread     the late threads (wait for the
+                    (backs up), ``settle`` (drops hung)  settling), ``settle`` (waits)
 ``_over``,          :meth:`end` (any thread: a limit,    the threads (at each iteration; back
 ``_closed``         a failure; the watching thread)      from the network)
 ``failure``         the thread whose call failed, the    the run (its report)
