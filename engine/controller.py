@@ -360,9 +360,11 @@ class Controller:
             _search_done(self.timemgr, ran, result, watch)
         _log_move_stats(listener, search, result, self.values, best)
         self._bestmove_sent.set()  # the thread only sends this answer and exits
-        listener.bestmove(board, best, ponder)
-        if search is not None:
-            search.settle()  # the batches left on the network, into the tree (lc0's)
+        try:
+            listener.bestmove(board, best, ponder)
+        finally:
+            if search is not None:
+                search.settle()  # the batches left on the network, into the tree (lc0's)
 
 
 def _smooth_watch(timemgr: TimeManager, search: Search, ran: Limit) -> SmoothWatch | None:

@@ -164,10 +164,11 @@ class Search:
         after its bestmove)."""
         self.settle()
         self._rescale_for(limit)
-        run = self._unsettled = SearchRun(
-            self.resources, limit, on_info, on_verbose, verbose, live_stats
-        )
-        result = run.execute()
+        run = SearchRun(self.resources, limit, on_info, on_verbose, verbose, live_stats)
+        try:
+            result = run.execute()
+        finally:
+            self._unsettled = run  # once over: no other thread settles it while it runs
         if settle:
             self.settle()
         return result

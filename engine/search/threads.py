@@ -385,7 +385,10 @@ class LateBatches:
     def back_up(self, thread: threading.Thread, batch: cgather.Batch, heads: Any) -> None:
         """``thread``, back from the network with ``heads`` (nodes lock held): its batch backed
         up once the run settles, alone in the tree; nothing if it was dropped meanwhile."""
+        deadline = time.monotonic() + NETWORK_STALL_S
         while thread in self._batches and not self._settling:
+            if time.monotonic() > deadline:
+                return  # never settled: the settling drops it (its thread gone)
             self._nodes.wait(WAIT_SLICE_S)
         if self._batches.pop(thread, None) is not None:
             self._worker.make_room(alone)

@@ -7,6 +7,7 @@ elsewhere in the suite declare concurrency 1; this covers the search's side of c
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
@@ -229,3 +230,48 @@ def test_a_batch_on_the_network_at_the_runs_end_is_backed_up_after_it():
     assert search.root.n == result.nodes + late and not any(search.root.cnif)
     search.close()
     assert not [t for t in left if t.is_alive()]
+
+
+class _Answers(io.StringIO):
+    """The engine's output; at each ``bestmove`` the visits then in flight in its tree."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uci = None
+        self.in_flight: list[int] = []
+
+    def write(self, text: str) -> int:
+        if text.startswith("bestmove") and self.uci is not None:
+            tree = self.uci.controller.search.state.tree
+            self.in_flight.append(int(tree.nodes["nif"][: int(tree.count[0])].sum()))
+        return super().write(text)
+
+
+def test_the_bestmove_does_not_wait_for_a_batch_left_on_the_network():
+    """Through UCI, two threads on a simulated device of 20 ms a batch: the run that ends with
+    the other thread's batch on the network answers with that batch still in flight (as lc0),
+    and backs it up after: the tree then holds more than the last report's nodes, every visit
+    accounted for."""
+    import engine.backends  # noqa: F401  (registers the random backend)
+    from engine.uci import UciEngine
+    from tree_checks import check_consistent
+
+    out = _Answers()
+    uci = UciEngine(out, {"Backend": "random", "BackendOptions": "delay=20", "Threads": 2,
+                          "MinibatchSize": 16, "SmartPruningFactor": 0.0})  # fmt: skip
+    out.uci = uci
+    late = []
+    for _ in range(3):
+        uci.handle("ucinewgame")
+        uci.handle("position startpos")
+        uci.handle("go nodes 300")
+        uci.controller.wait(30)
+        reported = [ln for ln in out.getvalue().splitlines() if ln.startswith("info depth")]
+        nodes = int(reported[-1].split(" nodes ")[1].split()[0])
+        tree = uci.controller.search.state.tree
+        check_consistent(tree)
+        if int(tree.nodes["n"][0]) > nodes:  # a batch was left on the network
+            late.append(out.in_flight[-1])
+    uci.handle("quit")
+    assert late, "no run ended with a batch on the network"
+    assert all(n > 0 for n in late), late  # answered before it was backed up
