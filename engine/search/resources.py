@@ -77,7 +77,7 @@ class Resources:
         self._packed_value = np.zeros(0)
         self.batches: list[cgather.Batch] = []
         self._retired: dict[int, tuple[cgather.Batch, threading.Thread]] = {}
-        """Batches a run left on the network, by id, with the thread that still holds each."""
+        """Batches a run dropped on the network (hung calls), by id, with the thread holding each."""
         self._sequence = 0
         self.state.cached_q = self._cached_q
         start = chess.Board()
@@ -117,9 +117,9 @@ class Resources:
         self.stop_flag[0] = 0
 
     def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
-        """Close, once the threads a run left on the network (:meth:`retire_batches`) have
-        stored their evaluations and gone, ``wait_s`` at most (a hung call's): a dropped
-        network is then not still running while the next one loads."""
+        """Close, once the threads of the calls a run dropped (:meth:`retire_batches`) have
+        gone, ``wait_s`` at most (a call that hangs for good): a dropped network is then not
+        still running while the next one loads."""
         deadline = time.monotonic() + wait_s
         for _batch, thread in self._retired.values():
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -163,8 +163,8 @@ class Resources:
         )
 
     def ensure_batches(self, count: int, size: int) -> None:
-        """``count`` batch buffers of ``size`` rows at least, free: a buffer a run left on the
-        network is used again once its thread has gone, else replaced (:meth:`retire_batches`)."""
+        """``count`` batch buffers of ``size`` rows at least, free: a buffer a hung call held
+        is used again once its thread has gone, else replaced (:meth:`retire_batches`)."""
         if len(self.batches) != count or self.batches[0].req.shape[0] < size:
             self.batches = [cgather.new_batch(size) for _ in range(count)]
         for i, batch in enumerate(self.batches):
@@ -174,9 +174,10 @@ class Resources:
         self._retired.clear()
 
     def retire_batches(self, in_flight: Iterable[tuple[cgather.Batch, threading.Thread]]) -> None:
-        """The batches a run left on the network, with their threads: those still write to them
-        (the sorted policies, the NN cache's store), so the next run gathers into one only once
-        its thread has gone (a new buffer cost that run's gathers 0.4-3.8 ms of first writes)."""
+        """The batches a run dropped while their calls hung, with their threads: those still
+        write to them once back (the sorted policies, the NN cache's store), so the next run
+        gathers into one only once its thread has gone (a new buffer cost that run's gathers
+        0.4-3.8 ms of first writes)."""
         for batch, thread in in_flight:
             self._retired[id(batch)] = (batch, thread)
 

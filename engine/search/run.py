@@ -97,9 +97,9 @@ class SearchRun:
         self._ending = False
         """A limit is reached: the next report is the final one (lc0's ``bestmove_is_sent_``)."""
         self._stalled = False
-        self.threads: SearchThreads | None = None  # its threads, once started
         """A limit is reached in a run until stop: it waits for ``stop`` (lc0's ``stop_``
         without ``ok_to_respond_bestmove_``); each info line then comes with LIMIT_WARNING."""
+        self.threads: SearchThreads | None = None  # its threads, once started
 
     # ----------------------------------------------------------------------------- the run
     def execute(self) -> SearchResult:

@@ -376,11 +376,13 @@ class LateBatches:
     def __init__(self, nodes: threading.Condition, worker: SearchWorker, res: Resources) -> None:
         self._nodes, self._worker, self._res = nodes, worker, res
         self._batches: dict[threading.Thread, tuple[cgather.Batch, float]] = {}
+        self._threads: list[threading.Thread] = []  # to join once their batches are in
         self._settling = False
 
     def keep(self, on_network: dict[threading.Thread, tuple[cgather.Batch, float]]) -> None:
         """The run's close (nodes lock held): its batches on the network, with since when."""
         self._batches.update(on_network)
+        self._threads.extend(on_network)
 
     def back_up(self, thread: threading.Thread, batch: cgather.Batch, heads: Any) -> None:
         """``thread``, back from the network with ``heads`` (nodes lock held): its batch backed
@@ -403,7 +405,8 @@ class LateBatches:
             self._nodes.notify_all()
 
     def settle(self) -> None:
-        """Wait until every batch is backed up or dropped (its call hung)."""
+        """Wait until every batch is backed up and its thread gone, or dropped (its call hung:
+        its thread is left behind)."""
         with self._nodes:
             self._settling = True
             self._nodes.notify_all()
@@ -412,11 +415,15 @@ class LateBatches:
                 for thread, (batch, since) in list(self._batches.items()):
                     if now - since > NETWORK_STALL_S or not thread.is_alive():
                         del self._batches[thread]
+                        self._threads.remove(thread)
                         self._worker.abandon(batch)
                         self._res.retire_batches([(batch, thread)])
                 if self._batches:
                     self._nodes.wait(WAIT_SLICE_S)
             self._res.state.changed()
+            threads, self._threads = self._threads, []
+        for thread in threads:  # past their backups: what they hold is freed as they leave
+            thread.join()
 
 
 def hung_call(evaluating: Iterable[tuple[cgather.Batch, float]]) -> TimeoutError | None:
