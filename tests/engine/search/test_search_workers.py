@@ -190,7 +190,7 @@ def test_a_node_limit_does_not_cut_a_gather():
 
 
 class SlowLate(RandomNetwork):
-    """The random network, whose calls take 0.1 s once it has evaluated 800 rows: the run's
+    """The random network, whose calls take 50 ms once it has evaluated 900 rows: the run's
     end finds a thread on the network."""
 
     def __init__(self) -> None:
@@ -199,8 +199,8 @@ class SlowLate(RandomNetwork):
 
     def evaluate(self, planes):
         self.rows += len(planes)
-        if self.rows > 800:
-            time.sleep(0.1)
+        if self.rows > 900:
+            time.sleep(0.05)
         return super().evaluate(planes)
 
 
@@ -220,14 +220,14 @@ def test_a_batch_on_the_network_at_the_runs_end_is_backed_up_after_it():
         search.set_position(chess.Board())
         net.rows = 0
         before = _search_threads()
-        result = search.run(Limit(nodes=1200), settle=False)
+        result = search.run(Limit(nodes=1000), settle=False)
         left = _search_threads() - before
         late = int(sum(search.root.cnif))  # the root's children's (a path's start: not counted)
         if left and late > 0:
             break
     assert left and late > 0  # the run ended with a batch on the network: the test means something
     in_flight = search.state.tree.nodes["nif"].copy()
-    time.sleep(0.25)  # its call is back meanwhile, and waits
+    time.sleep(0.1)  # its call is back meanwhile, and waits
     search.state.changed()
     assert search.root.n == result.nodes
     assert (search.state.tree.nodes["nif"][: len(in_flight)] == in_flight).all()
