@@ -7,7 +7,6 @@ threads) and the stop signals. :class:`engine.search.search.Search` owns one and
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable
 
 import chess
@@ -35,8 +34,6 @@ TimeStopper = Callable[[float, float], bool]
 since the go and since its first playout (lc0's ``time_since_movestart`` and
 ``time_since_first_batch``, 0 before it): whether the search should stop now."""
 
-CLOSE_WAIT_S = 5.0
-"""How long a close waits for the threads still on the network (a call takes milliseconds)."""
 HISTORY_ROOM = 1024
 """Plies of path the history buffer holds beyond the game (grown when a search goes deeper)."""
 
@@ -116,13 +113,9 @@ class Resources:
         self.state.stop.clear()
         self.stop_flag[0] = 0
 
-    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
-        """Close, once the threads of the calls a run dropped (:meth:`retire_batches`) have
-        gone, ``wait_s`` at most (a call that hangs for good): a dropped network is then not
-        still running while the next one loads."""
-        deadline = time.monotonic() + wait_s
-        for _batch, thread in self._retired.values():
-            thread.join(max(0.0, deadline - time.monotonic()))
+    def close(self) -> None:
+        """Close (the threads of a run's batches are gone by then: ``Search.close`` settles it;
+        a hung call's is left behind)."""
         self.evaluator.close()
         self.pages.close()
 
