@@ -27,3 +27,29 @@ def test_prints_each_settings_median_its_ratio_to_the_first_and_the_ceiling():
     assert together and int(together.group(1)) > 0, proc.stdout
     share = re.search(r"Threads 2 / two at once, round by round: x([\d.]+)", proc.stdout)
     assert share and float(share.group(1)) > 0, proc.stdout
+
+
+@pytest.mark.slow
+def test_one_engine_switches_threads_between_sets_and_alternates_their_order():
+    proc = subprocess.run(
+        [str(REPO_ROOT / "bin" / "perf" / "threads"), "--threads", "1,2", "--nodes", "300",
+         "--repeats", "2", "--minibatch-size", "8", "--one-engine"],
+        capture_output=True, text=True, timeout=600, cwd="/",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    order = re.findall(r"round (\d): xlazero Threads (\d): (\d+) nodes/s", proc.stdout)
+    # Round 1 searches Threads 1 first, round 2 Threads 2 first: each setting in turn goes
+    # first, so that a drift of the host's speed within a round falls on both of them.
+    assert [(r, t) for r, t, _ in order] == [("1", "1"), ("1", "2"), ("2", "2"), ("2", "1")]
+    assert all(int(rate) > 0 for _, _, rate in order), proc.stdout
+    rows = re.findall(r"xlazero\s+Threads (\d): +(\d+) nodes/s +\(x", proc.stdout)
+    assert [t for t, _ in rows] == ["1", "2"], proc.stdout
+
+
+@pytest.mark.slow
+def test_one_engine_refuses_the_ceiling_with_a_reason():
+    proc = subprocess.run(
+        [str(REPO_ROOT / "bin" / "perf" / "threads"), "--one-engine", "--ceiling"],
+        capture_output=True, text=True, timeout=120, cwd="/",
+    )  # fmt: skip
+    assert proc.returncode == 2 and "--ceiling" in proc.stderr, proc.stderr
