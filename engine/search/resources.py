@@ -7,7 +7,7 @@ threads) and the stop signals. :class:`engine.search.search.Search` owns one and
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import chess
 import numpy as np
@@ -157,7 +157,7 @@ class Resources:
 
     def ensure_batches(self, count: int, size: int) -> None:
         """``count`` batch buffers of ``size`` rows at least, free: a buffer a hung call held
-        is used again once its thread has gone, else replaced (:meth:`retire_batches`)."""
+        is used again once its thread has gone, else replaced (:meth:`retire_batch`)."""
         if len(self.batches) != count or self.batches[0].req.shape[0] < size:
             self.batches = [cgather.new_batch(size) for _ in range(count)]
         for i, batch in enumerate(self.batches):
@@ -166,13 +166,12 @@ class Resources:
                 self.batches[i] = cgather.new_batch(len(batch.req))
         self._retired.clear()
 
-    def retire_batches(self, in_flight: Iterable[tuple[cgather.Batch, threading.Thread]]) -> None:
-        """The batches a run dropped while their calls hung, with their threads: those still
-        write to them once back (the sorted policies, the NN cache's store), so the next run
-        gathers into one only once its thread has gone (a new buffer cost that run's gathers
-        0.4-3.8 ms of first writes)."""
-        for batch, thread in in_flight:
-            self._retired[id(batch)] = (batch, thread)
+    def retire_batch(self, batch: cgather.Batch, thread: threading.Thread) -> None:
+        """A batch a run dropped while its call hung, with its thread: that still writes to it
+        once back (the sorted policies, the NN cache's store), so the next run gathers into it
+        only once the thread has gone (a new buffer cost that run's gathers 0.4-3.8 ms of
+        first writes)."""
+        self._retired[id(batch)] = (batch, thread)
 
     def grow_history(self) -> None:
         g = len(self._game)

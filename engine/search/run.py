@@ -165,12 +165,8 @@ class SearchRun:
         """Why the search stopped early, when it did: a failed network."""
         if self.on_verbose is not None and self.failure is not None:
             exc, nodes = self.failure, int(self.state.tree.nodes["n"][0])
-            self.on_verbose(
-                [
-                    f"error: network evaluation failed: {type(exc).__name__}: {exc}; the search "
-                    f"stopped at {nodes} nodes"
-                ]
-            )
+            why = f"{type(exc).__name__}: {exc}; the search stopped at {nodes} nodes"
+            self.on_verbose([f"error: network evaluation failed: {why}"])
 
     # ----------------------------------------------------------------------------- the threads
     def _search(self) -> None:
@@ -190,6 +186,11 @@ class SearchRun:
         self.threads = threads
         threads.run(self._watch, WATCH_SLICE_S)
         self.failure = threads.failure
+
+    def settle(self) -> None:
+        """The batches on the network when the run ended, backed up (threads.py's LateBatches)."""
+        if self.threads is not None:
+            self.threads.late.settle()
 
     def _stoppers(self) -> tuple[bool, float, int]:
         """lc0's stoppers over the root (nodes lock held): (a limit is reached, the playouts

@@ -144,8 +144,7 @@ class Search:
         thread may, more than once."""
         run = self._unsettled
         if run is not None:
-            if run.threads is not None:
-                run.threads.late.settle()
+            run.settle()
             if self._unsettled is run:
                 self._unsettled = None
 

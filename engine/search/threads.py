@@ -370,7 +370,7 @@ class LateBatches:
     ``Search`` waits for them: lc0's ``Search::Wait``); none touches the tree before, so the
     run's report and move are made from the tree as it ended. A call not back in
     NETWORK_STALL_S (or a thread gone without its batch: a bug) is dropped then (its visits out
-    of flight, its buffer retired: ``Resources.retire_batches``), and its thread, once back,
+    of flight, its buffer retired: ``Resources.retire_batch``), and its thread, once back,
     touches nothing. Its state is under the run's nodes lock."""
 
     def __init__(self, nodes: threading.Condition, worker: SearchWorker, res: Resources) -> None:
@@ -417,7 +417,7 @@ class LateBatches:
                         del self._batches[thread]
                         self._threads.remove(thread)
                         self._worker.abandon(batch)
-                        self._res.retire_batches([(batch, thread)])
+                        self._res.retire_batch(batch, thread)
                 if self._batches:
                     self._nodes.wait(WAIT_SLICE_S)
             self._res.state.changed()
