@@ -10,13 +10,16 @@ import pytest
 from conftest import REPO_ROOT
 
 
+def _threads(*args: str) -> subprocess.CompletedProcess[str]:
+    """bin/perf/threads with ``args``, run from another directory."""
+    command = [str(REPO_ROOT / "bin" / "perf" / "threads"), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd="/")
+
+
 @pytest.mark.slow
 def test_prints_each_settings_median_its_ratio_to_the_first_and_the_ceiling():
-    proc = subprocess.run(
-        [str(REPO_ROOT / "bin" / "perf" / "threads"), "--threads", "1,2", "--nodes", "300",
-         "--repeats", "1", "--minibatch-size", "8", "--ceiling"],
-        capture_output=True, text=True, timeout=600, cwd="/",
-    )  # fmt: skip
+    proc = _threads("--threads", "1,2", "--nodes", "300", "--repeats", "1", "--minibatch-size", "8",
+                    "--ceiling")  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = re.findall(r"xlazero\s+Threads (\d): +(\d+) nodes/s +\(x([\d.]+) our Threads 1; "
                       r"round by round x([\d.]+)\)", proc.stdout)  # fmt: skip
@@ -31,11 +34,8 @@ def test_prints_each_settings_median_its_ratio_to_the_first_and_the_ceiling():
 
 @pytest.mark.slow
 def test_one_engine_switches_threads_between_sets_and_alternates_their_order():
-    proc = subprocess.run(
-        [str(REPO_ROOT / "bin" / "perf" / "threads"), "--threads", "1,2", "--nodes", "300",
-         "--repeats", "2", "--minibatch-size", "8", "--one-engine"],
-        capture_output=True, text=True, timeout=600, cwd="/",
-    )  # fmt: skip
+    proc = _threads("--threads", "1,2", "--nodes", "300", "--repeats", "2", "--minibatch-size", "8",
+                    "--one-engine")  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     order = re.findall(r"round (\d): xlazero Threads (\d): (\d+) nodes/s", proc.stdout)
     # Round 1 searches Threads 1 first, round 2 Threads 2 first: each setting in turn goes
@@ -48,8 +48,5 @@ def test_one_engine_switches_threads_between_sets_and_alternates_their_order():
 
 @pytest.mark.slow
 def test_one_engine_refuses_the_ceiling_with_a_reason():
-    proc = subprocess.run(
-        [str(REPO_ROOT / "bin" / "perf" / "threads"), "--one-engine", "--ceiling"],
-        capture_output=True, text=True, timeout=120, cwd="/",
-    )  # fmt: skip
+    proc = _threads("--one-engine", "--ceiling")
     assert proc.returncode == 2 and "--ceiling" in proc.stderr, proc.stderr
