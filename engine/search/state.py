@@ -107,6 +107,9 @@ class SearchState:
         self.params = params
         self.cache = cache
         self.tree = ctree.new_tree()
+        self.spare: ctree.Tree | None = None
+        """The arrays of the tree before the last one kept a subtree of it (Search.set_position),
+        for the next such copy."""
         self.root_board = chess.Board()
         self.stop = threading.Event()
         self._root: NodeView | None = None

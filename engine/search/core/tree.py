@@ -357,16 +357,27 @@ def _subtree_size(tree, root):
     return nodes, edges
 
 
-def keep_subtree(tree: Tree, root: int) -> Tree:
-    """A new tree holding ``root``'s subtree (as node 0); the old arrays are dropped."""
+def keep_subtree(tree: Tree, root: int, into: Tree | None = None) -> Tree:
+    """A tree holding ``root``'s subtree (as node 0): ``into``'s arrays when they have room
+    for twice the subtree (their old contents dropped), else new ones. ``tree`` is left as it
+    was."""
     nodes, edges = _subtree_size(tree, root)
-    edge_capacity = max(EDGE_CAPACITY, 2 * edges)
-    dst = Tree(
-        records(max(NODE_CAPACITY, 2 * nodes), NODE),
-        records(edge_capacity, EDGE),
-        records(edge_capacity, KID),
-        np.zeros(COUNTS, np.int64),
-    )
+    node_capacity, edge_capacity = max(NODE_CAPACITY, 2 * nodes), max(EDGE_CAPACITY, 2 * edges)
+    if (
+        into is not None
+        and into.nodes is not tree.nodes
+        and len(into.nodes) >= node_capacity
+        and len(into.edges) >= edge_capacity
+    ):
+        dst = into
+        dst.count[:] = 0
+    else:
+        dst = Tree(
+            records(node_capacity, NODE),
+            records(edge_capacity, EDGE),
+            records(edge_capacity, KID),
+            np.zeros(COUNTS, np.int64),
+        )
     _copy_subtree(tree, root, dst)
     return dst
 

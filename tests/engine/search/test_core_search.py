@@ -67,7 +67,9 @@ def test_same_tree_as_the_reference_search_at_minibatch_one(fen):
         got = tree_visits(search.root, ref)
         assert [(p, a) for p, a, _ in got] == [(p, b) for p, _, b in got]
         ref_q = {m.uci(): c.wl for m, c in zip(ref.moves, ref.children) if c is not None and c.n}
-        core_q = {m.uci(): q for m, q, n in zip(search.root.moves, search.root.cq, search.root.cn) if n}
+        core_q = {
+            m.uci(): q for m, q, n in zip(search.root.moves, search.root.cq, search.root.cn) if n
+        }
         assert core_q.keys() == ref_q.keys()
         for move, q in ref_q.items():
             assert core_q[move] == pytest.approx(q, abs=1e-6)
@@ -148,6 +150,44 @@ def test_keep_subtree_copies_the_statistics():
     assert (view.n, view.wl, view.cn, view.cq, view.moves) == before
     assert int(kept.count[0]) < int(tree.count[0])
     search.close()
+
+
+def _tree_as_values(tree, node=0):
+    """A subtree as plain values, children in edge order: what a copy must give alike."""
+    nodes = tree.nodes
+    first, k = int(nodes["first"][node]), int(nodes["nedges"][node])
+    edges = [(int(tree.edges["move"][first + j]), int(tree.edges["prior"][first + j]))
+             for j in range(k)] if k > 0 else []  # fmt: skip
+    kids = [ctree.child(tree, node, j) for j in range(k)] if k > 0 else []
+    own = tuple(nodes[f][node].item() for f in ("n", "nif", "wl", "d", "m", "kind", "vpol"))
+    return own, edges, [None if c < 0 else _tree_as_values(tree, c) for c in kids]
+
+
+def test_keep_subtree_into_a_used_trees_arrays_gives_what_fresh_arrays_give():
+    search = Search(RandomNetwork(), from_options({"SmartPruningFactor": 0.0}))
+    search.set_position(chess.Board())
+    search.run(Limit(nodes=3000))
+    tree = search.state.tree
+    i = int(np.argmax(search.root.cn))
+    child = search.root.children[i].id
+    fresh = ctree.keep_subtree(tree, child)
+    # Arrays full of another search's nodes: the copy must leave nothing of them in its tree.
+    other = Search(RandomNetwork(seed=7), from_options({"SmartPruningFactor": 0.0}))
+    other.set_position(
+        chess.Board("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
+    )
+    other.run(Limit(nodes=6000))
+    used = other.state.tree
+    kept = ctree.keep_subtree(tree, child, into=used)
+    assert kept.nodes is used.nodes and kept.edges is used.edges
+    assert [int(c) for c in kept.count[:3]] == [int(c) for c in fresh.count[:3]]
+    assert _tree_as_values(kept) == _tree_as_values(fresh)
+    # The source itself, or arrays too small for twice the subtree, are never written over.
+    assert ctree.keep_subtree(tree, child, into=tree).nodes is not tree.nodes
+    small = ctree.new_tree(16, 64)
+    assert ctree.keep_subtree(tree, child, into=small).nodes is not small.nodes
+    search.close()
+    other.close()
 
 
 def test_nn_cache_finds_evicts_and_bounds_its_entries():
@@ -287,8 +327,13 @@ def test_priors_take_lc0s_16_bits_exactly_as_its_definition_says():
     import math
 
     rng = np.random.default_rng(5)
-    p = np.concatenate([rng.random(20_000), 10.0 ** rng.uniform(-12, 0, 20_000),
-                        [0.0, 1.0, 2.0 ** -31, 2.0 ** -32, 0.5, 1 - 2.0 ** -24]]).astype(np.float32)
+    p = np.concatenate(
+        [
+            rng.random(20_000),
+            10.0 ** rng.uniform(-12, 0, 20_000),
+            [0.0, 1.0, 2.0**-31, 2.0**-32, 0.5, 1 - 2.0**-24],
+        ]
+    ).astype(np.float32)
     got = np.empty(len(p), np.uint16)
     ctree.compress_priors(p, got, np.int32(len(p)))  # the search's types: numba's cached code
     for x, v in zip(p.tolist(), got.tolist()):

@@ -479,8 +479,37 @@ def test_tree_reuse_keeps_subtree():
     board.push(move)
     assert s.set_position(board)
     assert s.root.n == child_n and s.root.parent is None
+    # The same position again keeps the whole tree, in place.
+    nodes = s.state.tree.nodes
+    assert s.set_position(board.copy()) and s.root.n == child_n and s.state.tree.nodes is nodes
     # A position that does not continue the game starts a new tree.
     assert not s.set_position(chess.Board("8/8/8/8/8/8/k7/7K w - - 0 1"))
+
+
+def _game_searches(options: dict, plies: int) -> tuple[list[tuple], list[int]]:
+    """A game of ``plies`` moves searched with tree reuse (one thread: deterministic): each
+    search's (bestmove, the root's visits by move), and the id of its tree's node array."""
+    s = Search(ConstNetwork(), from_options({"SmartPruningFactor": 0.0, "Threads": 1} | options))
+    board, results, arrays = chess.Board(), [], []
+    for _ in range(plies):
+        assert s.set_position(board) or not board.move_stack
+        result = s.run(Limit(nodes=600))
+        results.append((result.bestmove, tuple(zip(s.root.moves, s.root.cn))))
+        arrays.append(id(s.state.tree.nodes))
+        board.push(result.bestmove)
+    s.close()
+    return results, arrays
+
+
+def test_tree_reuse_copies_into_the_arrays_of_the_tree_before_and_searches_the_same():
+    results, arrays = _game_searches({}, 6)
+    # From the third move the kept subtree goes into the arrays of the tree two moves before
+    # (their pages already backed), the two sets taking turns.
+    assert arrays[3] == arrays[1] and arrays[4] == arrays[2] and arrays[1] != arrays[2]
+    # RamLimitMb keeps no second set (its count would miss it): a new one each move.
+    limited, fresh = _game_searches({"RamLimitMb": 4000}, 6)
+    assert len(set(fresh[1:])) == 5
+    assert results == limited
 
 
 def test_nn_cache_avoids_reevaluation():
@@ -705,8 +734,15 @@ class PaddedNetwork(ConstNetwork):
 
     def attributes(self) -> BackendAttributes:
         return BackendAttributes(
-            "padded", (), self.max_batch, self.max_batch, lambda n: -(-n // 16) * 16, 1, False,
-            False, None,
+            "padded",
+            (),
+            self.max_batch,
+            self.max_batch,
+            lambda n: -(-n // 16) * 16,
+            1,
+            False,
+            False,
+            None,
         )
 
     def evaluate(self, planes: np.ndarray) -> NetworkOutput:
