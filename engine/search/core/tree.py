@@ -6,7 +6,8 @@ edge arrays (``first`` .. ``first + nedges``). Its children's indices are in a b
 ``kids`` array (``kids`` .. ``kids + nedges``, -1 where an edge has none), made when its first
 child is: most nodes are leaves and never have one, so an edge is 4 bytes, as lc0's. The arrays grow by doubling (``reserve``), from
 Python, between the compiled phases. Node 0 is the root after ``reset``; tree reuse copies the
-kept subtree into fresh arrays (``keep_subtree``), so a dropped tree is freed at once.
+kept subtree into other arrays (``keep_subtree``: the tree's before the last, whose pages are
+backed, or fresh ones).
 
 Perspective (as lc0's Node): a node's ``wl`` is W-L from the view of the player who made the
 move *into* the node (its parent maximises its children's ``wl``); ``m`` is the expected number
@@ -295,65 +296,79 @@ def expand(tree, node, moves, priors, count):
 
 
 @njit(cache=True)
-def _copy_subtree(src, root, dst):
-    """Copy ``root``'s subtree of ``src`` into the empty ``dst`` (root becomes node 0),
-    breadth first so that each node's children stay together."""
-    queue = np.empty(src.count[NODES], np.int32)
-    new_id = np.full(src.count[NODES], -1, np.int32)
-    queue[0] = root
-    head, tail = 0, 1
-    while head < tail:
-        old = queue[head]
-        head += 1
-        parent = -1 if old == root else new_id[src.nodes.parent[old]]
-        pedge = -1
-        if parent >= 0:
-            pedge = dst.nodes.first[parent] + (
-                src.nodes.pedge[old] - src.nodes.first[src.nodes.parent[old]]
-            )
-        i = new_node(dst, parent, pedge)
-        new_id[old] = i
-        dst.nodes.n[i] = src.nodes.n[old]
-        dst.nodes.nif[i] = 0
-        dst.nodes.wl[i] = src.nodes.wl[old]
-        dst.nodes.d[i] = src.nodes.d[old]
-        dst.nodes.m[i] = src.nodes.m[old]
-        dst.nodes.touched[i] = src.nodes.touched[old]
-        dst.nodes.kind[i] = src.nodes.kind[old]
-        dst.nodes.t_wl[i] = src.nodes.t_wl[old]
-        dst.nodes.t_d[i] = src.nodes.t_d[old]
-        dst.nodes.t_m[i] = src.nodes.t_m[old]
-        dst.nodes.vpol[i] = src.nodes.vpol[old]
+def _copy_subtree(src, root, dst, src_words, dst_words, order):
+    """Copy ``root``'s subtree of ``src`` into ``dst`` from its start (root becomes node 0),
+    breadth first so that each node's children stay together; its counts are set. One thread,
+    nothing else on either tree (a move's set-up): plain writes. ``src_words``, ``dst_words``:
+    the edge arrays as uint32 (an edge's move and prior in one word, copied a block at once);
+    ``order``: room for the subtree's nodes (the source's, in the order of their copies)."""
+    order[0] = root
+    dst.nodes.parent[0] = -1
+    dst.nodes.pedge[0] = -1
+    i, tail, edges, kids = 0, 1, 0, 0
+    while i < tail:
+        old = order[i]
+        _copy_node(src, old, dst, i)
         k = src.nodes.nedges[old]
-        if k > 0:
-            f = src.nodes.first[old]
-            first = dst.count[EDGES]  # (expand's work, on record slices it would compile twice)
-            dst.count[EDGES] = first + k
-            dst.nodes.first[i] = first
-            dst.nodes.nedges[i] = k
+        dst.nodes.first[i] = edges if k > 0 else -1
+        f = src.nodes.first[old]
+        dst_words[edges : edges + k] = src_words[f : f + k]
+        block = src.nodes.kids[old]
+        dst.nodes.kids[i] = -1
+        if k > 0 and block >= 0:
+            dst.nodes.kids[i] = kids
             for j in range(k):
-                dst.edges.move[first + j] = src.edges.move[f + j]
-                dst.edges.prior[first + j] = src.edges.prior[f + j]
-            for j in range(k):
-                c = child(src, old, j)
+                c = src.kids[block + j]
+                dst.kids[kids + j] = tail if c >= 0 else -1
                 if c >= 0:
-                    queue[tail] = c
+                    order[tail] = c
+                    dst.nodes.parent[tail] = i
+                    dst.nodes.pedge[tail] = edges + j
                     tail += 1
+            kids += k
+        edges += k
+        i += 1
+    dst.count[NODES], dst.count[EDGES], dst.count[KIDS] = tail, edges, kids
+
+
+@njit(cache=True, inline="always")
+def _copy_node(src, old, dst, i):
+    """Node ``old``'s values into node ``i`` of ``dst``, with nothing in flight (its place in
+    the tree, edges and kids are the caller's)."""
+    dst.nodes.n[i] = src.nodes.n[old]
+    dst.nodes.nif[i] = 0
+    dst.nodes.wl[i] = src.nodes.wl[old]
+    dst.nodes.d[i] = src.nodes.d[old]
+    dst.nodes.m[i] = src.nodes.m[old]
+    dst.nodes.nedges[i] = src.nodes.nedges[old]
+    dst.nodes.touched[i] = src.nodes.touched[old]
+    dst.nodes.status[i] = 0
+    dst.nodes.kind[i] = src.nodes.kind[old]
+    dst.nodes.t_wl[i] = src.nodes.t_wl[old]
+    dst.nodes.t_d[i] = src.nodes.t_d[old]
+    dst.nodes.t_m[i] = src.nodes.t_m[old]
+    dst.nodes.vpol[i] = src.nodes.vpol[old]
 
 
 @njit(cache=True)
 def _subtree_size(tree, root):
-    nodes, edges = 0, 0
-    stack = [root]
-    while stack:
-        node = stack.pop()
+    """The nodes and edges of ``root``'s subtree."""
+    stack = np.empty(tree.count[NODES], np.int32)
+    stack[0] = root
+    top, nodes, edges = 1, 0, 0
+    while top > 0:
+        top -= 1
+        node = stack[top]
         nodes += 1
         k = tree.nodes.nedges[node]
         edges += k
-        for j in range(k):
-            c = child(tree, node, j)
-            if c >= 0:
-                stack.append(c)
+        block = tree.nodes.kids[node]
+        if k > 0 and block >= 0:
+            for j in range(k):
+                c = tree.kids[block + j]
+                if c >= 0:
+                    stack[top] = c
+                    top += 1
     return nodes, edges
 
 
@@ -370,7 +385,7 @@ def keep_subtree(tree: Tree, root: int, into: Tree | None = None) -> Tree:
         and len(into.edges) >= edge_capacity
     ):
         dst = into
-        dst.count[:] = 0
+        dst.count[:] = 0  # the values' lock too
     else:
         dst = Tree(
             records(node_capacity, NODE),
@@ -378,7 +393,8 @@ def keep_subtree(tree: Tree, root: int, into: Tree | None = None) -> Tree:
             records(edge_capacity, KID),
             np.zeros(COUNTS, np.int64),
         )
-    _copy_subtree(tree, root, dst)
+    order = np.empty(nodes, np.int32)
+    _copy_subtree(tree, root, dst, tree.edges.view(np.uint32), dst.edges.view(np.uint32), order)
     return dst
 
 

@@ -181,7 +181,7 @@ def test_keep_subtree_into_a_used_trees_arrays_gives_what_fresh_arrays_give():
     kept = ctree.keep_subtree(tree, child, into=used)
     assert kept.nodes is used.nodes and kept.edges is used.edges
     assert [int(c) for c in kept.count[:3]] == [int(c) for c in fresh.count[:3]]
-    assert _tree_as_values(kept) == _tree_as_values(fresh)
+    assert _tree_as_values(kept) == _tree_as_values(fresh) == _tree_as_values(tree, child)
     # The source itself, or arrays too small for twice the subtree, are never written over.
     assert ctree.keep_subtree(tree, child, into=tree).nodes is not tree.nodes
     small = ctree.new_tree(16, 64)

@@ -486,16 +486,17 @@ def test_tree_reuse_keeps_subtree():
     assert not s.set_position(chess.Board("8/8/8/8/8/8/k7/7K w - - 0 1"))
 
 
-def _game_searches(options: dict, plies: int) -> tuple[list[tuple], list[int]]:
+def _game_searches(options: dict, plies: int) -> tuple[list[tuple], list[np.ndarray]]:
     """A game of ``plies`` moves searched with tree reuse (one thread: deterministic): each
-    search's (bestmove, the root's visits by move), and the id of its tree's node array."""
+    search's (bestmove, the root's visits by move), and its tree's node array (held: an id
+    alone could be a freed array's, reused)."""
     s = Search(ConstNetwork(), from_options({"SmartPruningFactor": 0.0, "Threads": 1} | options))
     board, results, arrays = chess.Board(), [], []
     for _ in range(plies):
         assert s.set_position(board) or not board.move_stack
         result = s.run(Limit(nodes=600))
         results.append((result.bestmove, tuple(zip(s.root.moves, s.root.cn))))
-        arrays.append(id(s.state.tree.nodes))
+        arrays.append(s.state.tree.nodes)
         board.push(result.bestmove)
     s.close()
     return results, arrays
@@ -505,10 +506,10 @@ def test_tree_reuse_copies_into_the_arrays_of_the_tree_before_and_searches_the_s
     results, arrays = _game_searches({}, 6)
     # From the third move the kept subtree goes into the arrays of the tree two moves before
     # (their pages already backed), the two sets taking turns.
-    assert arrays[3] == arrays[1] and arrays[4] == arrays[2] and arrays[1] != arrays[2]
+    assert arrays[3] is arrays[1] and arrays[4] is arrays[2] and arrays[1] is not arrays[2]
     # RamLimitMb keeps no second set (its count would miss it): a new one each move.
     limited, fresh = _game_searches({"RamLimitMb": 4000}, 6)
-    assert len(set(fresh[1:])) == 5
+    assert len({id(a) for a in fresh[1:]}) == 5
     assert results == limited
 
 
