@@ -101,15 +101,15 @@ class Search:
             and int(state.tree.nodes["n"][node]) > 0
             and int(state.tree.nodes["kind"][node]) == ctree.NONE
         )
-        if reused and node != 0:
+        if not reused:
+            state.tree = ctree.emptied(state.tree)
+        elif node != 0:  # (the root itself: the tree stays as it is)
             kept_from = state.tree
             state.tree = ctree.keep_subtree(kept_from, node, state.spare)
             # The old arrays, their pages backed, are the next move's copy's (12 moves of 50,000
             # nodes through UCI: 57 ms of set-up against 39, in-process 79-126 against 34-42);
             # not under RamLimitMb, whose count of the tree's bytes they would escape.
             state.spare = kept_from if self.params.ram_limit_bytes <= 0 else None
-        elif not reused:
-            state.tree = ctree.emptied(state.tree)
         res.set_game(board, rows)
         state.changed()
         return reused
