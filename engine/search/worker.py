@@ -89,6 +89,11 @@ class SearchWorker:
         )
         """What every thread's gather or backup at once can add at most (nodes, edges): a
         gather's new nodes and out-of-order expansions, a batch's edges."""
+        self._gather_calls: dict[int, GatherCall] = {}
+        """Each batch buffer's gather arguments, kept while the tree's arrays, the root filter
+        and the walk's history stay (making them anew was a tenth of a batch's Python)."""
+        self._mask_filter: tuple[np.ndarray | None, np.ndarray] = (None, _ALL_MOVES)
+        """searchmoves' mask (the run's ``go.mask``) and its root filter, made once."""
 
     def prepare(self) -> list[cgather.Batch]:
         """The batch buffers (``Threads`` of them) and the selection's constants for this run;
@@ -98,6 +103,7 @@ class SearchWorker:
         # PREFETCH_LC0), and lc0 sends every row it spends.
         rows = max(self.batch_size, 2 * p.max_prefetch)
         res.ensure_batches(p.threads, rows)
+        self._gather_calls.clear()
         self._walk_consts = (
             res.walk_info(self.go.root_in_tablebase),
             np.array([state.draw_score(0), state.draw_score(1)], np.float64),
@@ -125,18 +131,29 @@ class SearchWorker:
         """A gather's first part (under the nodes lock): room in the tree for every thread's
         gather at once (grown after ``exclusive``, which returns once no gather runs), and the
         compiled gather's arguments (:func:`run_gather`), which may run beside other threads'."""
-        state, res, p = self.state, self.res, self.params
-        size, max_ooo = self.batch_size, self._max_ooo
+        state, res = self.state, self.res
         self.make_room(exclusive)
-        res.pages.ahead(state.tree.nodes, int(state.tree.count[ctree.NODES]))
-        res.pages.ahead(state.tree.edges, int(state.tree.count[ctree.EDGES]))
-        res.pages.ahead(state.tree.kids, int(state.tree.count[ctree.KIDS]))
-        ring, written = res.cache.arrays.ring, int(res.cache.arrays.meta[ccache.WRITE])
-        res.pages.ahead(ring, min(written, len(ring)))
-        collisions_left = p.collision_visit_limit(min(int(state.tree.nodes["n"][0]), remaining))
-        pad = res.pad_table(size, p.max_prefetch)
-        info, draw_scores = self._walk_consts
+        tree = state.tree
+        pages_ahead(res, tree)
         root_filter = self.root_filter(remaining, best)
+        call = self._gather_calls.get(id(batch))
+        hist = self._history_of(batch)
+        if call is None or not still_holds(call, tree, batch, root_filter, hist, keep_collisions):
+            call = self._gather_calls[id(batch)] = self._gather_call(
+                batch, root_filter, keep_collisions
+            )
+        limits = call[3]
+        limits[cminibatch.COLLISIONS_LEFT] = self.params.collision_visit_limit(
+            min(int(tree.nodes["n"][0]), remaining)
+        )
+        return call
+
+    def _gather_call(
+        self, batch: cgather.Batch, root_filter: np.ndarray, keep_collisions: bool
+    ) -> GatherCall:
+        """The compiled gather's arguments for ``batch`` (its collision budget still to set)."""
+        res, p, size = self.res, self.params, self.batch_size
+        info, draw_scores = self._walk_consts
         walk = cgather.Walk(
             self._history_of(batch),
             info,
@@ -147,11 +164,11 @@ class SearchWorker:
         )
         limits = cminibatch.GATHER_LIMITS.pack(
             BATCH_SIZE=size,
-            MAX_OOO=max_ooo,
-            COLLISIONS_LEFT=collisions_left,
+            MAX_OOO=self._max_ooo,
+            COLLISIONS_LEFT=0,
             KEEP_COLLISIONS=int(keep_collisions),
         )
-        return self._shared(), batch, walk, limits, pad
+        return self._shared(), batch, walk, limits, res.pad_table(size, p.max_prefetch)
 
     def end_gather(
         self, batch: cgather.Batch, exclusive: Callable[[], None] = alone
@@ -241,31 +258,8 @@ class SearchWorker:
         steps.abandon(self.state.tree, batch.req, int(batch.meta[cgather.REQUESTS]))
 
     def probe(self, batch: cgather.Batch, n: int) -> tuple[int, int]:
-        """Syzygy probes of the candidates the gather flagged: a hit is a terminal backed up
-        at once and leaves the batch. Returns (requests left, hits)."""
-        state, res = self.state, self.res
-        hits = 0
-        r = 0
-        while r < n:
-            if not batch.req["tb"][r] or batch.req["node"][r] < 0:
-                r += 1
-                continue
-            depth = int(batch.req["depth"][r])
-            board = to_board(batch.rows[r])
-            wdl = res.tablebase.probe_wdl(board) if res.tablebase is not None else None
-            if wdl is None:
-                r += 1
-                continue
-            counters = self.tally.counters
-            counters[cbackup.TB_HITS] += 1
-            wl = -1.0 if wdl == tb.WIN else (1.0 if wdl == tb.LOSS else 0.0)
-            node = int(batch.req["node"][r])
-            steps.tablebase_terminal(state.tree, res.packed, counters, node, wl, depth)
-            steps.drop_request(batch, r, n)
-            n -= 1
-            hits += 1
-        batch.meta[cgather.REQUESTS] = n
-        return n, hits
+        """Syzygy probes of the candidates the gather flagged (:func:`probe_candidates`)."""
+        return probe_candidates(self.state.tree, self.res, self.tally.counters, batch, n)
 
     def root_filter(self, remaining: float, best: int) -> np.ndarray:
         """Root moves that may get visits (searchmoves, and lc0's pruning in selection: a move
@@ -278,7 +272,11 @@ class SearchWorker:
             flags = np.zeros(0, np.uint8) if mask is None else mask.astype(np.uint8)
             cstop.root_filter(tree, best, remaining, flags, mask is not None, out)
             return out
-        return _ALL_MOVES if mask is None else mask.astype(np.uint8)
+        if mask is None:
+            return _ALL_MOVES
+        if self._mask_filter[0] is not mask:  # one array a run: the kept gather calls' key
+            self._mask_filter = (mask, mask.astype(np.uint8))
+        return self._mask_filter[1]
 
     def expand_root(self) -> None:
         """Evaluate the root at once (searchmoves need its moves); a network failure is raised
@@ -312,3 +310,64 @@ class SearchWorker:
                 raise
             self.process(batch, heads)
         state.changed()
+
+
+def pages_ahead(res: Resources, tree: ctree.Tree) -> None:
+    """The pages past the parts of the tree's arrays and the NN cache's ring in use made ready
+    (engine/search/pages.py), before a gather that may write into them."""
+    used = tree.count.tolist()
+    for array, slot in (
+        (tree.nodes, ctree.NODES),
+        (tree.edges, ctree.EDGES),
+        (tree.kids, ctree.KIDS),
+    ):
+        res.pages.ahead(array, used[slot])
+    ring, written = res.cache.arrays.ring, int(res.cache.arrays.meta[ccache.WRITE])
+    res.pages.ahead(ring, min(written, len(ring)))
+
+
+def still_holds(
+    call: GatherCall,
+    tree: ctree.Tree,
+    batch: cgather.Batch,
+    root_filter: np.ndarray,
+    hist: np.ndarray,
+    keep_collisions: bool,
+) -> bool:
+    """Whether a kept gather ``call`` is the one to make now: the same tree arrays (a tree
+    that grew has new ones), batch buffer, root filter, history rows and collisions' rule."""
+    return (
+        call[0].tree is tree
+        and call[1] is batch
+        and call[2].root_filter is root_filter
+        and call[2].hist is hist
+        and call[3][cminibatch.KEEP_COLLISIONS] == keep_collisions
+    )
+
+
+def probe_candidates(
+    tree: ctree.Tree, res: Resources, counters: np.ndarray, batch: cgather.Batch, n: int
+) -> tuple[int, int]:
+    """Syzygy probes of the candidates a gather flagged in ``batch`` (``n`` requests): a hit is
+    a terminal backed up at once and leaves the batch. Returns (requests left, hits)."""
+    hits = 0
+    r = 0
+    while r < n:
+        if not batch.req["tb"][r] or batch.req["node"][r] < 0:
+            r += 1
+            continue
+        depth = int(batch.req["depth"][r])
+        board = to_board(batch.rows[r])
+        wdl = res.tablebase.probe_wdl(board) if res.tablebase is not None else None
+        if wdl is None:
+            r += 1
+            continue
+        counters[cbackup.TB_HITS] += 1
+        wl = -1.0 if wdl == tb.WIN else (1.0 if wdl == tb.LOSS else 0.0)
+        node = int(batch.req["node"][r])
+        steps.tablebase_terminal(tree, res.packed, counters, node, wl, depth)
+        steps.drop_request(batch, r, n)
+        n -= 1
+        hits += 1
+    batch.meta[cgather.REQUESTS] = n
+    return n, hits

@@ -182,17 +182,19 @@ def summarize(tree, draw_score: float, mask: np.ndarray | None) -> RootSummary:
     expanded = int(tree.nodes["nedges"][0]) > 0
     if expanded:
         _summary_direct(tree, float(draw_score), m, use, out)
-    # By the layout's constants, not ROOT_SUMMARY.read: this runs before every minibatch.
+    # By the layout's constants, not ROOT_SUMMARY.read: this runs before every minibatch (and
+    # one tolist, not an int() a slot).
+    values = out.tolist()
     return RootSummary(
         expanded,
         int(tree.nodes["n"][0]),
-        int(out[BEST]) if expanded else -1,
-        int(out[FIRST_N]),
-        int(out[SECOND_N]),
-        int(out[MOVES]),
-        int(out[LOST]),
-        bool(out[WON]),
-        int(out[MATE]),
+        values[BEST] if expanded else -1,
+        values[FIRST_N],
+        values[SECOND_N],
+        values[MOVES],
+        values[LOST],
+        bool(values[WON]),
+        values[MATE],
     )
 
 

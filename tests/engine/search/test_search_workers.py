@@ -15,7 +15,10 @@ import chess
 
 from engine.backends.random import RandomNetwork
 from engine.search import Limit, Search, from_options
+from engine.search.core import gather as cgather
+from engine.search.core import tree as ctree
 from engine.search.run import SearchRun
+from engine.search.worker import run_gather
 from tree_checks import run_settled
 
 EVAL_SECONDS = 0.003
@@ -186,6 +189,36 @@ def test_a_node_limit_does_not_cut_a_gather():
         for batch in reversed(run.worker.prepare()):
             run.worker.abandon(batch)
         assert (tree.nodes["nif"][: tree.count[0]] == 0).all()
+    search.close()
+
+
+def test_a_gather_after_the_tree_grew_writes_into_its_new_arrays():
+    """A worker keeps each batch buffer's gather arguments from one gather to the next (only
+    the collision budget changes); once the tree's arrays are replaced (it grew, or a thread
+    reserved room), the next gather walks and claims the new arrays, and writes nothing into
+    the old ones. Abandoned, its visits leave the new tree as it was."""
+    grow = NO_CLOCK | {"MinibatchSize": 64, "Threads": 1}
+    search = Search(RandomNetwork(), from_options(grow))
+    search.set_position(chess.Board())
+    search.run(Limit(nodes=3_000))
+    run = SearchRun(search.resources, Limit(infinite=True))
+    batch = run.worker.prepare()[0]
+    first = run.worker.begin_gather(batch)
+    run_gather(first)
+    run.worker.abandon(batch)
+    old = search.state.tree
+    search.state.tree = ctree.reserve(old, len(old.nodes), len(old.edges))  # new, larger arrays
+    tree = search.state.tree
+    assert tree.nodes is not old.nodes
+    old_nodes, old_edges = old.nodes.copy(), old.edges.copy()
+    second = run.worker.begin_gather(batch)
+    assert second[0].tree is tree
+    run_gather(second)
+    n = int(batch.meta[cgather.REQUESTS])
+    assert n > 0 and tree.nodes["nif"][: tree.count[0]].sum() > 0  # in flight in the new arrays
+    assert (old.nodes == old_nodes).all() and (old.edges == old_edges).all()
+    run.worker.abandon(batch)
+    assert (tree.nodes["nif"][: tree.count[0]] == 0).all()
     search.close()
 
 
