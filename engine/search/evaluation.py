@@ -180,8 +180,13 @@ def network_heads(values: np.ndarray) -> np.ndarray:
 
 
 def gather_width(moves: int) -> int:
-    """The width of :data:`engine.backend.GATHER_WIDTHS` that holds ``moves`` legal moves."""
-    return next(w for w in GATHER_WIDTHS if w >= moves)
+    """The width of :data:`engine.backend.GATHER_WIDTHS` that holds ``moves`` legal moves (a
+    position has at most 218)."""
+    return _WIDTH_OF[moves]
+
+
+_WIDTH_OF = tuple(next(w for w in GATHER_WIDTHS if w >= m) for m in range(GATHER_WIDTHS[-1] + 1))
+"""gather_width's answer for each number of moves, read once a batch."""
 
 
 @functools.cache

@@ -101,7 +101,7 @@ class SearchThreads:
     ) -> None:
         self.res, self.worker, self.stoppers, self.until_stop = res, worker, stoppers, until_stop
         self.too_fast, self.outbox = too_fast, Outbox() if outbox is None else outbox
-        self.nodes = threading.Condition(threading.Lock())
+        self.nodes = NodesLock()
         """lc0's nodes mutex (the table above); waiting on it waits for a backup."""
         self.failure: BaseException | None = None
         """What ended the run early: a network call that failed or hung."""
@@ -153,7 +153,7 @@ class SearchThreads:
         self._over = True
         self._done.set()
         self._grown.set()
-        self.nodes.notify_all()
+        self.nodes.wake()
 
     def _work(self, batch: cgather.Batch, first: bool) -> None:
         """One search thread: lc0's ``SearchWorker::RunBlocking``. All but the ``first`` wait
@@ -212,7 +212,7 @@ class SearchThreads:
             self.worker.tally.batches += 1
             if timeline is not None:
                 timeline.add(seq, "backup", start, Timeline.now())
-            self.nodes.notify_all()
+            self.nodes.wake()
         return True
 
     def _start(self, batch: cgather.Batch, thread: threading.Thread) -> tuple[bool, int, int]:
@@ -282,7 +282,7 @@ class SearchThreads:
             timeline.add(seq, "gather", start, Timeline.now(), n)
         if ooo:
             self._changes += 1
-            self.nodes.notify_all()
+            self.nodes.wake()
         return n, ooo, seq
 
     def _in_tree_run(self, phase: Callable[[Any], None], call: Any) -> None:
@@ -296,7 +296,7 @@ class SearchThreads:
             self.nodes.acquire()
             self._in_tree -= 1
             if not self._in_tree:
-                self.nodes.notify_all()
+                self.nodes.wake()
 
     def _exclusive(self) -> None:
         """Return (nodes lock held) once no compiled phase (a gather, a backup) runs: the tree
@@ -332,6 +332,29 @@ class SearchThreads:
             self._collided.release()
             self.res.state.changed()
         return on_network
+
+
+class NodesLock(threading.Condition):
+    """lc0's nodes mutex, with the condition the threads wait on: :meth:`wake` wakes them
+    only when one waits (a ``notify_all`` runs three Python calls, and a batch makes three of
+    them, mostly with nobody waiting). ``waiting`` changes under the lock, so a waiter is
+    counted before the lock is let go in ``wait`` and a wake-up cannot miss it."""
+
+    def __init__(self) -> None:
+        super().__init__(threading.Lock())
+        self.waiting = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting += 1
+        try:
+            return super().wait(timeout)
+        finally:
+            self.waiting -= 1
+
+    def wake(self) -> None:
+        """``notify_all`` when a thread waits (the lock held)."""
+        if self.waiting:
+            self.notify_all()
 
 
 class SharedCollisions:
@@ -373,7 +396,7 @@ class LateBatches:
     of flight, its buffer retired: ``Resources.retire_batch``), and its thread, once back,
     touches nothing. Its state is under the run's nodes lock."""
 
-    def __init__(self, nodes: threading.Condition, worker: SearchWorker, res: Resources) -> None:
+    def __init__(self, nodes: NodesLock, worker: SearchWorker, res: Resources) -> None:
         self._nodes, self._worker, self._res = nodes, worker, res
         self._batches: dict[threading.Thread, tuple[cgather.Batch, float]] = {}
         self._threads: list[threading.Thread] = []  # to join once their batches are in
@@ -395,21 +418,21 @@ class LateBatches:
         if self._batches.pop(thread, None) is not None:
             self._worker.make_room(alone)
             run_backup(self._worker.begin_backup(batch, heads))
-            self._nodes.notify_all()
+            self._nodes.wake()
 
     def drop(self, thread: threading.Thread) -> None:
         """``thread``'s call failed (nodes lock held): its batch's visits out of flight."""
         held = self._batches.pop(thread, None)
         if held is not None:
             self._worker.abandon(held[0])
-            self._nodes.notify_all()
+            self._nodes.wake()
 
     def settle(self) -> None:
         """Wait until every batch is backed up and its thread gone, or dropped (its call hung:
         its thread is left behind)."""
         with self._nodes:
             self._settling = True
-            self._nodes.notify_all()
+            self._nodes.wake()
             while self._batches:
                 now = time.monotonic()
                 for thread, (batch, since) in list(self._batches.items()):

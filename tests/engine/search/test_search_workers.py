@@ -18,6 +18,7 @@ from engine.search import Limit, Search, from_options
 from engine.search.core import gather as cgather
 from engine.search.core import tree as ctree
 from engine.search.run import SearchRun
+from engine.search.threads import NodesLock
 from engine.search.worker import run_gather
 from tree_checks import run_settled
 
@@ -315,3 +316,29 @@ def test_the_bestmove_does_not_wait_for_a_batch_left_on_the_network():
     uci.handle("quit")
     assert late, "no run ended with a batch on the network"
     assert all(n > 0 for n in late), late  # answered before it was backed up
+
+
+def test_the_nodes_lock_wakes_a_waiting_thread_at_once():
+    """The search threads' nodes lock notifies only when a thread waits on it (threads.py's
+    NodesLock): one waiting is counted before the lock is let go, so a wake-up reaches it long
+    before its own timeout; once it is back, none is counted."""
+    lock = NodesLock()
+    woke = threading.Event()
+
+    def waiter() -> None:
+        with lock:
+            lock.wait(5.0)
+        woke.set()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        with lock:
+            if lock.waiting:
+                lock.wake()
+                break
+        time.sleep(0.001)
+    assert woke.wait(1.0)
+    thread.join()
+    assert lock.waiting == 0
