@@ -70,7 +70,7 @@ from engine.search.outbox import Outbox
 from engine.search.resources import Resources
 from engine.search.result import WAIT_SLICE_S
 from engine.search.timeline import Timeline
-from engine.search.worker import SearchWorker, alone, run_backup, run_gather
+from engine.search.worker import SearchWorker, run_backup, run_gather
 
 NETWORK_STALL_S = 60.0
 """A network call not back after this long has hung: the search stops and says so."""
@@ -416,8 +416,7 @@ class LateBatches:
                 return  # never settled: the settling drops it (its thread gone)
             self._nodes.wait(WAIT_SLICE_S)
         if self._batches.pop(thread, None) is not None:
-            self._worker.make_room(alone)
-            run_backup(self._worker.begin_backup(batch, heads))
+            self._worker.back_up_alone(batch, heads)
             self._nodes.wake()
 
     def drop(self, thread: threading.Thread) -> None:

@@ -235,10 +235,15 @@ class SearchWorker:
 
     def process(self, batch: cgather.Batch, heads: Heads) -> None:
         """Expand the batch's leaves with the network's values and back them up, on this thread
-        alone."""
+        alone; one more batch in the run's tally."""
+        self.back_up_alone(batch, heads)
+        self.tally.batches += 1
+
+    def back_up_alone(self, batch: cgather.Batch, heads: Heads) -> None:
+        """:meth:`process` without the tally (a batch the run left on the network, backed up
+        once it settles: threads.py's LateBatches)."""
         self.make_room(alone)
         run_backup(self.begin_backup(batch, heads))
-        self.tally.batches += 1
 
     def begin_backup(self, batch: cgather.Batch, heads: Heads) -> BackupCall:
         """A backup's first part (under the nodes lock, the tree's room made: :meth:`make_room`):
