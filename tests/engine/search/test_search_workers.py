@@ -201,6 +201,7 @@ def test_a_gather_after_the_tree_grew_writes_into_its_new_arrays():
     grow = NO_CLOCK | {"MinibatchSize": 64, "Threads": 1}
     search = Search(RandomNetwork(), from_options(grow))
     search.set_position(chess.Board())
+    search.state.tree = ctree.new_tree(4_096, 131_072)  # small arrays: growing them is cheap
     search.run(Limit(nodes=3_000))
     run = SearchRun(search.resources, Limit(infinite=True))
     batch = run.worker.prepare()[0]
@@ -213,11 +214,11 @@ def test_a_gather_after_the_tree_grew_writes_into_its_new_arrays():
     assert tree.nodes is not old.nodes
     old_nodes, old_edges = old.nodes.copy(), old.edges.copy()
     second = run.worker.begin_gather(batch)
-    assert second[0].tree is tree
     run_gather(second)
     n = int(batch.meta[cgather.REQUESTS])
-    assert n > 0 and tree.nodes["nif"][: tree.count[0]].sum() > 0  # in flight in the new arrays
     assert (old.nodes == old_nodes).all() and (old.edges == old_edges).all()
+    assert n > 0 and tree.nodes["nif"][: tree.count[0]].sum() > 0  # in flight in the new arrays
+    assert second[0].tree is tree
     run.worker.abandon(batch)
     assert (tree.nodes["nif"][: tree.count[0]] == 0).all()
     search.close()
