@@ -90,8 +90,9 @@ class SearchWorker:
         """What every thread's gather or backup at once can add at most (nodes, edges): a
         gather's new nodes and out-of-order expansions, a batch's edges."""
         self._gather_calls: dict[int, GatherCall] = {}
-        """Each batch buffer's gather arguments, kept while the tree's arrays, the root filter
-        and the walk's history stay (making them anew was a tenth of a batch's Python)."""
+        """Each batch buffer's gather arguments for this run (its NN cache and parameters),
+        kept while the tree's arrays, the root filter and the walk's history stay (making them
+        anew was a tenth of a batch's Python); emptied by :meth:`prepare`."""
         self._mask_filter: tuple[np.ndarray | None, np.ndarray] = (None, _ALL_MOVES)
         """searchmoves' mask (the run's ``go.mask``) and its root filter, made once."""
 
