@@ -142,14 +142,19 @@ def records(count: int, dtype: np.dtype) -> np.ndarray:
 
 def new_tree(node_capacity: int = NODE_CAPACITY, edge_capacity: int = EDGE_CAPACITY) -> Tree:
     """An empty tree with one fresh root (node 0)."""
-    tree = Tree(
+    tree = _arrays(node_capacity, edge_capacity)
+    new_node(tree, -1, -1)
+    return tree
+
+
+def _arrays(node_capacity: int, edge_capacity: int) -> Tree:
+    """A tree's arrays, zeroed, with nothing in them (no root); the kids as long as the edges."""
+    return Tree(
         records(node_capacity, NODE),
         records(edge_capacity, EDGE),
         records(edge_capacity, KID),
         np.zeros(COUNTS, np.int64),
     )
-    new_node(tree, -1, -1)
-    return tree
 
 
 def emptied(tree: Tree) -> Tree:
@@ -387,12 +392,7 @@ def keep_subtree(tree: Tree, root: int, into: Tree | None = None) -> Tree:
         dst = into
         dst.count[:] = 0  # the values' lock too
     else:
-        dst = Tree(
-            records(node_capacity, NODE),
-            records(edge_capacity, EDGE),
-            records(edge_capacity, KID),
-            np.zeros(COUNTS, np.int64),
-        )
+        dst = _arrays(node_capacity, edge_capacity)
     order = np.empty(nodes, np.int32)
     _copy_subtree(tree, root, dst, tree.edges.view(np.uint32), dst.edges.view(np.uint32), order)
     return dst
